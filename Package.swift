@@ -1,0 +1,153 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One set of settings for every target: Swift 6 language mode, explicit `any`, and imports
+/// that must name every module whose members a file uses.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Hearth",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hearth", targets: ["hearth"]),
+        .library(name: "HearthRPC", targets: ["HearthRPC"]),
+        .library(name: "HearthStore", targets: ["HearthStore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        // Shared libraries.
+        .target(
+            name: "HearthCore",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HearthRPC",
+            dependencies: [
+                "HearthCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            exclude: ["Generated/README.md"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HearthStore",
+            dependencies: [
+                "HearthCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Services: one module each, model / store / service inside.
+        .target(
+            name: "EchoService",
+            dependencies: [
+                "HearthRPC",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "services/Echo",
+            swiftSettings: swiftSettings
+        ),
+
+        // The `hearth` command line: commands in a library so tests can drive them, a thin executable.
+        .target(
+            name: "HearthCommands",
+            dependencies: [
+                "HearthCore",
+                "HearthRPC",
+                "HearthStore",
+                "EchoService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "hearth",
+            dependencies: ["HearthCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+
+        // A child process for the kill -9 durability test: writes rows and prints each acknowledged id.
+        .executableTarget(
+            name: "hearth-store-probe",
+            dependencies: ["HearthStore", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/StoreProbe",
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            name: "HearthTestSupport",
+            path: "Tests/HearthTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthRPCTests",
+            dependencies: [
+                "HearthRPC",
+                "HearthTestSupport",
+                "EchoService",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthStoreTests",
+            dependencies: [
+                "HearthStore",
+                "HearthCore",
+                "HearthTestSupport",
+                "hearth-store-probe",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthCommandsTests",
+            dependencies: [
+                "HearthCommands",
+                "HearthRPC",
+                "HearthTestSupport",
+                "EchoService",
+                "hearth",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,107 @@
+import ArgumentParser
+import Foundation
+import HearthRPC
+import SwiftProtobuf
+
+/// `hearth bench`: load-test one method of one process (like ghz).
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load-test one method: QPS, latency percentiles (HdrHistogram), counts by status.",
+        discussion: """
+              hearth bench --target 127.0.0.1:7105 hearth.echo.v1.Echo/Echo '{"payload": "..."}'
+              hearth bench --target 127.0.0.1:7105 --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'
+              hearth bench --target 127.0.0.1:7105 --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{}'
+            """
+    )
+
+    @Option(help: "HOST:PORT of the process to load. Example: --target 127.0.0.1:7105")
+    var target: Target
+
+    @Option(help: "Calls in flight at once (each a separate caller).")
+    var concurrency = 64
+
+    @Option(help: "Connections the calls are spread over, round-robin.")
+    var connections = 1
+
+    @Option(help: "How long to run (after warm-up), e.g. 10s. Default 10s unless --total is given.")
+    var duration: DurationArgument?
+
+    @Option(help: "Stop after this many calls instead of after a duration.")
+    var total: Int?
+
+    @Option(help: "Pace calls to this many per second overall; default: as fast as they complete.")
+    var rps: Double?
+
+    @Option(help: "Run this long first without recording, e.g. 1s or 0s.")
+    var warmup = DurationArgument(.seconds(1))
+
+    @Option(help: "Per-call timeout, e.g. 10s.")
+    var timeout = DurationArgument(.seconds(10))
+
+    @Option(name: .long, help: "Request metadata, repeatable. Example: --metadata authorization=Bearer...")
+    var metadata: [String] = []
+
+    @Option(help: "Also write the report as JSON to this file.")
+    var json: String?
+
+    @Argument(help: "The method, package.Service/Method.")
+    var method: String
+
+    @Argument(help: "The request as protobuf JSON. Default: {}")
+    var request = "{}"
+
+    func validate() throws {
+        guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard self.connections >= 1 else { throw ValidationError("--connections must be at least 1") }
+        if let total, total < 1 { throw ValidationError("--total must be at least 1") }
+        if self.total != nil, self.duration != nil { throw ValidationError("give --duration or --total, not both") }
+        if let rps, !(rps > 0) { throw ValidationError("--rps must be positive") }
+    }
+
+    func run() async throws {
+        guard let descriptor = MethodCatalog.method(named: self.method) else {
+            throw ValidationError("unknown method \(self.method)")
+        }
+        let payload = try descriptor.requestType.init(jsonString: self.request).serializedData()
+        let client = RPCClient(host: self.target.host, port: self.target.port, connections: self.connections)
+        let runner = BenchRunner(
+            client: client,
+            method: self.method,
+            payload: payload,
+            options: CallOptions(timeout: self.timeout.duration, metadata: try parseMetadata(self.metadata)),
+            concurrency: self.concurrency,
+            limit: self.total.map { .total($0) } ?? .duration(self.duration?.duration ?? .seconds(10)),
+            ratePerSecond: self.rps,
+            warmup: self.warmup.duration
+        )
+        let onTerminal = isatty(STDERR_FILENO) == 1
+        let (histogram, codes, seconds) = await runner.run { finished, elapsed in
+            guard onTerminal else { return }
+            let line = String(
+                format: "\r%6.1f s  %10llu calls  %10.0f QPS",
+                elapsed,
+                finished,
+                Double(finished) / max(elapsed, 0.001)
+            )
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+        await client.close()
+        if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+
+        let report = BenchReport(
+            method: self.method,
+            target: self.target.description,
+            concurrency: self.concurrency,
+            connections: self.connections,
+            seconds: seconds,
+            histogram: histogram,
+            codes: codes
+        )
+        print(report.text)
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(report).write(to: URL(fileURLWithPath: json))
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import HearthRPC
+import Histogram
+import NIOCore
+import Synchronization
+
+/// What `hearth bench` measured.
+struct BenchReport: Codable, Sendable {
+    struct Latency: Codable, Sendable {
+        var p50Micros: UInt64
+        var p90Micros: UInt64
+        var p99Micros: UInt64
+        var p999Micros: UInt64
+        var maxMicros: UInt64
+    }
+
+    var method: String
+    var target: String
+    var concurrency: Int
+    var connections: Int
+    var calls: UInt64
+    var seconds: Double
+    var qps: Double
+    var latency: Latency
+    /// Calls by status code name, e.g. `OK`, `DEADLINE_EXCEEDED`.
+    var codes: [String: UInt64]
+
+    init(
+        method: String,
+        target: String,
+        concurrency: Int,
+        connections: Int,
+        seconds: Double,
+        histogram: Histogram<UInt64>,
+        codes: [StatusCode: UInt64]
+    ) {
+        self.method = method
+        self.target = target
+        self.concurrency = concurrency
+        self.connections = connections
+        self.calls = codes.values.reduce(0, +)
+        self.seconds = seconds
+        self.qps = seconds > 0 ? Double(self.calls) / seconds : 0
+        self.latency = Latency(
+            p50Micros: histogram.valueAtPercentile(50),
+            p90Micros: histogram.valueAtPercentile(90),
+            p99Micros: histogram.valueAtPercentile(99),
+            p999Micros: histogram.valueAtPercentile(99.9),
+            maxMicros: histogram.totalCount > 0 ? histogram.max : 0
+        )
+        self.codes = Dictionary(uniqueKeysWithValues: codes.map { ($0.key.name, $0.value) })
+    }
+
+    /// The report for people.
+    var text: String {
+        func ms(_ micros: UInt64) -> String { String(format: "%.3f ms", Double(micros) / 1000) }
+        let codes = self.codes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return """
+            \(self.method) on \(self.target): \(self.concurrency) in flight over \(self.connections) connection(s)
+              calls     \(self.calls) in \(String(format: "%.2f", self.seconds)) s (\(codes))
+              QPS       \(String(format: "%.1f", self.qps))
+              p50       \(ms(self.latency.p50Micros))
+              p90       \(ms(self.latency.p90Micros))
+              p99       \(ms(self.latency.p99Micros))
+              p99.9     \(ms(self.latency.p999Micros))
+              max       \(ms(self.latency.maxMicros))
+            """
+    }
+}
+
+/// Drives `concurrency` callers over one client pool, like ghz: for a duration or a total
+/// number of calls, optionally paced to a rate, after a warm-up that is not recorded.
+struct BenchRunner: Sendable {
+    enum Limit: Sendable {
+        case duration(Duration)
+        case total(Int)
+    }
+
+    let client: RPCClient
+    let method: String
+    let payload: Data
+    let options: CallOptions
+    let concurrency: Int
+    let limit: Limit
+    let ratePerSecond: Double?
+    let warmup: Duration
+
+    /// Runs the warm-up, then the measured phase; `progress` is told the count of finished
+    /// calls about once a second.
+    func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
+        Histogram<UInt64>, [StatusCode: UInt64], Double
+    ) {
+        if self.warmup > .zero {
+            _ = await self.phase(limit: .duration(self.warmup), progress: nil)
+        }
+        return await self.phase(limit: self.limit, progress: progress)
+    }
+
+    private func phase(limit: Limit, progress: (@Sendable (UInt64, Double) -> Void)?) async -> (
+        Histogram<UInt64>, [StatusCode: UInt64], Double
+    ) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let shared = BenchCounters()
+        let stopAt: ContinuousClock.Instant? = if case .duration(let d) = limit { start + d } else { nil }
+        let total: Int? = if case .total(let n) = limit { n } else { nil }
+
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var codes: [StatusCode: UInt64] = [:]
+        await withTaskGroup(of: WorkerResult?.self) { group in
+            for _ in 0..<self.concurrency {
+                group.addTask {
+                    await self.worker(start: start, stopAt: stopAt, total: total, shared: shared)
+                }
+            }
+            if let progress {
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        progress(shared.finished.load(ordering: .relaxed), (clock.now - start).seconds)
+                    }
+                    return nil
+                }
+            }
+            var workersLeft = self.concurrency
+            while workersLeft > 0, let result = await group.next() {
+                guard let result else { continue }
+                workersLeft -= 1
+                histogram.add(result.histogram)
+                codes.merge(result.codes, uniquingKeysWith: +)
+            }
+            group.cancelAll()
+        }
+        return (histogram, codes, (clock.now - start).seconds)
+    }
+
+    private struct WorkerResult: Sendable {
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var codes: [StatusCode: UInt64] = [:]
+    }
+
+    private func worker(
+        start: ContinuousClock.Instant,
+        stopAt: ContinuousClock.Instant?,
+        total: Int?,
+        shared: BenchCounters
+    ) async -> WorkerResult {
+        let clock = ContinuousClock()
+        var result = WorkerResult()
+        while !Task.isCancelled {
+            let index = shared.issued.wrappingAdd(1, ordering: .relaxed).oldValue
+            if let total, index >= total { break }
+            if let rate = self.ratePerSecond {
+                let due = start + .nanoseconds(Int64(Double(index) / rate * 1e9))
+                if let stopAt, due >= stopAt { break }
+                try? await Task.sleep(until: due, clock: clock)
+            }
+            if let stopAt, clock.now >= stopAt { break }
+            let began = clock.now
+            let code: StatusCode
+            do {
+                _ = try await self.client.callRaw(self.method, payload: self.payload, options: self.options)
+                code = .ok
+            } catch {
+                code = RPCError(answering: error).code
+            }
+            let micros = (clock.now - began).components
+            let value = UInt64(micros.seconds) * 1_000_000 + UInt64(micros.attoseconds / 1_000_000_000_000)
+            _ = result.histogram.record(min(value, 60_000_000))
+            result.codes[code, default: 0] += 1
+            shared.finished.wrappingAdd(1, ordering: .relaxed)
+        }
+        return result
+    }
+}
+
+/// Counters the workers share.
+final class BenchCounters: Sendable {
+    let issued = Atomic<Int>(0)
+    let finished = Atomic<UInt64>(0)
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = self.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,20 @@
+public import ArgumentParser
+
+/// `hearth`: runs the Hearth processes and talks to them.
+public struct Hearth: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "hearth",
+        abstract: "Hearth: the backend of check-in products.",
+        discussion: """
+            Start everything on loopback with stores under ./data:
+              hearth up
+            Call a method with a JSON request, like grpcurl:
+              hearth call hearth.echo.v1.Echo/Echo '{"text": "hi"}'
+            Load-test one process, like ghz:
+              hearth bench --target 127.0.0.1:7105 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
+            """,
+        subcommands: [Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self]
+    )
+
+    public init() {}
+}

@@ -1,0 +1,205 @@
+import NIOCore
+import SwiftProtobuf
+import Synchronization
+
+/// One call waiting for its response. Touched only on its connection's event loop.
+final class PendingCall: @unchecked Sendable {
+    let promise: EventLoopPromise<WireFrame>
+    var callID: UInt64 = 0
+    var cancelled = false
+    var deadlineTimer: Scheduled<Void>?
+
+    init(promise: EventLoopPromise<WireFrame>) {
+        self.promise = promise
+    }
+}
+
+/// Whether a connection takes new calls; read from any thread, written on its loop.
+final class ConnectionAvailability: Sendable {
+    private let accepting = Atomic<Bool>(true)
+
+    var isAcceptingCalls: Bool { self.accepting.load(ordering: .relaxed) }
+
+    func stopAcceptingCalls() {
+        self.accepting.store(false, ordering: .relaxed)
+    }
+}
+
+/// The client side of one connection: numbers calls, matches responses by call_id, enforces
+/// local deadlines, and fails what is in flight with UNAVAILABLE when the connection goes.
+final class ClientConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var pending: [UInt64: PendingCall] = [:]
+    private var pings: [UInt64: EventLoopPromise<Void>] = [:]
+    private var nextCallID: UInt64 = 1
+    private var writer = FrameWriter()
+    private var context: ChannelHandlerContext?
+    private let availability: ConnectionAvailability
+    /// Why no new calls are taken (GOAWAY's reason, or the connection closed).
+    private var refusal: RPCError?
+
+    init(availability: ConnectionAvailability) {
+        self.availability = availability
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.failAll(RPCError(.unavailable, "connection closed"))
+        self.context = nil
+    }
+
+    // MARK: Calls, from RPCConnection
+
+    func start(_ call: PendingCall, request: WireFrame, timeout: TimeAmount?) {
+        if call.cancelled {
+            call.promise.fail(RPCError(.cancelled, "the call was cancelled"))
+            return
+        }
+        if let refusal = self.refusal {
+            call.promise.fail(refusal)
+            return
+        }
+        var request = request
+        call.callID = self.nextCallID
+        self.nextCallID &+= 1
+        request.callID = call.callID
+        self.pending[call.callID] = call
+        if let timeout, let loop = self.context?.eventLoop {
+            let this = NIOLoopBound(self, eventLoop: loop)
+            call.deadlineTimer = loop.scheduleTask(in: timeout) { this.value.deadlinePassed(call) }
+        }
+        self.write(request)
+    }
+
+    func cancel(_ call: PendingCall) {
+        call.cancelled = true
+        guard self.remove(call) else { return }
+        self.sendCancel(call.callID)
+        call.promise.fail(RPCError(.cancelled, "the call was cancelled"))
+    }
+
+    func ping(_ promise: EventLoopPromise<Void>) {
+        if let refusal = self.refusal {
+            promise.fail(refusal)
+            return
+        }
+        let id = self.nextCallID
+        self.nextCallID &+= 1
+        self.pings[id] = promise
+        var frame = WireFrame()
+        frame.callID = id
+        frame.kind = .ping
+        self.write(frame)
+    }
+
+    private func deadlinePassed(_ call: PendingCall) {
+        guard self.remove(call) else { return }
+        self.sendCancel(call.callID)
+        call.promise.fail(RPCError(.deadlineExceeded, "deadline exceeded"))
+    }
+
+    private func remove(_ call: PendingCall) -> Bool {
+        guard let found = self.pending[call.callID], found === call else { return false }
+        self.pending.removeValue(forKey: call.callID)
+        call.deadlineTimer?.cancel()
+        return true
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.writer.readStarted()
+        let buffer = Self.unwrapInboundIn(data)
+        guard let frame = try? WireFrame(serializedBytes: buffer.readableBytesSpan) else {
+            self.protocolError("undecodable frame from server", context: context)
+            return
+        }
+        switch frame.kind {
+        case .response:
+            guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
+            call.deadlineTimer?.cancel()
+            call.promise.succeed(frame)
+        case .pong:
+            self.pings.removeValue(forKey: frame.callID)?.succeed()
+        case .ping:
+            var pong = WireFrame()
+            pong.callID = frame.callID
+            pong.kind = .pong
+            self.write(pong)
+        case .goaway:
+            let reason = RPCError(status: frame.status)
+            self.refuseNewCalls(RPCError(.unavailable, "server sent GOAWAY: \(reason.code.name): \(reason.message)"))
+            if self.pending.isEmpty { context.close(promise: nil) }
+        case .request, .cancel, .unspecified, .UNRECOGNIZED:
+            self.protocolError("unexpected \(frame.kind) frame from server", context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.writer.readComplete(context: context)
+        if self.refusal != nil, self.pending.isEmpty {
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.failAll(RPCError(.unavailable, "connection closed"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.failAll(RPCError(.unavailable, "connection failed: \(error)"))
+        context.close(promise: nil)
+    }
+
+    // MARK: Helpers
+
+    private func refuseNewCalls(_ reason: RPCError) {
+        if self.refusal == nil { self.refusal = reason }
+        self.availability.stopAcceptingCalls()
+    }
+
+    private func failAll(_ error: RPCError) {
+        self.refuseNewCalls(error)
+        let calls = self.pending.values
+        let pings = self.pings.values
+        self.pending.removeAll()
+        self.pings.removeAll()
+        for call in calls {
+            call.deadlineTimer?.cancel()
+            call.promise.fail(error)
+        }
+        for ping in pings { ping.fail(error) }
+    }
+
+    private func protocolError(_ message: String, context: ChannelHandlerContext) {
+        self.failAll(RPCError(.unavailable, message))
+        context.close(promise: nil)
+    }
+
+    private func sendCancel(_ callID: UInt64) {
+        var frame = WireFrame()
+        frame.callID = callID
+        frame.kind = .cancel
+        self.write(frame)
+    }
+
+    private func write(_ frame: WireFrame) {
+        guard let context = self.context else { return }
+        if self.writer.write(frame, context: context) {
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                guard let context = this.value.context else { return }
+                this.value.writer.scheduledFlush(context: context)
+            }
+        }
+    }
+}
+
+@available(*, unavailable)
+extension ClientConnectionHandler: Sendable {}

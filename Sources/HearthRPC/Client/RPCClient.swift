@@ -1,0 +1,325 @@
+public import Foundation
+public import NIOCore
+import NIOPosix
+public import SwiftProtobuf
+import Synchronization
+
+/// Per-call settings.
+public struct CallOptions: Sendable {
+    /// How long the caller waits; sent as `timeout_ms`. nil: no deadline.
+    public var timeout: Duration?
+    /// Extra request metadata (lower-case keys).
+    public var metadata: [String: String]
+
+    public init(timeout: Duration? = nil, metadata: [String: String] = [:]) {
+        self.timeout = timeout
+        self.metadata = metadata
+    }
+}
+
+/// Wraps every call a client makes (access log, metrics, credentials).
+public protocol ClientInterceptor: Sendable {
+    func intercept(
+        method: String,
+        payload: Data,
+        options: CallOptions,
+        next: @Sendable (String, Data, CallOptions) async throws -> Data
+    ) async throws -> Data
+}
+
+/// A client of one server address: a pool of connections used round-robin, each carrying
+/// many concurrent calls. A lost connection is replaced on the next call; connect failures
+/// back off exponentially with jitter, and calls meanwhile fail fast with UNAVAILABLE.
+public final class RPCClient: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// Connections in the pool, used round-robin.
+        public var connections: Int
+        public var maxFrameSize: Int
+        public var connectTimeout: TimeAmount
+        public var backoff: Backoff
+
+        public init(
+            host: String,
+            port: Int,
+            connections: Int = 1,
+            maxFrameSize: Int = 4 * 1024 * 1024,
+            connectTimeout: TimeAmount = .seconds(5),
+            backoff: Backoff = Backoff()
+        ) {
+            self.host = host
+            self.port = port
+            self.connections = max(1, connections)
+            self.maxFrameSize = maxFrameSize
+            self.connectTimeout = connectTimeout
+            self.backoff = backoff
+        }
+    }
+
+    public let configuration: Configuration
+    private let slots: [ConnectionSlot]
+    private let invoke: @Sendable (String, Data, CallOptions) async throws -> Data
+
+    public init(
+        configuration: Configuration,
+        interceptors: [any ClientInterceptor] = [],
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.configuration = configuration
+        let slots = (0..<configuration.connections).map { _ in
+            ConnectionSlot(configuration: configuration, group: group)
+        }
+        self.slots = slots
+        let turn = RoundRobin()
+        let base: @Sendable (String, Data, CallOptions) async throws -> Data = { [slots] method, payload, options in
+            let slot = slots.count == 1 ? slots[0] : slots[turn.next(below: slots.count)]
+            let connection = try await slot.connection()
+            return try await connection.call(
+                method: method,
+                payload: payload,
+                metadata: options.metadata,
+                timeout: options.timeout
+            )
+        }
+        self.invoke = interceptors.reversed().reduce(base) { next, interceptor in
+            { method, payload, options in
+                try await interceptor.intercept(method: method, payload: payload, options: options, next: next)
+            }
+        }
+    }
+
+    /// A convenience for `host:port` with defaults.
+    public convenience init(host: String, port: Int, connections: Int = 1, interceptors: [any ClientInterceptor] = []) {
+        self.init(
+            configuration: Configuration(host: host, port: port, connections: connections),
+            interceptors: interceptors
+        )
+    }
+
+    /// Calls `method` with serialized `payload`; returns the serialized response.
+    /// - Throws: ``RPCError`` (the server's status, or UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED).
+    public func callRaw(_ method: String, payload: Data, options: CallOptions = CallOptions()) async throws -> Data {
+        try await self.invoke(method, payload, options)
+    }
+
+    /// Calls a unary method with typed messages.
+    /// - Throws: ``RPCError``; INTERNAL when the response does not decode as `Response`.
+    public func call<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
+        _ method: String,
+        _ request: Request,
+        as: Response.Type = Response.self,
+        options: CallOptions = CallOptions()
+    ) async throws -> Response {
+        let payload = try await self.callRaw(method, payload: request.serializedData(), options: options)
+        do {
+            return try Response(serializedBytes: payload)
+        } catch {
+            throw RPCError(
+                .internal,
+                "response does not decode as \(Response.protoMessageName): \(error)",
+                cause: error
+            )
+        }
+    }
+
+    /// Closes every connection; calls in flight fail with UNAVAILABLE.
+    public func close() async {
+        for slot in self.slots { await slot.close() }
+    }
+}
+
+/// Hands out 0, 1, 2, ... modulo a count, from any thread.
+final class RoundRobin: Sendable {
+    private let counter = Atomic<Int>(0)
+
+    func next(below count: Int) -> Int {
+        (self.counter.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % count
+    }
+}
+
+/// Jittered exponential backoff between connection attempts.
+public struct Backoff: Sendable {
+    public var initial: TimeAmount
+    public var multiplier: Double
+    public var maximum: TimeAmount
+    /// Each delay is scaled by a random factor in 1 ± jitter.
+    public var jitter: Double
+
+    public init(
+        initial: TimeAmount = .milliseconds(100),
+        multiplier: Double = 1.6,
+        maximum: TimeAmount = .seconds(5),
+        jitter: Double = 0.2
+    ) {
+        self.initial = initial
+        self.multiplier = multiplier
+        self.maximum = maximum
+        self.jitter = jitter
+    }
+
+    /// The wait after `failures` consecutive failed attempts (1 or more).
+    public func delay(afterFailures failures: Int) -> TimeAmount {
+        let exponent = Double(max(failures - 1, 0))
+        let base = min(
+            Double(self.initial.nanoseconds) * pow(self.multiplier, exponent),
+            Double(self.maximum.nanoseconds)
+        )
+        let factor = 1 + Double.random(in: -self.jitter...self.jitter)
+        return .nanoseconds(Int64(max(base * factor, 0)))
+    }
+}
+
+/// One pooled connection and how to get it back when it is lost.
+final class ConnectionSlot: Sendable {
+    private enum State {
+        case idle(failures: Int)
+        case connecting(EventLoopFuture<RPCConnection>, failures: Int)
+        case ready(RPCConnection)
+        case backingOff(until: NIODeadline, failures: Int, error: any Error)
+        case closed
+    }
+
+    private let configuration: RPCClient.Configuration
+    private let group: any EventLoopGroup
+    private let state = Mutex(State.idle(failures: 0))
+
+    init(configuration: RPCClient.Configuration, group: any EventLoopGroup) {
+        self.configuration = configuration
+        self.group = group
+    }
+
+    /// A connection that accepts calls: the current one, or a new one.
+    func connection() async throws -> RPCConnection {
+        enum Next {
+            case use(RPCConnection)
+            case wait(EventLoopFuture<RPCConnection>)
+            case fail(RPCError)
+            case connect(failures: Int)
+        }
+        let next = self.state.withLock { state -> Next in
+            switch state {
+            case .ready(let connection) where connection.isAcceptingCalls:
+                return .use(connection)
+            case .ready:
+                return .connect(failures: 0)
+            case .connecting(let future, _):
+                return .wait(future)
+            case .idle(let failures):
+                return .connect(failures: failures)
+            case .backingOff(let until, let failures, let error):
+                let now = NIODeadline.now()
+                guard now >= until else {
+                    let wait = Duration.nanoseconds((until - now).nanoseconds)
+                    return .fail(
+                        RPCError(
+                            .unavailable,
+                            "cannot connect to \(self.target): \(error)",
+                            retryAfter: wait,
+                            cause: error
+                        )
+                    )
+                }
+                return .connect(failures: failures)
+            case .closed:
+                return .fail(RPCError(.unavailable, "client is closed"))
+            }
+        }
+        switch next {
+        case .use(let connection):
+            return connection
+        case .fail(let error):
+            throw error
+        case .wait(let future):
+            return try await self.await(future)
+        case .connect(let failures):
+            let future = self.startConnecting(failures: failures)
+            return try await self.await(future)
+        }
+    }
+
+    private var target: String { "\(self.configuration.host):\(self.configuration.port)" }
+
+    private func await(_ future: EventLoopFuture<RPCConnection>) async throws -> RPCConnection {
+        do {
+            return try await future.get()
+        } catch let error as RPCError {
+            throw error
+        } catch {
+            throw RPCError(.unavailable, "cannot connect to \(self.target): \(error)", cause: error)
+        }
+    }
+
+    private func startConnecting(failures: Int) -> EventLoopFuture<RPCConnection> {
+        let promise = self.group.next().makePromise(of: RPCConnection.self)
+        let proceed = self.state.withLock { state -> Bool in
+            switch state {
+            case .closed, .connecting:
+                return false
+            default:
+                state = .connecting(promise.futureResult, failures: failures)
+                return true
+            }
+        }
+        guard proceed else {
+            // Another caller started first (or the client closed): wait for theirs.
+            promise.fail(RPCError(.unavailable, "client is closed"))
+            return self.state.withLock { state in
+                if case .connecting(let future, _) = state { return future }
+                return promise.futureResult
+            }
+        }
+        RPCConnection.connect(
+            host: self.configuration.host,
+            port: self.configuration.port,
+            group: self.group,
+            maxFrameSize: self.configuration.maxFrameSize,
+            connectTimeout: self.configuration.connectTimeout
+        ).whenComplete { result in
+            switch result {
+            case .success(let connection):
+                let keep = self.state.withLock { state -> Bool in
+                    if case .closed = state { return false }
+                    state = .ready(connection)
+                    return true
+                }
+                guard keep else {
+                    connection.channel.close(promise: nil)
+                    promise.fail(RPCError(.unavailable, "client is closed"))
+                    return
+                }
+                connection.channel.closeFuture.whenComplete { _ in
+                    self.state.withLock { state in
+                        if case .ready(let current) = state, current === connection { state = .idle(failures: 0) }
+                    }
+                }
+                promise.succeed(connection)
+            case .failure(let error):
+                let attempts = failures + 1
+                let delay = self.configuration.backoff.delay(afterFailures: attempts)
+                self.state.withLock { state in
+                    if case .closed = state { return }
+                    state = .backingOff(until: .now() + delay, failures: attempts, error: error)
+                }
+                promise.fail(error)
+            }
+        }
+        return promise.futureResult
+    }
+
+    func close() async {
+        let previous = self.state.withLock { state -> State in
+            let previous = state
+            state = .closed
+            return previous
+        }
+        switch previous {
+        case .ready(let connection):
+            await connection.close()
+        case .connecting(let future, _):
+            if let connection = try? await future.get() { await connection.close() }
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,116 @@
+public import Foundation
+public import NIOCore
+import NIOPosix
+
+/// One client connection carrying many concurrent calls, matched by call_id.
+public final class RPCConnection: Sendable {
+    public let channel: any Channel
+    private let handler: NIOLoopBound<ClientConnectionHandler>
+    private let availability: ConnectionAvailability
+
+    private init(
+        channel: any Channel,
+        handler: NIOLoopBound<ClientConnectionHandler>,
+        availability: ConnectionAvailability
+    ) {
+        self.channel = channel
+        self.handler = handler
+        self.availability = availability
+    }
+
+    /// Opens a connection to `host:port`.
+    /// - Throws: the connect error (refused, timed out).
+    public static func connect(
+        host: String,
+        port: Int,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        maxFrameSize: Int = 4 * 1024 * 1024,
+        connectTimeout: TimeAmount = .seconds(5)
+    ) -> EventLoopFuture<RPCConnection> {
+        let availability = ConnectionAvailability()
+        return ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: maxFrameSize)))
+                    try sync.addHandler(ClientConnectionHandler(availability: availability))
+                }
+            }
+            .connect(host: host, port: port)
+            .flatMapThrowing { channel in
+                let handler = try channel.pipeline.syncOperations.handler(type: ClientConnectionHandler.self)
+                return RPCConnection(
+                    channel: channel,
+                    handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
+                    availability: availability
+                )
+            }
+    }
+
+    /// Whether new calls may start here (false after GOAWAY or once closed).
+    public var isAcceptingCalls: Bool { self.availability.isAcceptingCalls && self.channel.isActive }
+
+    /// Sends one REQUEST and waits for its RESPONSE.
+    ///
+    /// - Parameters:
+    ///   - timeout: sent as `timeout_ms`; the call fails locally with DEADLINE_EXCEEDED when it passes.
+    /// - Returns: the response payload.
+    /// - Throws: ``RPCError``: the server's status, DEADLINE_EXCEEDED, CANCELLED when the
+    ///   calling task is cancelled (CANCEL is sent), UNAVAILABLE when the connection goes.
+    public func call(method: String, payload: Data, metadata: [String: String] = [:], timeout: Duration? = nil)
+        async throws -> Data
+    {
+        var frame = WireFrame()
+        frame.kind = .request
+        frame.method = method
+        frame.metadata = metadata
+        frame.payload = payload
+        var localDeadline: TimeAmount?
+        if let timeout {
+            let nanos = max(timeout.nanoseconds, 1_000_000)
+            localDeadline = .nanoseconds(nanos)
+            frame.timeoutMs = UInt32(clamping: (nanos + 999_999) / 1_000_000)
+        }
+        let request = frame
+        let timeAmount = localDeadline
+        let loop = self.channel.eventLoop
+        let call = PendingCall(promise: loop.makePromise())
+        let handler = self.handler
+        let response = try await withTaskCancellationHandler {
+            if loop.inEventLoop {
+                handler.value.start(call, request: request, timeout: timeAmount)
+            } else {
+                loop.execute { handler.value.start(call, request: request, timeout: timeAmount) }
+            }
+            return try await call.promise.futureResult.get()
+        } onCancel: {
+            loop.execute { handler.value.cancel(call) }
+        }
+        if response.hasStatus, response.status.code != .ok {
+            throw RPCError(status: response.status)
+        }
+        return response.payload
+    }
+
+    /// Sends PING and waits for PONG.
+    public func ping() async throws {
+        let promise = self.channel.eventLoop.makePromise(of: Void.self)
+        let handler = self.handler
+        self.channel.eventLoop.execute { handler.value.ping(promise) }
+        try await promise.futureResult.get()
+    }
+
+    /// Closes the connection; calls in flight fail with UNAVAILABLE.
+    public func close() async {
+        try? await self.channel.close()
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,200 @@
+public import Logging
+public import NIOCore
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+/// A Hearth RPC server: listens on TCP, serves the given services plus health checks, and
+/// drains gracefully (GOAWAY, in-flight calls finish, then close) when shut down.
+///
+/// Run it in a `ServiceGroup` (it is a `Service`), or call ``run()`` and ``beginShutdown()``.
+public final class RPCServer: Service, Sendable {
+    private struct State {
+        var listener: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        var shuttingDown = false
+        var listenerClosed = false
+    }
+
+    public let configuration: ServerConfiguration
+    /// Which services this server reports SERVING for.
+    public let health: HealthState
+    private let router: MethodRouter
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let bound: EventLoopPromise<SocketAddress>
+    private let stopped: EventLoopPromise<Void>
+
+    /// - Parameters:
+    ///   - services: what to serve; `hearth.health.v1.Health` is added to every server.
+    ///   - interceptors: wrap every call, the first one outermost.
+    public init(
+        configuration: ServerConfiguration = ServerConfiguration(),
+        services: [any RPCService],
+        interceptors: [any ServerInterceptor] = [],
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        self.health = HealthState(serving: services.map(\.serviceName))
+        let all: [any RPCService] = services + [HealthService(state: self.health)]
+        var handlers: [String: RawHandler] = [:]
+        for method in all.flatMap(\.methods) {
+            precondition(handlers[method.name] == nil, "method \(method.name) registered twice")
+            handlers[method.name] = chain(method.handler, through: interceptors)
+        }
+        self.router = MethodRouter(handlers: handlers)
+        let loop = group.next()
+        self.bound = loop.makePromise()
+        self.stopped = loop.makePromise()
+    }
+
+    /// The address the server listens on, once it is bound (the real port when 0 was asked for).
+    public var localAddress: SocketAddress {
+        get async throws { try await self.bound.futureResult.get() }
+    }
+
+    /// Binds, serves until a graceful shutdown (SIGTERM/SIGINT in a `ServiceGroup`, or
+    /// ``beginShutdown()``) has drained every connection, and returns. Cancelling it closes
+    /// every connection at once.
+    public func run() async throws {
+        let listener: any Channel
+        do {
+            listener = try await self.bind()
+        } catch {
+            self.bound.fail(error)
+            self.stopped.succeed()
+            throw error
+        }
+        let address = listener.localAddress!
+        self.bound.succeed(address)
+        self.logger.info("listening", metadata: ["address": "\(address)"])
+        try await withTaskCancellationHandler {
+            try await withGracefulShutdownHandler {
+                try await self.stopped.futureResult.get()
+            } onGracefulShutdown: {
+                self.beginShutdown()
+            }
+        } onCancel: {
+            self.stopNow()
+        }
+    }
+
+    /// Stops accepting connections, sends GOAWAY on every open one, lets in-flight calls finish
+    /// (at most `drainTimeout`), then closes them; ``run()`` returns when all are closed.
+    public func beginShutdown() {
+        let (listener, connections) = self.state.withLock { state -> ((any Channel)?, [any Channel]) in
+            guard !state.shuttingDown else { return (nil, []) }
+            state.shuttingDown = true
+            return (state.listener, Array(state.connections.values))
+        }
+        self.health.setServing(false)
+        guard let listener else {
+            self.finishIfStopped()
+            return
+        }
+        self.logger.info("draining", metadata: ["connections": "\(connections.count)"])
+        listener.close(promise: nil)
+        for connection in connections {
+            connection.eventLoop.execute {
+                connection.pipeline.fireUserInboundEventTriggered(DrainEvent())
+            }
+        }
+        self.group.next().scheduleTask(in: self.configuration.drainTimeout) {
+            let left = self.state.withLock { Array($0.connections.values) }
+            if !left.isEmpty {
+                self.logger.warning("drain timeout: closing connections", metadata: ["connections": "\(left.count)"])
+            }
+            for connection in left { connection.close(promise: nil) }
+        }
+    }
+
+    /// Closes the listener and every connection now, cancelling in-flight calls.
+    func stopNow() {
+        let (listener, connections) = self.state.withLock { state in
+            state.shuttingDown = true
+            return (state.listener, Array(state.connections.values))
+        }
+        self.health.setServing(false)
+        listener?.close(promise: nil)
+        for connection in connections { connection.close(promise: nil) }
+        self.finishIfStopped()
+    }
+
+    // MARK: Binding and connections
+
+    private func bind() async throws -> any Channel {
+        let configuration = self.configuration
+        let bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                self.initialize(connection: channel)
+            }
+        let listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        let alreadyStopping = self.state.withLock { state in
+            state.listener = listener
+            return state.shuttingDown
+        }
+        listener.closeFuture.whenComplete { _ in
+            self.state.withLock { $0.listenerClosed = true }
+            self.finishIfStopped()
+        }
+        if alreadyStopping { listener.close(promise: nil) }
+        return listener
+    }
+
+    private func initialize(connection channel: any Channel) -> EventLoopFuture<Void> {
+        let admitted = self.state.withLock { state -> Bool in
+            guard !state.shuttingDown, state.connections.count < self.configuration.maxConnections else { return false }
+            state.connections[ObjectIdentifier(channel)] = channel
+            return true
+        }
+        guard admitted else {
+            return self.refuse(channel)
+        }
+        channel.closeFuture.whenComplete { _ in
+            self.state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+            self.finishIfStopped()
+        }
+        return channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(IdleStateHandler(allTimeout: self.configuration.idleTimeout))
+            try sync.addHandler(
+                ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: self.configuration.maxFrameSize))
+            )
+            try sync.addHandler(
+                ServerConnectionHandler(router: self.router, configuration: self.configuration, logger: self.logger)
+            )
+        }
+    }
+
+    /// Over the connection limit (or shutting down): GOAWAY with the reason, then close.
+    private func refuse(_ channel: any Channel) -> EventLoopFuture<Void> {
+        var frame = WireFrame()
+        frame.kind = .goaway
+        let reason =
+            self.state.withLock(\.shuttingDown)
+            ? RPCError(.unavailable, "server is shutting down")
+            : RPCError(.resourceExhausted, "too many connections (limit \(self.configuration.maxConnections))")
+        frame.status = reason.wireStatus
+        if let buffer = try? channel.allocator.buffer(framing: frame) {
+            channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            channel.close(promise: nil)
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    private func finishIfStopped() {
+        let done = self.state.withLock { state in
+            state.shuttingDown && (state.listener == nil || state.listenerClosed) && state.connections.isEmpty
+        }
+        if done { self.stopped.succeed() }
+    }
+}

@@ -1,0 +1,36 @@
+public import NIOCore
+
+/// Where a server listens, and the limits that keep one client from hurting the others.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port; ``RPCServer/localAddress`` reports the real one.
+    public var port: Int
+    /// The largest frame accepted; a larger one gets GOAWAY and the connection closes.
+    public var maxFrameSize: Int
+    /// Calls in flight on one connection; one more is answered RESOURCE_EXHAUSTED.
+    public var maxConcurrentCallsPerConnection: Int
+    /// Open connections; one more gets GOAWAY and is closed.
+    public var maxConnections: Int
+    /// A connection with no traffic and no call in flight this long gets GOAWAY and is closed.
+    public var idleTimeout: TimeAmount
+    /// After a graceful shutdown begins, how long in-flight calls may still run.
+    public var drainTimeout: TimeAmount
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        maxFrameSize: Int = 4 * 1024 * 1024,
+        maxConcurrentCallsPerConnection: Int = 1024,
+        maxConnections: Int = 10_000,
+        idleTimeout: TimeAmount = .minutes(5),
+        drainTimeout: TimeAmount = .seconds(10)
+    ) {
+        self.host = host
+        self.port = port
+        self.maxFrameSize = maxFrameSize
+        self.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection
+        self.maxConnections = maxConnections
+        self.idleTimeout = idleTimeout
+        self.drainTimeout = drainTimeout
+    }
+}

@@ -1,0 +1,306 @@
+import Foundation
+import Logging
+import NIOCore
+import SwiftProtobuf
+
+/// Tells a connection to drain: send GOAWAY, refuse new calls, close once in-flight calls end.
+struct DrainEvent: Sendable {}
+
+/// The methods a server dispatches to, interceptors already applied.
+struct MethodRouter: Sendable {
+    let handlers: [String: RawHandler]
+}
+
+/// One server connection: decodes frames, runs each call's handler in its own task on the
+/// connection's event loop, and answers every REQUEST exactly once (unless cancelled).
+///
+/// All state lives on the channel's event loop; calls touch it only through `NIOLoopBound`.
+final class ServerConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private struct InFlightCall {
+        var task: Task<Void, Never>?
+        var deadlineTimer: Scheduled<Void>?
+    }
+
+    private let router: MethodRouter
+    private let configuration: ServerConfiguration
+    private let logger: Logger
+    private var calls: [UInt64: InFlightCall] = [:]
+    private var writer = FrameWriter()
+    private var context: ChannelHandlerContext?
+    private var executor: EventLoopTaskExecutor?
+    private var peer = "unknown"
+    private var draining = false
+    /// Set once a protocol error closes the connection: later frames are ignored.
+    private var closing = false
+    /// Made up per connection so that request ids are unique without coordination.
+    private let requestIDPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+
+    init(router: MethodRouter, configuration: ServerConfiguration, logger: Logger) {
+        self.router = router
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.executor = EventLoopTaskExecutor(loop: context.eventLoop)
+        self.peer = context.channel.remoteAddress?.description ?? "unknown"
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.cancelAll()
+        self.context = nil
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.writer.readStarted()
+        guard !self.closing else { return }
+        let buffer = Self.unwrapInboundIn(data)
+        let frame: WireFrame
+        do {
+            frame = try WireFrame(serializedBytes: buffer.readableBytesSpan)
+        } catch {
+            self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
+            return
+        }
+        switch frame.kind {
+        case .request:
+            self.startCall(frame)
+        case .cancel:
+            self.cancelCall(frame.callID)
+        case .ping:
+            var pong = WireFrame()
+            pong.callID = frame.callID
+            pong.kind = .pong
+            self.write(pong)
+        case .pong:
+            break
+        case .goaway:
+            // The client will send no new calls: finish what is in flight, then close.
+            self.draining = true
+            self.closeIfDrained()
+        case .response:
+            self.goAway(.invalidArgument, "a server accepts no RESPONSE frames", close: true)
+        case .unspecified, .UNRECOGNIZED:
+            self.goAway(.invalidArgument, "unknown frame kind \(frame.kind.rawValue)", close: true)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.writer.readComplete(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.cancelAll()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case is DrainEvent:
+            guard !self.draining else { return }
+            self.draining = true
+            self.goAway(.unavailable, "server is shutting down", close: false)
+            self.closeIfDrained()
+        case let idle as IdleStateHandler.IdleStateEvent where idle == .all:
+            if self.calls.isEmpty {
+                self.goAway(.unavailable, "connection idle for \(self.configuration.idleTimeout)", close: true)
+            }
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error {
+        case let error as FrameTooLargeError:
+            self.goAway(.resourceExhausted, error.description, close: true)
+        case is ByteToMessageDecoderError:
+            self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
+        default:
+            // Connection reset and the like: nothing to tell the peer.
+            self.logger.debug("connection error", metadata: ["peer": "\(self.peer)", "error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: Calls
+
+    private func startCall(_ frame: WireFrame) {
+        let callID = frame.callID
+        guard callID != 0 else {
+            self.goAway(.invalidArgument, "REQUEST with call_id 0 (reserved for connection frames)", close: true)
+            return
+        }
+        guard !frame.method.isEmpty else {
+            self.goAway(.invalidArgument, "REQUEST without method", close: true)
+            return
+        }
+        guard self.calls[callID] == nil else {
+            self.goAway(.invalidArgument, "call_id \(callID) is already in flight", close: true)
+            return
+        }
+        if self.draining {
+            self.respond(callID, .failure(RPCError(.unavailable, "server is shutting down; call another")))
+            return
+        }
+        guard self.calls.count < self.configuration.maxConcurrentCallsPerConnection else {
+            let limit = self.configuration.maxConcurrentCallsPerConnection
+            self.respond(
+                callID,
+                .failure(RPCError(.resourceExhausted, "more than \(limit) calls in flight on this connection"))
+            )
+            return
+        }
+        guard let handler = self.router.handlers[frame.method] else {
+            self.respond(callID, .failure(RPCError(.unimplemented, "unknown method \(frame.method)")))
+            return
+        }
+        guard let context = self.context, let executor = self.executor else { return }
+
+        let deadline: NIODeadline? = frame.timeoutMs > 0 ? .now() + .milliseconds(Int64(frame.timeoutMs)) : nil
+        let requestID = frame.metadata["x-request-id"] ?? "\(self.requestIDPrefix)-\(callID)"
+        var logger = self.logger
+        logger[metadataKey: "request-id"] = "\(requestID)"
+        let callContext = RPCContext(
+            method: frame.method,
+            metadata: frame.metadata,
+            deadline: deadline,
+            peer: self.peer,
+            requestID: requestID,
+            logger: logger
+        )
+
+        let loop = context.eventLoop
+        let this = NIOLoopBound(self, eventLoop: loop)
+        var call = InFlightCall()
+        if let deadline {
+            call.deadlineTimer = loop.scheduleTask(deadline: deadline) {
+                this.value.deadlinePassed(callID)
+            }
+        }
+        self.calls[callID] = call
+        let payload = frame.payload
+        let task = Task(executorPreference: executor) {
+            let result: Result<Data, any Error>
+            do {
+                result = .success(try await handler(payload, callContext))
+            } catch {
+                result = .failure(error)
+            }
+            if loop.inEventLoop {
+                this.value.finishCall(callID, result)
+            } else {
+                loop.execute { this.value.finishCall(callID, result) }
+            }
+        }
+        // The task cannot have finished yet: it runs on this loop, after this method returns.
+        self.calls[callID]?.task = task
+    }
+
+    private func finishCall(_ callID: UInt64, _ result: Result<Data, any Error>) {
+        // Gone when the deadline passed or the caller cancelled: no second answer.
+        guard let call = self.calls.removeValue(forKey: callID) else { return }
+        call.deadlineTimer?.cancel()
+        self.respond(callID, result)
+        self.closeIfDrained()
+    }
+
+    private func deadlinePassed(_ callID: UInt64) {
+        guard let call = self.calls.removeValue(forKey: callID) else { return }
+        call.task?.cancel()
+        self.respond(callID, .failure(RPCError(.deadlineExceeded, "deadline exceeded")))
+        self.closeIfDrained()
+    }
+
+    private func cancelCall(_ callID: UInt64) {
+        guard let call = self.calls.removeValue(forKey: callID) else { return }
+        call.task?.cancel()
+        call.deadlineTimer?.cancel()
+        self.closeIfDrained()
+    }
+
+    private func cancelAll() {
+        for call in self.calls.values {
+            call.task?.cancel()
+            call.deadlineTimer?.cancel()
+        }
+        self.calls.removeAll()
+    }
+
+    // MARK: Outbound
+
+    private func respond(_ callID: UInt64, _ result: Result<Data, any Error>) {
+        var frame = WireFrame()
+        frame.callID = callID
+        frame.kind = .response
+        switch result {
+        case .success(let payload):
+            frame.payload = payload
+        case .failure(let error):
+            let rpcError = RPCError(answering: error)
+            if let cause = rpcError.cause, rpcError.code == .internal {
+                self.logger.error(
+                    "call failed",
+                    metadata: ["call-id": "\(callID)", "peer": "\(self.peer)", "error": "\(String(reflecting: cause))"]
+                )
+            }
+            frame.status = rpcError.wireStatus
+        }
+        self.write(frame)
+    }
+
+    private func write(_ frame: WireFrame) {
+        guard let context = self.context else { return }
+        if self.writer.write(frame, context: context) {
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                guard let context = this.value.context else { return }
+                this.value.writer.scheduledFlush(context: context)
+            }
+        }
+    }
+
+    /// Sends GOAWAY with its reason; with `close`, closes the connection once it is written
+    /// (in-flight calls are cancelled), otherwise leaves draining to ``closeIfDrained()``.
+    private func goAway(_ code: StatusCode, _ reason: String, close: Bool) {
+        guard let context = self.context else { return }
+        var frame = WireFrame()
+        frame.kind = .goaway
+        frame.status = RPCError(code, reason).wireStatus
+        guard close else {
+            _ = self.writer.write(frame, context: context)
+            self.writer.flushIfNeeded(context: context)
+            return
+        }
+        guard !self.closing else { return }
+        self.closing = true
+        self.logger.debug("closing connection", metadata: ["peer": "\(self.peer)", "reason": "\(reason)"])
+        self.cancelAll()
+        self.writer.flushIfNeeded(context: context)
+        let channel = context.channel
+        guard let buffer = try? channel.allocator.buffer(framing: frame) else {
+            channel.close(promise: nil)
+            return
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(NIOAny(buffer), promise: written)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    private func closeIfDrained() {
+        guard self.draining, self.calls.isEmpty, let context = self.context else { return }
+        self.writer.flushIfNeeded(context: context)
+        let channel = context.channel
+        channel.eventLoop.execute { channel.close(promise: nil) }
+    }
+}
+
+@available(*, unavailable)
+extension ServerConnectionHandler: Sendable {}

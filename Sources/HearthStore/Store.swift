@@ -1,0 +1,52 @@
+public import Foundation
+public import GRDB
+public import HearthCore
+
+/// Where a service keeps its SQLite database.
+public enum StoreLocation: Sendable, Equatable {
+    /// A file (created if missing, with its folder): a WAL-mode `DatabasePool`.
+    case file(String)
+    /// A private in-memory database, for unit tests.
+    case inMemory
+}
+
+/// The base every service store stands on: one SQLite database, migrated on open, plus the
+/// clock the service reads time from.
+///
+/// A file store uses WAL with `synchronous = NORMAL`: a committed transaction is in the WAL
+/// before the write returns, so an acknowledged write survives `kill -9` of the process
+/// (not necessarily a power cut). Readers run in parallel with the one writer.
+public struct Store: Sendable {
+    public let writer: any DatabaseWriter
+    public let clock: any WallClock
+
+    /// Opens (creating if needed) and migrates the database.
+    /// - Parameters:
+    ///   - migrator: the service's named, append-only migrations.
+    /// - Throws: `DatabaseError` when the file cannot be opened or a migration fails.
+    public init(
+        location: StoreLocation,
+        migrator: DatabaseMigrator,
+        clock: any WallClock = SystemClock(),
+        busyTimeout: TimeInterval = 5
+    ) throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.prepareDatabase { db in
+            if !db.configuration.readonly {
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+        }
+        switch location {
+        case .file(let path):
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            self.writer = try DatabasePool(path: path, configuration: configuration)
+        case .inMemory:
+            self.writer = try DatabaseQueue(configuration: configuration)
+        }
+        self.clock = clock
+        try migrator.migrate(self.writer)
+    }
+}

@@ -1,0 +1,9 @@
+import ArgumentParser
+import HearthCommands
+
+@main
+struct HearthMain {
+    static func main() async {
+        await Hearth.main()
+    }
+}

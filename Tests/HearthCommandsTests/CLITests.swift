@@ -1,0 +1,155 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+/// The `hearth` binary, as a person runs it.
+@Suite("hearth CLI", .timeLimit(.minutes(2)))
+struct CLITests {
+    private func hearth(_ arguments: String...) throws -> ProcessOutput {
+        try runProcess(try builtProduct(named: "hearth"), arguments)
+    }
+
+    @Test("call prints the response as JSON")
+    func callSuccess() async throws {
+        try await withEchoServer { port in
+            let result = try self.hearth(
+                "call",
+                "--target",
+                "127.0.0.1:\(port)",
+                "--metadata",
+                "x-request-id=cli-1",
+                "hearth.echo.v1.Echo/Echo",
+                #"{"text": "hi", "payload": "AAEC"}"#
+            )
+            #expect(result.status == 0, "\(result.stderr)")
+            let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: String]
+            #expect(json == ["text": "hi", "payload": "AAEC"])
+        }
+    }
+
+    @Test("an error prints CODE_NAME: message and each violation, and exits with the code")
+    func callErrors() async throws {
+        try await withEchoServer { port in
+            let target = "127.0.0.1:\(port)"
+            let notFound = try self.hearth(
+                "call",
+                "--target",
+                target,
+                "hearth.echo.v1.Echo/Echo",
+                #"{"failWithCode": 5}"#
+            )
+            #expect(notFound.status == 5)
+            #expect(notFound.stderr.hasPrefix("NOT_FOUND: "))
+
+            let invalid = try self.hearth(
+                "call",
+                "--target",
+                target,
+                "hearth.echo.v1.Echo/Echo",
+                #"{"failWithCode": 99}"#
+            )
+            #expect(invalid.status == 3)
+            #expect(invalid.stderr.contains("INVALID_ARGUMENT: "))
+            #expect(invalid.stderr.contains("fail_with_code: must be a status code"))
+
+            let deadline = try self.hearth(
+                "call",
+                "--target",
+                target,
+                "--timeout",
+                "100ms",
+                "hearth.echo.v1.Echo/Echo",
+                #"{"sleepMs": 3000}"#
+            )
+            #expect(deadline.status == 4)
+            #expect(deadline.stderr.hasPrefix("DEADLINE_EXCEEDED: "))
+
+            let badJSON = try self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Echo", #"{"nope": 1}"#)
+            #expect(badJSON.status != 0)
+            #expect(badJSON.stderr.contains("not a valid hearth.echo.v1.EchoRequest"))
+
+            let unknown = try self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
+            #expect(unknown.status != 0)
+            #expect(unknown.stderr.contains("unknown method"))
+        }
+    }
+
+    @Test("a refused connection is UNAVAILABLE")
+    func unavailable() throws {
+        // Port 1 on loopback: nothing listens there.
+        let result = try self.hearth("call", "--target", "127.0.0.1:1", "hearth.echo.v1.Echo/Echo", "{}")
+        #expect(result.status == 14)
+        #expect(result.stderr.hasPrefix("UNAVAILABLE: "))
+    }
+
+    @Test("health reports SERVING")
+    func health() async throws {
+        try await withEchoServer { port in
+            let result = try self.hearth("health", "--target", "127.0.0.1:\(port)")
+            #expect(result.status == 0)
+            #expect(result.stdout.contains("SERVING"))
+            let unknown = try self.hearth("health", "--target", "127.0.0.1:\(port)", "--service", "x.y.Z")
+            #expect(unknown.status != 0)
+            #expect(unknown.stdout.contains("SERVICE_UNKNOWN"))
+        }
+    }
+
+    @Test("bench runs a fixed number of calls and writes a JSON report")
+    func bench() async throws {
+        try await withEchoServer { port in
+            let report = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: report) }
+            let result = try self.hearth(
+                "bench",
+                "--target",
+                "127.0.0.1:\(port)",
+                "--total",
+                "500",
+                "--concurrency",
+                "8",
+                "--connections",
+                "2",
+                "--warmup",
+                "0s",
+                "--json",
+                report.path,
+                "hearth.echo.v1.Echo/Echo",
+                #"{"text": "x"}"#
+            )
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("QPS"))
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: Any])
+            #expect(json["calls"] as? Int == 500)
+            #expect((json["codes"] as? [String: Int])?["OK"] == 500)
+            let latency = try #require(json["latency"] as? [String: Int])
+            #expect(latency["p50Micros"]! <= latency["p99Micros"]!)
+        }
+    }
+
+    @Test("bench refuses contradictory options")
+    func benchValidation() throws {
+        let both = try self.hearth(
+            "bench",
+            "--target",
+            "127.0.0.1:1",
+            "--total",
+            "5",
+            "--duration",
+            "1s",
+            "hearth.echo.v1.Echo/Echo"
+        )
+        #expect(both.status != 0)
+        #expect(both.stderr.contains("not both"))
+        let zero = try self.hearth("bench", "--target", "127.0.0.1:1", "--concurrency", "0", "hearth.echo.v1.Echo/Echo")
+        #expect(zero.status != 0)
+    }
+
+    @Test("every subcommand explains itself")
+    func help() throws {
+        for command in ["up", "serve", "call", "health", "bench"] {
+            let result = try self.hearth(command, "--help")
+            #expect(result.status == 0)
+            #expect(result.stdout.contains("hearth \(command)"))
+        }
+    }
+}

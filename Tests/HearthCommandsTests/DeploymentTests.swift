@@ -1,0 +1,53 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+@testable import HearthCommands
+
+/// docker-compose.yml, checked by Compose v1 (which validates without an engine) and parsed.
+@Suite("Deployment files")
+struct DeploymentTests {
+    private func tool(_ name: String) throws -> URL {
+        let url = URL(fileURLWithPath: "/usr/bin/\(name)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: url.path),
+            "\(name) is missing: run scripts/bootstrap (Debian package docker-compose)"
+        )
+        return url
+    }
+
+    @Test("docker-compose.yml is valid and runs each process in its own container with its own volume")
+    func compose() throws {
+        let file = repositoryRoot.appendingPathComponent("docker-compose.yml").path
+        let valid = try runProcess(try self.tool("docker-compose"), ["-f", file, "config", "-q"])
+        #expect(valid.status == 0, "\(valid.stderr)")
+
+        // Compose v1 is Python with PyYAML: use the same interpreter to turn the file into JSON.
+        let json = try runProcess(
+            try self.tool("python3"),
+            ["-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", file]
+        )
+        try #require(json.status == 0, "\(json.stderr)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let services = try #require(root["services"] as? [String: [String: Any]])
+        let volumes = try #require(root["volumes"] as? [String: Any?])
+
+        #expect(Set(services.keys) == Set(ProcessName.allCases.map(\.rawValue)))
+        var usedVolumes: Set<String> = []
+        for process in ProcessName.allCases {
+            let service = try #require(services[process.rawValue])
+            let command = try #require(service["command"] as? [String])
+            #expect(Array(command.prefix(2)) == ["serve", process.rawValue])
+            #expect(command.contains("--data") && command[command.firstIndex(of: "--data")! + 1] == "/data")
+            #expect(command.contains("\(process.defaultPort)"))
+            let mounts = try #require(service["volumes"] as? [String])
+            let volume = try #require(
+                mounts.first { $0.hasSuffix(":/data") }?.split(separator: ":").first.map(String.init)
+            )
+            #expect(volumes.keys.contains(volume), "\(volume) is a named volume")
+            #expect(usedVolumes.insert(volume).inserted, "\(process) has a volume of its own")
+            #expect(service["healthcheck"] != nil)
+            #expect(service["restart"] != nil)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Testing
+
+@testable import HearthCommands
+
+@Suite("Command-line arguments")
+struct OptionsTests {
+    @Test(
+        "durations",
+        arguments: [
+            ("250ms", Duration.milliseconds(250)), ("5s", .seconds(5)), ("1.5s", .milliseconds(1500)),
+            ("2m", .seconds(120)), ("1h", .seconds(3600)), ("0s", .zero),
+        ]
+    )
+    func durations(text: String, expected: Duration) {
+        #expect(DurationArgument(argument: text)?.duration == expected)
+    }
+
+    @Test("bad durations are refused", arguments: ["", "5", "s", "-1s", "5x", "abcms"])
+    func badDurations(text: String) {
+        #expect(DurationArgument(argument: text) == nil)
+    }
+
+    @Test("targets")
+    func targets() {
+        #expect(Target(argument: "127.0.0.1:7105")?.description == "127.0.0.1:7105")
+        #expect(Target(argument: ":7105")?.host == "127.0.0.1")
+        #expect(Target(argument: "[::1]:80")?.host == "::1")
+        #expect(Target(argument: "localhost") == nil)
+        #expect(Target(argument: "h:0") == nil)
+        #expect(Target(argument: "h:65536") == nil)
+    }
+
+    @Test("metadata pairs")
+    func metadata() throws {
+        #expect(try parseMetadata(["X-Request-Id=a=b", "k="]) == ["x-request-id": "a=b", "k": ""])
+        #expect(throws: (any Error).self) { try parseMetadata(["novalue"]) }
+        #expect(throws: (any Error).self) { try parseMetadata(["=v"]) }
+    }
+
+    @Test("every method's package has a process to call by default")
+    func methodOwners() {
+        #expect(ProcessName.owner(of: "hearth.echo.v1.Echo/Echo") == .echo)
+        #expect(ProcessName.owner(of: "hearth.nope.v1.Nope/Nope") == nil)
+    }
+}

@@ -1,0 +1,264 @@
+import EchoService
+import Foundation
+import HearthRPC
+import Histogram
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SwiftProtobuf
+import Synchronization
+import Testing
+
+/// The Swift client against a real server on a free port.
+@Suite("Client and server", .timeLimit(.minutes(1)))
+struct ClientServerTests {
+    @Test("typed echo round trip, with metadata and a request id")
+    func echo() async throws {
+        try await withTestServer { _, port in
+            let client = makeClient(port: port)
+            let payload = Data([0, 1, 2, 255])
+            let response = try await EchoClient(client: client).echo(echoRequest(text: "hello", payload: payload))
+            #expect(response.text == "hello")
+            #expect(response.payload == payload)
+
+            let observed = try await client.call(
+                "hearth.test.v1.Test/Observed",
+                echoRequest(text: "meta"),
+                as: Hearth_Echo_V1_EchoResponse.self,
+                options: CallOptions(metadata: ["x-request-id": "req-42"])
+            )
+            #expect(observed.text == "meta request-id=req-42 peer-set=true")
+            await client.close()
+        }
+    }
+
+    @Test("10,000 concurrent calls on one connection are all answered correctly")
+    func tenThousandConcurrentCalls() async throws {
+        let configuration = ServerConfiguration(maxConcurrentCallsPerConnection: 10_000)
+        try await withTestServer(configuration: configuration) { _, port in
+            let client = EchoClient(client: makeClient(port: port))
+            let mismatches = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for i in 0..<10_000 {
+                    group.addTask {
+                        let text = "call \(i)"
+                        let payload = withUnsafeBytes(of: UInt32(i).bigEndian) { Data($0) }
+                        let response = try await client.echo(echoRequest(text: text, sleepMs: 20, payload: payload))
+                        return response.text == text && response.payload == payload
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 0 : 1) }
+            }
+            #expect(mismatches == 0)
+            await client.client.close()
+        }
+    }
+
+    @Test("status codes: the asked-for code, domain errors mapped, internals not leaked")
+    func errors() async throws {
+        try await withTestServer { _, port in
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            let notFound = await #expect(throws: RPCError.self) { try await echo.echo(echoRequest(failWithCode: 5)) }
+            #expect(notFound?.code == .notFound)
+
+            let invalid = await #expect(throws: RPCError.self) { try await echo.echo(echoRequest(failWithCode: 17)) }
+            #expect(invalid?.code == .invalidArgument)
+            #expect(invalid?.violations.first?.field == "fail_with_code")
+
+            let domain = await #expect(throws: RPCError.self) {
+                try await client.callRaw("hearth.test.v1.Test/Domain", payload: Data())
+            }
+            #expect(domain?.code == .failedPrecondition)
+            #expect(domain?.message == "domain rule broken")
+
+            let crash = await #expect(throws: RPCError.self) {
+                try await client.callRaw("hearth.test.v1.Test/Crash", payload: Data())
+            }
+            #expect(crash?.code == .internal)
+            #expect(crash?.message == "internal error")
+
+            let unknown = await #expect(throws: RPCError.self) {
+                try await client.callRaw("hearth.nope.v1.Nope/Nope", payload: Data())
+            }
+            #expect(unknown?.code == .unimplemented)
+            await client.close()
+        }
+    }
+
+    @Test("client deadline: DEADLINE_EXCEEDED at the timeout, and the server stops the handler")
+    func clientDeadline() async throws {
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
+            let client = makeClient(port: port)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = await #expect(throws: RPCError.self) {
+                try await client.callRaw(
+                    "hearth.test.v1.Test/Observed",
+                    payload: echoRequest(text: "d", sleepMs: 10_000).serializedData(),
+                    options: CallOptions(timeout: .milliseconds(100))
+                )
+            }
+            #expect(error?.code == .deadlineExceeded)
+            #expect(clock.now - start < .seconds(5))
+            try await eventually("the server cancelled the handler") { signals.contains("cancelled:d") }
+            await client.close()
+        }
+    }
+
+    @Test("cancelling the calling task sends CANCEL: the server's handler stops")
+    func taskCancellation() async throws {
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
+            let client = makeClient(port: port)
+            let call = Task {
+                try await client.callRaw(
+                    "hearth.test.v1.Test/Observed",
+                    payload: echoRequest(text: "t", sleepMs: 10_000).serializedData()
+                )
+            }
+            try await eventually("the handler started") { signals.contains("started:t") }
+            call.cancel()
+            let result = await call.result
+            #expect(throws: RPCError.self) { try result.get() }
+            try await eventually("the server cancelled the handler") { signals.contains("cancelled:t") }
+            await client.close()
+        }
+    }
+
+    @Test("losing the connection fails calls in flight with UNAVAILABLE")
+    func connectionLoss() async throws {
+        let signals = Signals()
+        let server = RPCServer(services: [TestService(signals: signals)], logger: testLogger)
+        let run = Task { try await server.run() }
+        let port = try await server.localAddress.port!
+        let client = makeClient(port: port)
+        let inFlight = Task {
+            try await client.call(
+                "hearth.test.v1.Test/Observed",
+                echoRequest(text: "lost", sleepMs: 10_000),
+                as: Hearth_Echo_V1_EchoResponse.self
+            )
+        }
+        try await eventually("the call is in flight") { signals.contains("started:lost") }
+        run.cancel()  // closes every connection at once
+        let error = await #expect(throws: RPCError.self) { try await inFlight.value }
+        #expect(error?.code == .unavailable)
+        _ = try? await run.value
+        await client.close()
+    }
+
+    @Test("the client reconnects after the server restarts on the same port")
+    func reconnect() async throws {
+        let first = RPCServer(services: [EchoService()], logger: testLogger)
+        let firstRun = Task { try await first.run() }
+        let port = try await first.localAddress.port!
+        let client = makeClient(port: port)
+        let echo = EchoClient(client: client)
+        #expect(try await echo.echo(echoRequest(text: "one")).text == "one")
+
+        first.beginShutdown()
+        try await firstRun.value
+        let down = await #expect(throws: RPCError.self) { try await echo.echo(echoRequest(text: "down")) }
+        #expect(down?.code == .unavailable)
+
+        let second = RPCServer(
+            configuration: ServerConfiguration(port: port),
+            services: [EchoService()],
+            logger: testLogger
+        )
+        let secondRun = Task { try await second.run() }
+        _ = try await second.localAddress
+        try await eventually("calls succeed again") {
+            (try? await echo.echo(echoRequest(text: "two")).text) == "two"
+        }
+        second.beginShutdown()
+        try await secondRun.value
+        await client.close()
+    }
+
+    @Test("a pool of connections spreads calls round-robin")
+    func pool() async throws {
+        try await withTestServer { _, port in
+            let client = makeClient(port: port, connections: 4)
+            let echo = EchoClient(client: client)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<200 {
+                    group.addTask {
+                        let text = try await echo.echo(echoRequest(text: "\(i)")).text
+                        #expect(text == "\(i)")
+                    }
+                }
+                try await group.waitForAll()
+            }
+            await client.close()
+        }
+    }
+
+    @Test("health: SERVING for the process and its services, SERVICE_UNKNOWN otherwise, NOT_SERVING while draining")
+    func health() async throws {
+        let server = RPCServer(services: [EchoService()], logger: testLogger)
+        let run = Task { try await server.run() }
+        let port = try await server.localAddress.port!
+        let client = makeClient(port: port)
+        let health = HealthClient(client: client)
+        #expect(try await health.check() == .serving)
+        #expect(try await health.check(service: "hearth.echo.v1.Echo") == .serving)
+        #expect(try await health.check(service: "hearth.nope.v1.Nope") == .serviceUnknown)
+        server.health.setServing(false)
+        #expect(try await health.check() == .notServing)
+        server.beginShutdown()
+        try await run.value
+        await client.close()
+    }
+
+    @Test("PING over the client's connection")
+    func ping() async throws {
+        try await withTestServer { _, port in
+            let connection = try await RPCConnection.connect(host: "127.0.0.1", port: port).get()
+            try await connection.ping()
+            await connection.close()
+        }
+    }
+
+    @Test("graceful shutdown of a ServiceGroup (as on SIGTERM) drains: the in-flight call completes")
+    func serviceGroupDrain() async throws {
+        let signals = Signals()
+        let server = RPCServer(services: [TestService(signals: signals)], logger: testLogger)
+        let group = ServiceGroup(services: [server], logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try await server.localAddress.port!
+            let client = makeClient(port: port)
+            let inFlight = Task {
+                try await client.call(
+                    "hearth.test.v1.Test/Observed",
+                    echoRequest(text: "drained", sleepMs: 200),
+                    as: Hearth_Echo_V1_EchoResponse.self
+                )
+            }
+            try await eventually("the call is in flight") { signals.contains("started:drained") }
+            await group.triggerGracefulShutdown()
+            #expect(try await inFlight.value.text.hasPrefix("drained"))
+            try await tasks.waitForAll()
+            await client.close()
+        }
+    }
+
+    @Test("observability interceptor counts calls by method and code")
+    func metrics() async throws {
+        let metrics = MethodMetrics()
+        try await withTestServer(interceptors: [ServerObservabilityInterceptor(metrics: metrics)]) { _, port in
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            _ = try await echo.echo(echoRequest(text: "a"))
+            _ = try await echo.echo(echoRequest(text: "b"))
+            _ = try? await echo.echo(echoRequest(failWithCode: 5))
+            let stats = try #require(metrics.snapshot()[EchoService.echoMethod])
+            #expect(stats.countsByCode[.ok] == 2)
+            #expect(stats.countsByCode[.notFound] == 1)
+            #expect(stats.latencyMicros.totalCount == 3)
+            await client.close()
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import HearthRPC
+import NIOCore
+import NIOEmbedded
+import NIOTestUtils
+import Testing
+
+@Suite("Frame decoder")
+struct FrameDecoderTests {
+    private func framed(_ body: [UInt8]) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt32(body.count))
+        buffer.writeBytes(body)
+        return buffer
+    }
+
+    @Test("frames split at every byte or coalesced decode the same")
+    func byteByByteAndCoalesced() throws {
+        let bodies: [[UInt8]] = [[], [1], Array(repeating: 7, count: 300), Array(0...255)]
+        let pairs = bodies.map { (self.framed($0), [ByteBuffer(bytes: $0)]) }
+        try ByteToMessageDecoderVerifier.verifyDecoder(
+            inputOutputPairs: pairs,
+            decoderFactory: { LengthPrefixedFrameDecoder(maxFrameSize: 1024) }
+        )
+    }
+
+    @Test("a frame of exactly the limit is accepted; one byte more is refused before buffering")
+    func sizeLimitBoundary() throws {
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: 1024)))
+        try channel.writeInbound(self.framed(Array(repeating: 1, count: 1024)))
+        let frame = try #require(try channel.readInbound(as: ByteBuffer.self))
+        #expect(frame.readableBytes == 1024)
+
+        // Only the 4-byte header of the oversized frame is sent: refused at once, nothing buffered.
+        var header = ByteBuffer()
+        header.writeInteger(UInt32(1025))
+        #expect(throws: FrameTooLargeError(declaredSize: 1025, limit: 1024)) {
+            try channel.writeInbound(header)
+        }
+    }
+
+    @Test("a declared length of 4 GiB is refused from the header alone")
+    func hugeDeclaredLength() throws {
+        let channel = EmbeddedChannel(
+            handler: ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: 4 << 20))
+        )
+        var header = ByteBuffer()
+        header.writeInteger(UInt32.max)
+        #expect(throws: FrameTooLargeError.self) { try channel.writeInbound(header) }
+    }
+
+    @Test("a truncated frame produces nothing and is dropped at close")
+    func truncated() throws {
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: 1024)))
+        var partial = self.framed(Array(repeating: 9, count: 100))
+        partial.moveWriterIndex(to: 50)
+        try channel.writeInbound(partial)
+        #expect(try channel.readInbound(as: ByteBuffer.self) == nil)
+        #expect(try channel.finish().isClean)
+    }
+}

@@ -1,0 +1,215 @@
+import EchoService
+import Foundation
+import HearthRPC
+import NIOCore
+import SwiftProtobuf
+import Testing
+
+/// The wire contract, driven byte by byte from a bare client.
+@Suite("Wire protocol", .timeLimit(.minutes(1)))
+struct ProtocolTests {
+    let echo = EchoService.echoMethod
+
+    @Test("pipelined requests are answered in completion order, PING with PONG")
+    func outOfOrderCompletion() async throws {
+        try await withTestServer { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(
+                .request(1, self.echo, echoRequest(text: "slow", sleepMs: 300)),
+                .request(2, self.echo, echoRequest(text: "fast")),
+                .control(.ping, 99)
+            )
+            _ = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
+            let order = connection.frames.map(\.callID)
+            #expect(order.firstIndex(of: 2)! < order.firstIndex(of: 1)!)
+            #expect(connection.frames.contains { $0.kind == .pong && $0.callID == 99 })
+            let fast = try Hearth_Echo_V1_EchoResponse(
+                serializedBytes: connection.frames.first { $0.isResponse(to: 2) }!.payload
+            )
+            #expect(fast.text == "fast")
+            await connection.close()
+        }
+    }
+
+    @Test("unknown method: UNIMPLEMENTED; undecodable payload: INVALID_ARGUMENT; connection stays up")
+    func unknownMethodAndBadPayload() async throws {
+        try await withTestServer { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            var garbage = try WireFrame.request(2, self.echo, Hearth_Echo_V1_EchoRequest())
+            garbage.payload = Data([0xFF, 0xFF, 0xFF])
+            try await connection.send(
+                .request(1, "hearth.echo.v1.Echo/Nope", Hearth_Echo_V1_EchoRequest()),
+                garbage,
+                .request(3, self.echo, echoRequest(text: "still here"))
+            )
+            let unknown = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
+            #expect(unknown.status.code == .unimplemented)
+            #expect(unknown.status.message.contains("hearth.echo.v1.Echo/Nope"))
+            let invalid = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
+            #expect(invalid.status.code == .invalidArgument)
+            #expect(invalid.status.message.contains("hearth.echo.v1.EchoRequest"))
+            let ok = try #require(try await connection.waitFor { $0.isResponse(to: 3) })
+            #expect(ok.status.code == .ok)
+            #expect(!connection.isClosed)
+            await connection.close()
+        }
+    }
+
+    @Test(
+        "protocol violations get GOAWAY with the reason and a close; other connections are untouched",
+        arguments: [
+            ("garbage", [UInt8](RawConnection.prefix(4) + [0xFF, 0xFF, 0xFF, 0xFF]), StatusCode.invalidArgument),
+            ("unknown kind", RawConnection.prefix(2) + [0x10, 0x09], StatusCode.invalidArgument),
+            ("kind unspecified", RawConnection.prefix(2) + [0x08, 0x05], StatusCode.invalidArgument),
+            ("request without method", RawConnection.prefix(4) + [0x08, 0x01, 0x10, 0x01], StatusCode.invalidArgument),
+            ("oversized frame", RawConnection.prefix(4 * 1024 * 1024 + 1), StatusCode.resourceExhausted),
+        ]
+    )
+    func violations(name: String, bytes: [UInt8], code: StatusCode) async throws {
+        try await withTestServer { _, port in
+            let bystander = try await RawConnection.connect(port: port)
+            try await bystander.send(.request(1, self.echo, echoRequest(text: "slow", sleepMs: 200)))
+
+            let offender = try await RawConnection.connect(port: port)
+            try await offender.sendBytes(bytes)
+            let goAway = try #require(try await offender.waitFor { $0.kind == .goaway }, "\(name)")
+            #expect(goAway.status.code == code)
+            #expect(!goAway.status.message.isEmpty)
+            #expect(try await offender.waitUntilClosed())
+
+            let answer = try #require(try await bystander.waitFor { $0.isResponse(to: 1) })
+            #expect(answer.status.code == .ok)
+            #expect(!bystander.isClosed)
+            await bystander.close()
+        }
+    }
+
+    @Test(
+        "server deadline: DEADLINE_EXCEEDED soon after timeout_ms even if the handler ignores cancellation; no second answer"
+    )
+    func deadlineWithStubbornHandler() async throws {
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            let clock = ContinuousClock()
+            let start = clock.now
+            try await connection.send(
+                .request(1, "hearth.test.v1.Test/Stubborn", echoRequest(text: "a", sleepMs: 1500), timeoutMs: 100)
+            )
+            let answer = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
+            let elapsed = clock.now - start
+            #expect(answer.status.code == .deadlineExceeded)
+            #expect(elapsed >= .milliseconds(100))
+            #expect(elapsed < .milliseconds(1000), "answered at the deadline, not when the handler finished")
+
+            // Once the handler does finish, nothing more is sent for call 1.
+            try await eventually("the stubborn handler finished") { signals.contains("stubborn-done:a") }
+            try await connection.send(.request(2, self.echo, echoRequest(text: "after")))
+            _ = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
+            #expect(connection.frames.filter { $0.callID == 1 }.count == 1)
+            await connection.close()
+        }
+    }
+
+    @Test("CANCEL stops the handler and nothing is sent for that call")
+    func cancel() async throws {
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(
+                .request(7, "hearth.test.v1.Test/Observed", echoRequest(text: "c", sleepMs: 10_000))
+            )
+            try await eventually("the handler started") { signals.contains("started:c") }
+            try await connection.send(.control(.cancel, 7))
+            try await eventually("the handler was cancelled") { signals.contains("cancelled:c") }
+            try await connection.send(.request(8, self.echo, echoRequest(text: "next")))
+            _ = try #require(try await connection.waitFor { $0.isResponse(to: 8) })
+            #expect(!connection.frames.contains { $0.callID == 7 })
+            await connection.close()
+        }
+    }
+
+    @Test("calls in flight per connection: the limit passes, one more is RESOURCE_EXHAUSTED")
+    func concurrencyLimitBoundary() async throws {
+        let configuration = ServerConfiguration(maxConcurrentCallsPerConnection: 4)
+        try await withTestServer(configuration: configuration) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            for id in UInt64(1)...4 {
+                try await connection.send(.request(id, self.echo, echoRequest(text: "\(id)", sleepMs: 300)))
+            }
+            try await connection.send(.request(5, self.echo, echoRequest(text: "5")))
+            let refused = try #require(try await connection.waitFor { $0.isResponse(to: 5) })
+            #expect(refused.status.code == .resourceExhausted)
+            for id in UInt64(1)...4 {
+                let answer = try #require(try await connection.waitFor { $0.isResponse(to: id) })
+                #expect(answer.status.code == .ok)
+            }
+            // With the four done, a new call fits again.
+            try await connection.send(.request(6, self.echo, echoRequest(text: "6")))
+            #expect(try await connection.waitFor { $0.isResponse(to: 6) }?.status.code == .ok)
+            await connection.close()
+        }
+    }
+
+    @Test("connections: the limit passes, one more gets GOAWAY RESOURCE_EXHAUSTED")
+    func connectionLimitBoundary() async throws {
+        try await withTestServer(configuration: ServerConfiguration(maxConnections: 2)) { _, port in
+            let first = try await RawConnection.connect(port: port)
+            let second = try await RawConnection.connect(port: port)
+            try await first.send(.control(.ping, 1))
+            try await second.send(.control(.ping, 1))
+            #expect(try await first.waitFor { $0.kind == .pong } != nil)
+            #expect(try await second.waitFor { $0.kind == .pong } != nil)
+
+            let third = try await RawConnection.connect(port: port)
+            let goAway = try #require(try await third.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.code == .resourceExhausted)
+            #expect(try await third.waitUntilClosed())
+
+            // Closing one makes room again.
+            await first.close()
+            try await eventually("a new connection is admitted") {
+                let next = try await RawConnection.connect(port: port)
+                defer { Task { await next.close() } }
+                try await next.send(.control(.ping, 5))
+                return try await next.waitFor(within: .milliseconds(200)) { $0.kind == .pong } != nil
+            }
+            await second.close()
+        }
+    }
+
+    @Test("an idle connection gets GOAWAY and is closed")
+    func idleTimeout() async throws {
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(100))) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            let goAway = try #require(try await connection.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.message.contains("idle"))
+            #expect(try await connection.waitUntilClosed())
+        }
+    }
+
+    @Test("graceful shutdown: GOAWAY, in-flight calls finish, new calls refused, then close")
+    func drain() async throws {
+        let server = RPCServer(services: [EchoService()], logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = try await server.localAddress.port!
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(.request(1, self.echo, echoRequest(text: "in flight", sleepMs: 300)))
+            try await connection.send(.control(.ping, 50))
+            _ = try #require(try await connection.waitFor { $0.kind == .pong })
+
+            server.beginShutdown()
+            let goAway = try #require(try await connection.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.code == .unavailable)
+            try await connection.send(.request(2, self.echo, echoRequest(text: "too late")))
+            let refused = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
+            #expect(refused.status.code == .unavailable)
+
+            let finished = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
+            #expect(finished.status.code == .ok)
+            #expect(try await connection.waitUntilClosed())
+            try await group.waitForAll()
+        }
+    }
+}

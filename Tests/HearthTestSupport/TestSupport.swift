@@ -1,0 +1,77 @@
+public import Foundation
+public import Testing
+
+/// Polls `condition` every few milliseconds until it holds; records an issue and throws
+/// after `limit`. Tests wait with this instead of sleeping a guessed time.
+public func eventually(
+    _ what: String,
+    within limit: Duration = .seconds(5),
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let end = clock.now + limit
+    while clock.now < end {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
+/// The repository's root folder.
+public let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// An executable product of this package (`hearth`, `hearth-store-probe`), from the build
+/// folder the tests run from.
+public func builtProduct(named name: String) throws -> URL {
+    var folder = Bundle.main.bundleURL
+    for _ in 0..<4 {
+        let candidate = folder.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        folder.deleteLastPathComponent()
+    }
+    let fallback = repositoryRoot.appendingPathComponent(".build/debug/\(name)")
+    try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "\(name) is not built")
+    return fallback
+}
+
+/// What a finished child process printed, and how it ended.
+public struct ProcessOutput: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs `executable` with `arguments` to completion (stdin closed) and captures its output.
+public func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws
+    -> ProcessOutput
+{
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var errData = Data()
+    group.enter()
+    DispatchQueue.global().async {
+        errData = err.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return ProcessOutput(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self)
+    )
+}
