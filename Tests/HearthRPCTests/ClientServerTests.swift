@@ -177,6 +177,20 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test("after the server closes an idle connection, the next call goes out on a new one")
+    func reconnectAfterIdleGoAway() async throws {
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(100))) { _, port in
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            #expect(try await echo.echo(echoRequest(text: "first")).text == "first")
+            let connection = try await RPCConnection.connect(host: "127.0.0.1", port: port).get()
+            // Opened after the client's own connection went idle, so closed after it too.
+            try await eventually("the server closed an idle connection") { !connection.channel.isActive }
+            #expect(try await echo.echo(echoRequest(text: "second")).text == "second")
+            await client.close()
+        }
+    }
+
     @Test("a pool of connections spreads calls round-robin")
     func pool() async throws {
         try await withTestServer { _, port in
@@ -232,14 +246,16 @@ struct ClientServerTests {
             let client = makeClient(port: port)
             let inFlight = Task {
                 try await client.call(
-                    "hearth.test.v1.Test/Observed",
-                    echoRequest(text: "drained", sleepMs: 200),
+                    "hearth.test.v1.Test/Gate",
+                    echoRequest(text: "drained"),
                     as: Hearth_Echo_V1_EchoResponse.self
                 )
             }
             try await eventually("the call is in flight") { signals.contains("started:drained") }
             await group.triggerGracefulShutdown()
-            #expect(try await inFlight.value.text.hasPrefix("drained"))
+            try await eventually("the server stopped serving") { server.health.status(of: "") == .notServing }
+            signals.send("open:drained")
+            #expect(try await inFlight.value.text == "drained")
             try await tasks.waitForAll()
             await client.close()
         }

@@ -12,21 +12,21 @@ struct ProtocolTests {
 
     @Test("pipelined requests are answered in completion order, PING with PONG")
     func outOfOrderCompletion() async throws {
-        try await withTestServer { _, port in
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
             let connection = try await RawConnection.connect(port: port)
             try await connection.send(
-                .request(1, self.echo, echoRequest(text: "slow", sleepMs: 300)),
+                .request(1, "hearth.test.v1.Test/Gate", echoRequest(text: "slow")),
                 .request(2, self.echo, echoRequest(text: "fast")),
                 .control(.ping, 99)
             )
+            let fast = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
+            #expect(try Hearth_Echo_V1_EchoResponse(serializedBytes: fast.payload).text == "fast")
+            #expect(try await connection.waitFor { $0.kind == .pong && $0.callID == 99 } != nil)
+            signals.send("open:slow")
             _ = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
             let order = connection.frames.map(\.callID)
             #expect(order.firstIndex(of: 2)! < order.firstIndex(of: 1)!)
-            #expect(connection.frames.contains { $0.kind == .pong && $0.callID == 99 })
-            let fast = try Hearth_Echo_V1_EchoResponse(
-                serializedBytes: connection.frames.first { $0.isResponse(to: 2) }!.payload
-            )
-            #expect(fast.text == "fast")
             await connection.close()
         }
     }
@@ -131,15 +131,23 @@ struct ProtocolTests {
 
     @Test("calls in flight per connection: the limit passes, one more is RESOURCE_EXHAUSTED")
     func concurrencyLimitBoundary() async throws {
+        let signals = Signals()
         let configuration = ServerConfiguration(maxConcurrentCallsPerConnection: 4)
-        try await withTestServer(configuration: configuration) { _, port in
+        try await withTestServer(
+            configuration: configuration,
+            services: [EchoService(), TestService(signals: signals)]
+        ) {
+            _,
+            port in
             let connection = try await RawConnection.connect(port: port)
             for id in UInt64(1)...4 {
-                try await connection.send(.request(id, self.echo, echoRequest(text: "\(id)", sleepMs: 300)))
+                try await connection.send(.request(id, "hearth.test.v1.Test/Gate", echoRequest(text: "g\(id)")))
             }
+            try await eventually("four calls in flight") { (1...4).allSatisfy { signals.contains("started:g\($0)") } }
             try await connection.send(.request(5, self.echo, echoRequest(text: "5")))
             let refused = try #require(try await connection.waitFor { $0.isResponse(to: 5) })
             #expect(refused.status.code == .resourceExhausted)
+            for id in 1...4 { signals.send("open:g\(id)") }
             for id in UInt64(1)...4 {
                 let answer = try #require(try await connection.waitFor { $0.isResponse(to: id) })
                 #expect(answer.status.code == .ok)
@@ -170,9 +178,12 @@ struct ProtocolTests {
             await first.close()
             try await eventually("a new connection is admitted") {
                 let next = try await RawConnection.connect(port: port)
-                defer { Task { await next.close() } }
-                try await next.send(.control(.ping, 5))
-                return try await next.waitFor(within: .milliseconds(200)) { $0.kind == .pong } != nil
+                let admitted = try? await {
+                    try await next.send(.control(.ping, 5))
+                    return try await next.waitFor(within: .milliseconds(200)) { $0.kind == .pong } != nil
+                }()
+                await next.close()
+                return admitted == true
             }
             await second.close()
         }
@@ -190,14 +201,14 @@ struct ProtocolTests {
 
     @Test("graceful shutdown: GOAWAY, in-flight calls finish, new calls refused, then close")
     func drain() async throws {
-        let server = RPCServer(services: [EchoService()], logger: testLogger)
+        let signals = Signals()
+        let server = RPCServer(services: [EchoService(), TestService(signals: signals)], logger: testLogger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = try await server.localAddress.port!
             let connection = try await RawConnection.connect(port: port)
-            try await connection.send(.request(1, self.echo, echoRequest(text: "in flight", sleepMs: 300)))
-            try await connection.send(.control(.ping, 50))
-            _ = try #require(try await connection.waitFor { $0.kind == .pong })
+            try await connection.send(.request(1, "hearth.test.v1.Test/Gate", echoRequest(text: "in flight")))
+            try await eventually("the call is in flight") { signals.contains("started:in flight") }
 
             server.beginShutdown()
             let goAway = try #require(try await connection.waitFor { $0.kind == .goaway })
@@ -205,7 +216,9 @@ struct ProtocolTests {
             try await connection.send(.request(2, self.echo, echoRequest(text: "too late")))
             let refused = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
             #expect(refused.status.code == .unavailable)
+            #expect(!connection.isClosed, "still open while call 1 runs")
 
+            signals.send("open:in flight")
             let finished = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
             #expect(finished.status.code == .ok)
             #expect(try await connection.waitUntilClosed())

@@ -14,6 +14,10 @@ final class PendingCall: @unchecked Sendable {
     }
 }
 
+/// Marks an error for a call that certainly never left this process (the connection had
+/// already stopped taking calls), so it is safe to try again elsewhere.
+struct CallNotSent: Error {}
+
 /// Whether a connection takes new calls; read from any thread, written on its loop.
 final class ConnectionAvailability: Sendable {
     private let accepting = Atomic<Bool>(true)
@@ -34,7 +38,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var pending: [UInt64: PendingCall] = [:]
     private var pings: [UInt64: EventLoopPromise<Void>] = [:]
     private var nextCallID: UInt64 = 1
-    private var writer = FrameWriter()
+    private var flushes = FlushBatcher()
     private var context: ChannelHandlerContext?
     private let availability: ConnectionAvailability
     /// Why no new calls are taken (GOAWAY's reason, or the connection closed).
@@ -61,7 +65,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             return
         }
         if let refusal = self.refusal {
-            call.promise.fail(refusal)
+            call.promise.fail(RPCError(refusal.code, refusal.message, cause: CallNotSent()))
             return
         }
         var request = request
@@ -113,7 +117,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.writer.readStarted()
+        self.flushes.readStarted()
         let buffer = Self.unwrapInboundIn(data)
         guard let frame = try? WireFrame(serializedBytes: buffer.readableBytesSpan) else {
             self.protocolError("undecodable frame from server", context: context)
@@ -141,7 +145,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        self.writer.readComplete(context: context)
+        if self.flushes.readEnded() { context.flush() }
         if self.refusal != nil, self.pending.isEmpty {
             context.close(promise: nil)
         }
@@ -191,13 +195,23 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context else { return }
-        if self.writer.write(frame, context: context) {
-            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.execute {
-                guard let context = this.value.context else { return }
-                this.value.writer.scheduledFlush(context: context)
-            }
+        let buffer: ByteBuffer
+        do {
+            buffer = try context.channel.allocator.buffer(framing: frame)
+        } catch {
+            // Only a message with invalid UTF-8 could fail to encode; ours never have one.
+            context.fireErrorCaught(error)
+            return
         }
+        context.write(NIOAny(buffer), promise: nil)
+        if self.flushes.wrote() {
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute { this.value.endOfTick() }
+        }
+    }
+
+    private func endOfTick() {
+        if self.flushes.tickEnded() { self.context?.flush() }
     }
 }
 

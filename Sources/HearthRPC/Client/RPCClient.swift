@@ -74,13 +74,22 @@ public final class RPCClient: Sendable {
         let turn = RoundRobin()
         let base: @Sendable (String, Data, CallOptions) async throws -> Data = { [slots] method, payload, options in
             let slot = slots.count == 1 ? slots[0] : slots[turn.next(below: slots.count)]
-            let connection = try await slot.connection()
-            return try await connection.call(
-                method: method,
-                payload: payload,
-                metadata: options.metadata,
-                timeout: options.timeout
-            )
+            func attempt() async throws -> Data {
+                let connection = try await slot.connection()
+                return try await connection.call(
+                    method: method,
+                    payload: payload,
+                    metadata: options.metadata,
+                    timeout: options.timeout
+                )
+            }
+            do {
+                return try await attempt()
+            } catch let error as RPCError where error.cause is CallNotSent {
+                // The connection stopped taking calls (GOAWAY) before this one was sent: one
+                // more try on a fresh connection cannot run the call twice.
+                return try await attempt()
+            }
         }
         self.invoke = interceptors.reversed().reduce(base) { next, interceptor in
             { method, payload, options in

@@ -52,6 +52,12 @@ public final class RPCServer: Service, Sendable {
         self.stopped = loop.makePromise()
     }
 
+    deinit {
+        // A server that never ran still completes its promises (NIO traps on leaked ones).
+        self.bound.fail(CancellationError())
+        self.stopped.succeed()
+    }
+
     /// The address the server listens on, once it is bound (the real port when 0 was asked for).
     public var localAddress: SocketAddress {
         get async throws { try await self.bound.futureResult.get() }

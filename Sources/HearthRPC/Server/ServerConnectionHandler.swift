@@ -28,7 +28,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private let configuration: ServerConfiguration
     private let logger: Logger
     private var calls: [UInt64: InFlightCall] = [:]
-    private var writer = FrameWriter()
+    private var flushes = FlushBatcher()
     private var context: ChannelHandlerContext?
     private var executor: EventLoopTaskExecutor?
     private var peer = "unknown"
@@ -58,7 +58,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.writer.readStarted()
+        self.flushes.readStarted()
         guard !self.closing else { return }
         let buffer = Self.unwrapInboundIn(data)
         let frame: WireFrame
@@ -92,7 +92,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        self.writer.readComplete(context: context)
+        if self.flushes.readEnded() { context.flush() }
         context.fireChannelReadComplete()
     }
 
@@ -109,9 +109,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             self.goAway(.unavailable, "server is shutting down", close: false)
             self.closeIfDrained()
         case let idle as IdleStateHandler.IdleStateEvent where idle == .all:
-            if self.calls.isEmpty {
-                self.goAway(.unavailable, "connection idle for \(self.configuration.idleTimeout)", close: true)
-            }
+            self.idleTimedOut(context: context)
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -129,6 +127,22 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
         }
     }
+
+    /// No traffic for `idleTimeout`: GOAWAY, so the client sends no new calls here. A request
+    /// that crossed the GOAWAY on the wire is still served; after a short grace the connection
+    /// closes once no call is in flight.
+    private func idleTimedOut(context: ChannelHandlerContext) {
+        guard self.calls.isEmpty, !self.draining, !self.closing else { return }
+        self.goAway(.unavailable, "connection idle for \(self.configuration.idleTimeout)", close: false)
+        let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: Self.idleGoAwayGrace) {
+            this.value.draining = true
+            this.value.closeIfDrained()
+        }
+    }
+
+    /// How long a connection that was sent GOAWAY for idleness still serves late requests.
+    static let idleGoAwayGrace = TimeAmount.seconds(1)
 
     // MARK: Calls
 
@@ -227,11 +241,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     private func cancelAll() {
-        for call in self.calls.values {
+        // Emptied first: cancelling runs cancellation handlers, which must find no call left.
+        let calls = self.calls
+        self.calls.removeAll()
+        for call in calls.values {
             call.task?.cancel()
             call.deadlineTimer?.cancel()
         }
-        self.calls.removeAll()
     }
 
     // MARK: Outbound
@@ -258,13 +274,23 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context else { return }
-        if self.writer.write(frame, context: context) {
-            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.execute {
-                guard let context = this.value.context else { return }
-                this.value.writer.scheduledFlush(context: context)
-            }
+        let buffer: ByteBuffer
+        do {
+            buffer = try context.channel.allocator.buffer(framing: frame)
+        } catch {
+            // Only a message with invalid UTF-8 could fail to encode; ours never have one.
+            context.fireErrorCaught(error)
+            return
         }
+        context.write(NIOAny(buffer), promise: nil)
+        if self.flushes.wrote() {
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute { this.value.endOfTick() }
+        }
+    }
+
+    private func endOfTick() {
+        if self.flushes.tickEnded() { self.context?.flush() }
     }
 
     /// Sends GOAWAY with its reason; with `close`, closes the connection once it is written
@@ -275,15 +301,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         frame.kind = .goaway
         frame.status = RPCError(code, reason).wireStatus
         guard close else {
-            _ = self.writer.write(frame, context: context)
-            self.writer.flushIfNeeded(context: context)
+            self.write(frame)
+            if self.flushes.takeUnflushed() { context.flush() }
             return
         }
         guard !self.closing else { return }
         self.closing = true
         self.logger.debug("closing connection", metadata: ["peer": "\(self.peer)", "reason": "\(reason)"])
         self.cancelAll()
-        self.writer.flushIfNeeded(context: context)
+        if self.flushes.takeUnflushed() { context.flush() }
         let channel = context.channel
         guard let buffer = try? channel.allocator.buffer(framing: frame) else {
             channel.close(promise: nil)
@@ -296,7 +322,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func closeIfDrained() {
         guard self.draining, self.calls.isEmpty, let context = self.context else { return }
-        self.writer.flushIfNeeded(context: context)
+        if self.flushes.takeUnflushed() { context.flush() }
         let channel = context.channel
         channel.eventLoop.execute { channel.close(promise: nil) }
     }

@@ -116,6 +116,18 @@ struct TestService: RPCService {
                 response.text = "\(request.text) request-id=\(context.requestID) peer-set=\(!context.peer.isEmpty)"
                 return response
             },
+            // Holds the call open until the test sends "open:<text>" (at most 10 s).
+            .unary("hearth.test.v1.Test/Gate") { (request: Hearth_Echo_V1_EchoRequest, _) in
+                signals.send("started:\(request.text)")
+                let clock = ContinuousClock()
+                let end = clock.now + .seconds(10)
+                while !signals.contains("open:\(request.text)"), clock.now < end {
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                var response = Hearth_Echo_V1_EchoResponse()
+                response.text = request.text
+                return response
+            },
             .unary("hearth.test.v1.Test/Domain") {
                 (_: Hearth_Echo_V1_EchoRequest, _) -> Hearth_Echo_V1_EchoResponse in
                 throw TestDomainError()
