@@ -194,16 +194,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     private func write(_ frame: WireFrame) {
-        guard let context = self.context else { return }
-        let buffer: ByteBuffer
-        do {
-            buffer = try context.channel.allocator.buffer(framing: frame)
-        } catch {
-            // Only a message with invalid UTF-8 could fail to encode; ours never have one.
-            context.fireErrorCaught(error)
-            return
-        }
-        context.write(NIOAny(buffer), promise: nil)
+        guard let context = self.context, context.write(frame: frame) else { return }
         if self.flushes.wrote() {
             let this = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.execute { this.value.endOfTick() }

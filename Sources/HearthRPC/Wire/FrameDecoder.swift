@@ -69,3 +69,17 @@ extension ByteBufferAllocator {
         return buffer
     }
 }
+
+extension ChannelHandlerContext {
+    /// Writes `frame` (not flushed). Returns false, after reporting the error down the
+    /// pipeline, if it could not be encoded (only invalid UTF-8 could cause that).
+    func write(frame: WireFrame) -> Bool {
+        do {
+            self.write(NIOAny(try self.channel.allocator.buffer(framing: frame)), promise: nil)
+            return true
+        } catch {
+            self.fireErrorCaught(error)
+            return false
+        }
+    }
+}
