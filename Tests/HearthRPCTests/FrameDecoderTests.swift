@@ -1,8 +1,11 @@
-import HearthRPC
+import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOTestUtils
+import SwiftProtobuf
 import Testing
+
+@testable import HearthRPC
 
 @Suite("Frame decoder")
 struct FrameDecoderTests {
@@ -46,6 +49,26 @@ struct FrameDecoderTests {
         var header = ByteBuffer()
         header.writeInteger(UInt32.max)
         #expect(throws: FrameTooLargeError.self) { try channel.writeInbound(header) }
+    }
+
+    @Test("frames are serialized in place behind their length prefix, byte for byte as swift-protobuf makes them")
+    func framing() throws {
+        for size in [0, 1, 127, 128, 16_383, 16_384, 70_000] {
+            var frame = WireFrame()
+            frame.callID = UInt64(size) * 7919
+            frame.kind = .response
+            frame.method = "hearth.echo.v1.Echo/Echo"
+            frame.metadata = ["x-request-id": "r\(size)", "b": "2", "a": "1"]
+            frame.payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+            frame.status.code = .notFound
+            var options = BinaryEncodingOptions()
+            options.useDeterministicOrdering = true
+            let expected: [UInt8] = try frame.serializedBytes(options: options)
+
+            var buffer = try ByteBufferAllocator().buffer(framing: frame)
+            #expect(buffer.readInteger(as: UInt32.self) == UInt32(expected.count))
+            #expect(Array(buffer.readableBytesView) == expected)
+        }
     }
 
     @Test("a truncated frame produces nothing and is dropped at close")

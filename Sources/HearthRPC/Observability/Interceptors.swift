@@ -17,14 +17,17 @@ public struct ServerObservabilityInterceptor: ServerInterceptor {
         defer {
             let micros = UInt64((NIODeadline.now() - start).nanoseconds / 1000)
             self.metrics.record(method: context.method, code: code, micros: micros)
-            context.logger.info(
-                "call",
-                metadata: [
-                    "method": "\(context.method)",
-                    "code": "\(code.name)",
-                    "duration_us": "\(micros)",
-                ]
-            )
+            // The request-id logger is built only when the line will be written.
+            if context.logLevel <= .info {
+                context.logger.info(
+                    "call",
+                    metadata: [
+                        "method": "\(context.method)",
+                        "code": "\(code.name)",
+                        "duration_us": "\(micros)",
+                    ]
+                )
+            }
         }
         do {
             return try await next(payload, context)

@@ -11,25 +11,43 @@ public struct RPCContext: Sendable {
     public let deadline: NIODeadline?
     /// The remote address of the connection the call came on.
     public let peer: String
-    /// The call's request id (`x-request-id`, or one made up by the server).
-    public let requestID: String
-    /// A logger carrying the request id and method.
-    public var logger: Logger
+    /// The call's request id: `x-request-id` when the caller sent one, else made up by the server.
+    public var requestID: String {
+        self.metadata["x-request-id"] ?? "\(self.connectionTag)-\(self.callID)"
+    }
+    /// A logger carrying the request id (built when asked for: most calls never log).
+    public var logger: Logger {
+        var logger = self.baseLogger
+        logger[metadataKey: "request-id"] = "\(self.requestID)"
+        return logger
+    }
 
+    /// The level the logger lets through: check it before building costly log lines.
+    public var logLevel: Logger.Level { self.baseLogger.logLevel }
+
+    private let baseLogger: Logger
+    private let connectionTag: String
+    private let callID: UInt64
+
+    /// - Parameters:
+    ///   - connectionTag: unique per connection; with the call id, it names calls that came
+    ///     without an `x-request-id`.
     public init(
         method: String,
         metadata: [String: String],
         deadline: NIODeadline?,
         peer: String,
-        requestID: String,
+        callID: UInt64,
+        connectionTag: String,
         logger: Logger
     ) {
         self.method = method
         self.metadata = metadata
         self.deadline = deadline
         self.peer = peer
-        self.requestID = requestID
-        self.logger = logger
+        self.callID = callID
+        self.connectionTag = connectionTag
+        self.baseLogger = logger
     }
 
     /// Whether the deadline has passed.

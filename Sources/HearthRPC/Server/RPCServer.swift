@@ -170,7 +170,6 @@ public final class RPCServer: Service, Sendable {
         }
         return channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(IdleStateHandler(allTimeout: self.configuration.idleTimeout))
             try sync.addHandler(
                 ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: self.configuration.maxFrameSize))
             )

@@ -33,10 +33,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var executor: EventLoopTaskExecutor?
     private var peer = "unknown"
     private var draining = false
+    /// When the peer last sent something or a response last went out (read per batch, not per frame).
+    private var lastActivity = NIODeadline.now()
+    private var idleCheck: Scheduled<Void>?
     /// Set once a protocol error closes the connection: later frames are ignored.
     private var closing = false
     /// Made up per connection so that request ids are unique without coordination.
-    private let requestIDPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private let connectionTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
 
     init(router: MethodRouter, configuration: ServerConfiguration, logger: Logger) {
         self.router = router
@@ -48,9 +51,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.context = context
         self.executor = EventLoopTaskExecutor(loop: context.eventLoop)
         self.peer = context.channel.remoteAddress?.description ?? "unknown"
+        self.scheduleIdleCheck(at: .now() + self.configuration.idleTimeout)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.idleCheck?.cancel()
         self.cancelAll()
         self.context = nil
     }
@@ -92,6 +97,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        self.lastActivity = .now()
         if self.flushes.readEnded() { context.flush() }
         context.fireChannelReadComplete()
     }
@@ -108,8 +114,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             self.draining = true
             self.goAway(.unavailable, "server is shutting down", close: false)
             self.closeIfDrained()
-        case let idle as IdleStateHandler.IdleStateEvent where idle == .all:
-            self.idleTimedOut(context: context)
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -128,11 +132,29 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// No traffic for `idleTimeout`: GOAWAY, so the client sends no new calls here. A request
-    /// that crossed the GOAWAY on the wire is still served; after a short grace the connection
-    /// closes once no call is in flight.
-    private func idleTimedOut(context: ChannelHandlerContext) {
-        guard self.calls.isEmpty, !self.draining, !self.closing else { return }
+    /// Idle means no call in flight and nothing read or answered for `idleTimeout`. One timer
+    /// per connection, moved forward lazily, instead of a clock read on every read and write.
+    private func scheduleIdleCheck(at deadline: NIODeadline) {
+        guard let loop = self.context?.eventLoop else { return }
+        let this = NIOLoopBound(self, eventLoop: loop)
+        self.idleCheck = loop.scheduleTask(deadline: deadline) { this.value.checkIdle() }
+    }
+
+    private func checkIdle() {
+        guard !self.draining, !self.closing else { return }
+        let idleAt = self.lastActivity + self.configuration.idleTimeout
+        let now = NIODeadline.now()
+        guard self.calls.isEmpty, idleAt <= now else {
+            self.scheduleIdleCheck(at: self.calls.isEmpty ? idleAt : now + self.configuration.idleTimeout)
+            return
+        }
+        self.idleTimedOut()
+    }
+
+    /// GOAWAY, so the client sends no new calls here. A request that crossed the GOAWAY on the
+    /// wire is still served; after a short grace the connection closes once no call is in flight.
+    private func idleTimedOut() {
+        guard let context = self.context else { return }
         self.goAway(.unavailable, "connection idle for \(self.configuration.idleTimeout)", close: false)
         let this = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: Self.idleGoAwayGrace) {
@@ -179,16 +201,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard let context = self.context, let executor = self.executor else { return }
 
         let deadline: NIODeadline? = frame.timeoutMs > 0 ? .now() + .milliseconds(Int64(frame.timeoutMs)) : nil
-        let requestID = frame.metadata["x-request-id"] ?? "\(self.requestIDPrefix)-\(callID)"
-        var logger = self.logger
-        logger[metadataKey: "request-id"] = "\(requestID)"
         let callContext = RPCContext(
             method: frame.method,
             metadata: frame.metadata,
             deadline: deadline,
             peer: self.peer,
-            requestID: requestID,
-            logger: logger
+            callID: callID,
+            connectionTag: self.connectionTag,
+            logger: self.logger
         )
 
         let loop = context.eventLoop
@@ -281,7 +301,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     private func endOfTick() {
-        if self.flushes.tickEnded() { self.context?.flush() }
+        guard self.flushes.tickEnded() else { return }
+        self.lastActivity = .now()
+        self.context?.flush()
     }
 
     /// Sends GOAWAY with its reason; with `close`, closes the connection once it is written
