@@ -61,8 +61,7 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
             return violation
         }
         if let retryAfter {
-            let ms = retryAfter.components.seconds * 1000 + retryAfter.components.attoseconds / 1_000_000_000_000_000
-            status.retryAfterMs = UInt32(clamping: max(ms, 1))
+            status.retryAfterMs = UInt32(clamping: max(retryAfter.nanoseconds / 1_000_000, 1))
         }
         return status
     }

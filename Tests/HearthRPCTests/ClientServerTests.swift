@@ -226,6 +226,21 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test("a request over the frame limit fails alone; the connection keeps serving")
+    func oversizedRequest() async throws {
+        try await withTestServer { _, port in
+            let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port, maxFrameSize: 2048))
+            let echo = EchoClient(client: client)
+            let error = await #expect(throws: RPCError.self) {
+                try await echo.echo(echoRequest(payload: Data(count: 4096)))
+            }
+            #expect(error?.code == .resourceExhausted)
+            let small = try await echo.echo(echoRequest(text: "small"))
+            #expect(small.text == "small")
+            await client.close()
+        }
+    }
+
     @Test("PING over the client's connection")
     func ping() async throws {
         try await withTestServer { _, port in

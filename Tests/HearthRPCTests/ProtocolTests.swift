@@ -111,6 +111,87 @@ struct ProtocolTests {
         }
     }
 
+    @Test("a call_id reused after its deadline gets its own answer, not the late one of the first call")
+    func reusedCallID() async throws {
+        let signals = Signals()
+        try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(
+                .request(5, "hearth.test.v1.Test/Stubborn", echoRequest(text: "first", sleepMs: 300), timeoutMs: 20)
+            )
+            let expired = try #require(try await connection.waitFor { $0.isResponse(to: 5) })
+            #expect(expired.status.code == .deadlineExceeded)
+
+            try await connection.send(.request(5, "hearth.test.v1.Test/Gate", echoRequest(text: "second")))
+            try await eventually("the first handler finished") { signals.contains("stubborn-done:first") }
+            signals.send("open:second")
+            let answers = try await {
+                try await eventually("the second answer") {
+                    connection.frames.filter { $0.isResponse(to: 5) }.count == 2
+                }
+                return connection.frames.filter { $0.isResponse(to: 5) }
+            }()
+            let second = try Hearth_Echo_V1_EchoResponse(serializedBytes: answers[1].payload)
+            #expect(second.text == "second")
+            await connection.close()
+        }
+    }
+
+    @Test("handlers that ignore CANCEL still count against the calls-in-flight limit until they end")
+    func cancelledButRunning() async throws {
+        let signals = Signals()
+        let configuration = ServerConfiguration(maxConcurrentCallsPerConnection: 2)
+        try await withTestServer(
+            configuration: configuration,
+            services: [EchoService(), TestService(signals: signals)]
+        ) {
+            _,
+            port in
+            let connection = try await RawConnection.connect(port: port)
+            for id in UInt64(1)...2 {
+                try await connection.send(
+                    .request(id, "hearth.test.v1.Test/Gate", echoRequest(text: "s\(id)")),
+                    .control(.cancel, id)
+                )
+            }
+            try await eventually("both handlers started") {
+                signals.contains("started:s1") && signals.contains("started:s2")
+            }
+            try await connection.send(.request(3, self.echo, echoRequest(text: "3")))
+            let refused = try #require(try await connection.waitFor { $0.isResponse(to: 3) })
+            #expect(refused.status.code == .resourceExhausted)
+
+            signals.send("open:s1")
+            signals.send("open:s2")
+            try await eventually("both handlers ended") {
+                signals.contains("gate-done:s1") && signals.contains("gate-done:s2")
+            }
+            try await connection.send(.control(.ping, 9))
+            _ = try #require(try await connection.waitFor { $0.kind == .pong })
+            try await connection.send(.request(4, self.echo, echoRequest(text: "4")))
+            #expect(try await connection.waitFor { $0.isResponse(to: 4) }?.status.code == .ok)
+            #expect(!connection.frames.contains { $0.callID == 1 || $0.callID == 2 })
+            await connection.close()
+        }
+    }
+
+    @Test("a response over the frame limit is answered RESOURCE_EXHAUSTED; the connection stays up")
+    func oversizedResponse() async throws {
+        try await withTestServer(configuration: ServerConfiguration(maxFrameSize: 4096)) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(
+                .request(1, "hearth.test.v1.Test/Big", echoRequest(sleepMs: 5000)),
+                .request(2, "hearth.test.v1.Test/Big", echoRequest(sleepMs: 1000))
+            )
+            let tooBig = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
+            #expect(tooBig.status.code == .resourceExhausted)
+            let fine = try #require(try await connection.waitFor { $0.isResponse(to: 2) })
+            #expect(fine.status.code == .ok)
+            #expect(!connection.isClosed)
+            await connection.close()
+        }
+    }
+
     @Test("CANCEL stops the handler and nothing is sent for that call")
     func cancel() async throws {
         let signals = Signals()

@@ -14,9 +14,17 @@ final class PendingCall: @unchecked Sendable {
     }
 }
 
-/// Marks an error for a call that certainly never left this process (the connection had
-/// already stopped taking calls), so it is safe to try again elsewhere.
-struct CallNotSent: Error {}
+/// The cause of an ``RPCError`` for a call that certainly never left this process (no
+/// connection could be had, or it had already stopped taking calls): safe to try elsewhere.
+public struct CallNotSent: Error {
+    /// What kept it from being sent (a connect error), if anything more than a refusal.
+    public var underlying: (any Error)?
+}
+
+extension RPCError {
+    /// Whether the call certainly never reached a server, so that retrying cannot run it twice.
+    public var wasNeverSent: Bool { self.cause is CallNotSent }
+}
 
 /// Whether a connection takes new calls; read from any thread, written on its loop.
 final class ConnectionAvailability: Sendable {
@@ -44,8 +52,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// Why no new calls are taken (GOAWAY's reason, or the connection closed).
     private var refusal: RPCError?
 
-    init(availability: ConnectionAvailability) {
+    /// The largest frame the server takes: a bigger request fails alone instead of making the
+    /// server close the connection under every other call.
+    private let maxFrameSize: Int
+
+    init(availability: ConnectionAvailability, maxFrameSize: Int) {
         self.availability = availability
+        self.maxFrameSize = maxFrameSize
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -66,6 +79,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
         if let refusal = self.refusal {
             call.promise.fail(RPCError(refusal.code, refusal.message, cause: CallNotSent()))
+            return
+        }
+        if request.payload.count > self.maxFrameSize - ServerConnectionHandler.envelopeAllowance
+            - request.method.utf8.count
+        {
+            let message = "request of \(request.payload.count) bytes exceeds the frame limit of \(self.maxFrameSize)"
+            call.promise.fail(RPCError(.resourceExhausted, message, cause: CallNotSent()))
             return
         }
         var request = request

@@ -85,7 +85,7 @@ public final class RPCClient: Sendable {
             }
             do {
                 return try await attempt()
-            } catch let error as RPCError where error.cause is CallNotSent {
+            } catch let error as RPCError where error.wasNeverSent && error.retryAfter == nil {
                 // The connection stopped taking calls (GOAWAY) before this one was sent: one
                 // more try on a fresh connection cannot run the call twice.
                 return try await attempt()
@@ -175,7 +175,7 @@ public struct Backoff: Sendable {
             Double(self.maximum.nanoseconds)
         )
         let factor = 1 + Double.random(in: -self.jitter...self.jitter)
-        return .nanoseconds(Int64(max(base * factor, 0)))
+        return .nanoseconds(Int64(min(max(base * factor, 0), Double(Int64.max / 2))))
     }
 }
 
@@ -198,41 +198,45 @@ final class ConnectionSlot: Sendable {
         self.group = group
     }
 
-    /// A connection that accepts calls: the current one, or a new one.
+    /// A connection that accepts calls: the current one, or a new one. The decision and the
+    /// state change it implies happen under one lock, so two callers never both connect.
     func connection() async throws -> RPCConnection {
         enum Next {
             case use(RPCConnection)
             case wait(EventLoopFuture<RPCConnection>)
             case fail(RPCError)
-            case connect(failures: Int)
+            case connect(EventLoopPromise<RPCConnection>, failures: Int)
         }
         let next = self.state.withLock { state -> Next in
+            let failures: Int
             switch state {
             case .ready(let connection) where connection.isAcceptingCalls:
                 return .use(connection)
-            case .ready:
-                return .connect(failures: 0)
             case .connecting(let future, _):
                 return .wait(future)
-            case .idle(let failures):
-                return .connect(failures: failures)
-            case .backingOff(let until, let failures, let error):
+            case .closed:
+                return .fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
+            case .backingOff(let until, let count, let error):
                 let now = NIODeadline.now()
                 guard now >= until else {
-                    let wait = Duration.nanoseconds((until - now).nanoseconds)
                     return .fail(
                         RPCError(
                             .unavailable,
                             "cannot connect to \(self.target): \(error)",
-                            retryAfter: wait,
-                            cause: error
+                            retryAfter: .nanoseconds((until - now).nanoseconds),
+                            cause: CallNotSent(underlying: error)
                         )
                     )
                 }
-                return .connect(failures: failures)
-            case .closed:
-                return .fail(RPCError(.unavailable, "client is closed"))
+                failures = count
+            case .idle(let count):
+                failures = count
+            case .ready:
+                failures = 0  // it stopped taking calls (GOAWAY): replace it
             }
+            let promise = self.group.next().makePromise(of: RPCConnection.self)
+            state = .connecting(promise.futureResult, failures: failures)
+            return .connect(promise, failures: failures)
         }
         switch next {
         case .use(let connection):
@@ -241,9 +245,9 @@ final class ConnectionSlot: Sendable {
             throw error
         case .wait(let future):
             return try await self.await(future)
-        case .connect(let failures):
-            let future = self.startConnecting(failures: failures)
-            return try await self.await(future)
+        case .connect(let promise, let failures):
+            self.connect(fulfilling: promise, failures: failures)
+            return try await self.await(promise.futureResult)
         }
     }
 
@@ -255,29 +259,15 @@ final class ConnectionSlot: Sendable {
         } catch let error as RPCError {
             throw error
         } catch {
-            throw RPCError(.unavailable, "cannot connect to \(self.target): \(error)", cause: error)
+            throw RPCError(
+                .unavailable,
+                "cannot connect to \(self.target): \(error)",
+                cause: CallNotSent(underlying: error)
+            )
         }
     }
 
-    private func startConnecting(failures: Int) -> EventLoopFuture<RPCConnection> {
-        let promise = self.group.next().makePromise(of: RPCConnection.self)
-        let proceed = self.state.withLock { state -> Bool in
-            switch state {
-            case .closed, .connecting:
-                return false
-            default:
-                state = .connecting(promise.futureResult, failures: failures)
-                return true
-            }
-        }
-        guard proceed else {
-            // Another caller started first (or the client closed): wait for theirs.
-            promise.fail(RPCError(.unavailable, "client is closed"))
-            return self.state.withLock { state in
-                if case .connecting(let future, _) = state { return future }
-                return promise.futureResult
-            }
-        }
+    private func connect(fulfilling promise: EventLoopPromise<RPCConnection>, failures: Int) {
         RPCConnection.connect(
             host: self.configuration.host,
             port: self.configuration.port,
@@ -287,14 +277,14 @@ final class ConnectionSlot: Sendable {
         ).whenComplete { result in
             switch result {
             case .success(let connection):
-                let keep = self.state.withLock { state -> Bool in
+                let kept = self.state.withLock { state -> Bool in
                     if case .closed = state { return false }
                     state = .ready(connection)
                     return true
                 }
-                guard keep else {
+                guard kept else {
                     connection.channel.close(promise: nil)
-                    promise.fail(RPCError(.unavailable, "client is closed"))
+                    promise.fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
                     return
                 }
                 connection.channel.closeFuture.whenComplete { _ in
@@ -313,7 +303,6 @@ final class ConnectionSlot: Sendable {
                 promise.fail(error)
             }
         }
-        return promise.futureResult
     }
 
     func close() async {

@@ -35,7 +35,7 @@ public final class RPCConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: maxFrameSize)))
-                    try sync.addHandler(ClientConnectionHandler(availability: availability))
+                    try sync.addHandler(ClientConnectionHandler(availability: availability, maxFrameSize: maxFrameSize))
                 }
             }
             .connect(host: host, port: port)
@@ -94,11 +94,15 @@ public final class RPCConnection: Sendable {
         return response.payload
     }
 
-    /// Sends PING and waits for PONG.
-    public func ping() async throws {
-        let promise = self.channel.eventLoop.makePromise(of: Void.self)
+    /// Sends PING and waits for PONG, at most `timeout`.
+    /// - Throws: ``RPCError`` DEADLINE_EXCEEDED without a PONG in time, UNAVAILABLE if the connection goes.
+    public func ping(timeout: TimeAmount = .seconds(5)) async throws {
+        let loop = self.channel.eventLoop
+        let promise = loop.makePromise(of: Void.self)
         let handler = self.handler
-        self.channel.eventLoop.execute { handler.value.ping(promise) }
+        loop.execute { handler.value.ping(promise) }
+        let timer = loop.scheduleTask(in: timeout) { promise.fail(RPCError(.deadlineExceeded, "no PONG in time")) }
+        defer { timer.cancel() }
         try await promise.futureResult.get()
     }
 
@@ -109,8 +113,12 @@ public final class RPCConnection: Sendable {
 }
 
 extension Duration {
+    /// In nanoseconds, clamped to what `Int64` holds (about 292 years).
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = self.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !overflow, !overflowAgain else { return seconds < 0 ? .min : .max }
+        return total
     }
 }

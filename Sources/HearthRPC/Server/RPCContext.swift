@@ -11,6 +11,9 @@ public struct RPCContext: Sendable {
     public let deadline: NIODeadline?
     /// The remote address of the connection the call came on.
     public let peer: String
+    /// The user the call acts for, as the gateway verified it (`x-hearth-user`); nil when the
+    /// caller named none. Trust it only on a server that requires the internal credential.
+    public var userID: String? { self.metadata[TrustedMetadata.user] }
     /// The call's request id: `x-request-id` when the caller sent one, else made up by the server.
     public var requestID: String {
         self.metadata["x-request-id"] ?? "\(self.connectionTag)-\(self.callID)"

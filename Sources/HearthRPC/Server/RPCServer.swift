@@ -28,10 +28,13 @@ public final class RPCServer: Service, Sendable {
 
     /// - Parameters:
     ///   - services: what to serve; `hearth.health.v1.Health` is added to every server.
+    ///   - fallback: serves every method no service registers (the gateway forwards them);
+    ///     without it such methods are answered UNIMPLEMENTED.
     ///   - interceptors: wrap every call, the first one outermost.
     public init(
         configuration: ServerConfiguration = ServerConfiguration(),
         services: [any RPCService],
+        fallback: RawHandler? = nil,
         interceptors: [any ServerInterceptor] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
@@ -46,7 +49,12 @@ public final class RPCServer: Service, Sendable {
             precondition(handlers[method.name] == nil, "method \(method.name) registered twice")
             handlers[method.name] = chain(method.handler, through: interceptors)
         }
-        self.router = MethodRouter(handlers: handlers)
+        self.router = MethodRouter(
+            handlers: handlers,
+            fallback: fallback.map { chain($0, through: interceptors) },
+            publicMethods: [HealthService.checkMethod],
+            credential: configuration.internalCredential
+        )
         let loop = group.next()
         self.bound = loop.makePromise()
         self.stopped = loop.makePromise()

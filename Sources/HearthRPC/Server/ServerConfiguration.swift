@@ -15,6 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: TimeAmount
     /// After a graceful shutdown begins, how long in-flight calls may still run.
     public var drainTimeout: TimeAmount
+    /// When set, every call except health checks must carry it in `x-hearth-internal`, or is
+    /// answered UNAUTHENTICATED. Services set it; the gateway's client-facing server does not.
+    public var internalCredential: String?
 
     public init(
         host: String = "127.0.0.1",
@@ -23,7 +26,8 @@ public struct ServerConfiguration: Sendable {
         maxConcurrentCallsPerConnection: Int = 1024,
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
-        drainTimeout: TimeAmount = .seconds(10)
+        drainTimeout: TimeAmount = .seconds(10),
+        internalCredential: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -32,5 +36,6 @@ public struct ServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout
         self.drainTimeout = drainTimeout
+        self.internalCredential = internalCredential
     }
 }

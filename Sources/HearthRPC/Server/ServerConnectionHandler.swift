@@ -6,11 +6,6 @@ import SwiftProtobuf
 /// Tells a connection to drain: send GOAWAY, refuse new calls, close once in-flight calls end.
 struct DrainEvent: Sendable {}
 
-/// The methods a server dispatches to, interceptors already applied.
-struct MethodRouter: Sendable {
-    let handlers: [String: RawHandler]
-}
-
 /// One server connection: decodes frames, runs each call's handler in its own task on the
 /// connection's event loop, and answers every REQUEST exactly once (unless cancelled).
 ///
@@ -20,6 +15,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private struct InFlightCall {
+        /// Tells this call from a later one that reuses its call_id.
+        var generation: UInt64
         var task: Task<Void, Never>?
         var deadlineTimer: Scheduled<Void>?
     }
@@ -28,6 +25,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private let configuration: ServerConfiguration
     private let logger: Logger
     private var calls: [UInt64: InFlightCall] = [:]
+    private var nextGeneration: UInt64 = 0
+    /// Handler tasks still running, including those whose call already ended by deadline or
+    /// CANCEL but that ignore cancellation: the concurrency limit counts these.
+    private var runningTasks = 0
     private var flushes = FlushBatcher()
     private var context: ChannelHandlerContext?
     private var executor: EventLoopTaskExecutor?
@@ -105,6 +106,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         self.cancelAll()
         context.fireChannelInactive()
+    }
+
+    /// Backpressure: a peer that sends faster than it reads our answers is not read from
+    /// until the answers queued for it drain (NIO's write-buffer water marks).
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        let writable = context.channel.isWritable
+        _ = context.channel.setOption(.autoRead, value: writable)
+        if writable { context.read() }
+        context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -186,7 +196,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             self.respond(callID, .failure(RPCError(.unavailable, "server is shutting down; call another")))
             return
         }
-        guard self.calls.count < self.configuration.maxConcurrentCallsPerConnection else {
+        guard self.runningTasks < self.configuration.maxConcurrentCallsPerConnection else {
             let limit = self.configuration.maxConcurrentCallsPerConnection
             self.respond(
                 callID,
@@ -194,8 +204,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             )
             return
         }
-        guard let handler = self.router.handlers[frame.method] else {
-            self.respond(callID, .failure(RPCError(.unimplemented, "unknown method \(frame.method)")))
+        let handler: RawHandler
+        switch self.router.handler(for: frame.method, metadata: frame.metadata) {
+        case .success(let found):
+            handler = found
+        case .failure(let error):
+            self.respond(callID, .failure(error))
             return
         }
         guard let context = self.context, let executor = self.executor else { return }
@@ -213,13 +227,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
         let loop = context.eventLoop
         let this = NIOLoopBound(self, eventLoop: loop)
-        var call = InFlightCall()
+        let generation = self.nextGeneration
+        self.nextGeneration &+= 1
+        var call = InFlightCall(generation: generation)
         if let deadline {
             call.deadlineTimer = loop.scheduleTask(deadline: deadline) {
-                this.value.deadlinePassed(callID)
+                this.value.deadlinePassed(callID, generation: generation)
             }
         }
         self.calls[callID] = call
+        self.runningTasks += 1
         let payload = frame.payload
         let task = Task(executorPreference: executor) {
             let result: Result<Data, any Error>
@@ -229,25 +246,27 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 result = .failure(error)
             }
             if loop.inEventLoop {
-                this.value.finishCall(callID, result)
+                this.value.finishCall(callID, generation: generation, result)
             } else {
-                loop.execute { this.value.finishCall(callID, result) }
+                loop.execute { this.value.finishCall(callID, generation: generation, result) }
             }
         }
         // The task cannot have finished yet: it runs on this loop, after this method returns.
         self.calls[callID]?.task = task
     }
 
-    private func finishCall(_ callID: UInt64, _ result: Result<Data, any Error>) {
-        // Gone when the deadline passed or the caller cancelled: no second answer.
-        guard let call = self.calls.removeValue(forKey: callID) else { return }
+    private func finishCall(_ callID: UInt64, generation: UInt64, _ result: Result<Data, any Error>) {
+        self.runningTasks -= 1
+        // Gone when the deadline passed or the caller cancelled (the id may even be in use by
+        // a newer call): no second answer.
+        guard let call = self.removeCall(callID, generation: generation) else { return }
         call.deadlineTimer?.cancel()
         self.respond(callID, result)
         self.closeIfDrained()
     }
 
-    private func deadlinePassed(_ callID: UInt64) {
-        guard let call = self.calls.removeValue(forKey: callID) else { return }
+    private func deadlinePassed(_ callID: UInt64, generation: UInt64) {
+        guard let call = self.removeCall(callID, generation: generation) else { return }
         call.task?.cancel()
         self.respond(callID, .failure(RPCError(.deadlineExceeded, "deadline exceeded")))
         self.closeIfDrained()
@@ -258,6 +277,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         call.task?.cancel()
         call.deadlineTimer?.cancel()
         self.closeIfDrained()
+    }
+
+    private func removeCall(_ callID: UInt64, generation: UInt64) -> InFlightCall? {
+        guard let call = self.calls[callID], call.generation == generation else { return nil }
+        self.calls.removeValue(forKey: callID)
+        return call
     }
 
     private func cancelAll() {
@@ -277,6 +302,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         frame.callID = callID
         frame.kind = .response
         switch result {
+        case .success(let payload) where payload.count > self.configuration.maxFrameSize - Self.envelopeAllowance:
+            let limit = self.configuration.maxFrameSize
+            frame.status =
+                RPCError(.resourceExhausted, "response of \(payload.count) bytes exceeds the frame limit of \(limit)")
+                .wireStatus
         case .success(let payload):
             frame.payload = payload
         case .failure(let error):
@@ -291,6 +321,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         self.write(frame)
     }
+
+    /// Room left in a frame for everything but the payload of a response.
+    static let envelopeAllowance = 64
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context, context.write(frame: frame) else { return }
@@ -322,22 +355,29 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.closing = true
         self.logger.debug("closing connection", metadata: ["peer": "\(self.peer)", "reason": "\(reason)"])
         self.cancelAll()
-        if self.flushes.takeUnflushed() { context.flush() }
-        let channel = context.channel
-        guard let buffer = try? channel.allocator.buffer(framing: frame) else {
-            channel.close(promise: nil)
-            return
-        }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(NIOAny(buffer), promise: written)
-        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        self.write(frame)
+        _ = self.flushes.takeUnflushed()
+        self.closeAfterFlush(context: context)
     }
 
-    private func closeIfDrained() {
-        guard self.draining, self.calls.isEmpty, let context = self.context else { return }
-        if self.flushes.takeUnflushed() { context.flush() }
+    /// Flushes what is queued and closes once it is written, or after `closeWriteBound` if the
+    /// peer does not read it (a full send buffer must not keep the connection open forever).
+    private func closeAfterFlush(context: ChannelHandlerContext) {
         let channel = context.channel
-        channel.eventLoop.execute { channel.close(promise: nil) }
+        let flushed = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(NIOAny(ByteBuffer()), promise: flushed)
+        flushed.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.closeWriteBound) { channel.close(promise: nil) }
+    }
+
+    /// How long a closing connection may take to write its last frames.
+    static let closeWriteBound = TimeAmount.seconds(5)
+
+    private func closeIfDrained() {
+        guard self.draining, self.calls.isEmpty, !self.closing, let context = self.context else { return }
+        self.closing = true
+        _ = self.flushes.takeUnflushed()
+        self.closeAfterFlush(context: context)
     }
 }
 

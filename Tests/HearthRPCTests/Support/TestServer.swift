@@ -92,12 +92,7 @@ struct TestService: RPCService {
         return [
             // Sleeps for sleep_ms and will not stop early: it ignores cancellation.
             .unary("hearth.test.v1.Test/Stubborn") { (request: Hearth_Echo_V1_EchoRequest, _) in
-                let ms = Int64(request.sleepMs)
-                await withCheckedContinuation { continuation in
-                    MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .milliseconds(ms)) {
-                        continuation.resume()
-                    }
-                }
+                await sleepIgnoringCancellation(.milliseconds(Int64(request.sleepMs)))
                 signals.send("stubborn-done:\(request.text)")
                 var response = Hearth_Echo_V1_EchoResponse()
                 response.text = request.text
@@ -116,16 +111,24 @@ struct TestService: RPCService {
                 response.text = "\(request.text) request-id=\(context.requestID) peer-set=\(!context.peer.isEmpty)"
                 return response
             },
-            // Holds the call open until the test sends "open:<text>" (at most 10 s).
+            // Holds the call open until the test sends "open:<text>" (at most 10 s), ignoring
+            // cancellation; reports "gate-done:<text>" when it ends.
             .unary("hearth.test.v1.Test/Gate") { (request: Hearth_Echo_V1_EchoRequest, _) in
                 signals.send("started:\(request.text)")
                 let clock = ContinuousClock()
                 let end = clock.now + .seconds(10)
                 while !signals.contains("open:\(request.text)"), clock.now < end {
-                    try await Task.sleep(for: .milliseconds(2))
+                    await sleepIgnoringCancellation(.milliseconds(2))
                 }
+                signals.send("gate-done:\(request.text)")
                 var response = Hearth_Echo_V1_EchoResponse()
                 response.text = request.text
+                return response
+            },
+            // Answers with `sleep_ms` bytes of text: a response as large as asked.
+            .unary("hearth.test.v1.Test/Big") { (request: Hearth_Echo_V1_EchoRequest, _) in
+                var response = Hearth_Echo_V1_EchoResponse()
+                response.text = String(repeating: "x", count: Int(request.sleepMs))
                 return response
             },
             .unary("hearth.test.v1.Test/Domain") {
@@ -137,6 +140,14 @@ struct TestService: RPCService {
                 throw SecretFailure()
             },
         ]
+    }
+}
+
+/// Sleeps even when the task is cancelled (`Task.sleep` would return at once, and a loop
+/// around it would spin).
+func sleepIgnoringCancellation(_ amount: TimeAmount) async {
+    await withCheckedContinuation { continuation in
+        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: amount) { continuation.resume() }
     }
 }
 

@@ -1,0 +1,50 @@
+/// The metadata keys that carry trust between Hearth processes. Clients never set them: the
+/// gateway removes every client-supplied `x-hearth-*` key before it adds its own.
+public enum TrustedMetadata {
+    /// Every key with this prefix is reserved for Hearth's own processes.
+    public static let prefix = "x-hearth-"
+    /// The verified user id the call acts for.
+    public static let user = "x-hearth-user"
+    /// The internal credential every service requires on every non-health call.
+    public static let credential = "x-hearth-internal"
+}
+
+/// Which handler serves a method, and whether the method needs the internal credential.
+struct MethodRouter: Sendable {
+    private let handlers: [String: RawHandler]
+    /// Serves methods with no handler of their own (the gateway forwards them).
+    private let fallback: RawHandler?
+    /// Methods anyone may call without the credential: health checks.
+    private let publicMethods: Set<String>
+    private let credential: [UInt8]?
+
+    init(handlers: [String: RawHandler], fallback: RawHandler?, publicMethods: Set<String>, credential: String?) {
+        self.handlers = handlers
+        self.fallback = fallback
+        self.publicMethods = publicMethods
+        self.credential = credential.map { Array($0.utf8) }
+    }
+
+    /// The handler for `method` called with `metadata`, or the error to answer instead.
+    func handler(for method: String, metadata: [String: String]) -> Result<RawHandler, RPCError> {
+        if let credential = self.credential, !self.publicMethods.contains(method) {
+            guard let presented = metadata[TrustedMetadata.credential],
+                constantTimeEqual(Array(presented.utf8), credential)
+            else {
+                return .failure(RPCError(.unauthenticated, "missing or invalid internal credential"))
+            }
+        }
+        guard let handler = self.handlers[method] ?? self.fallback else {
+            return .failure(RPCError(.unimplemented, "unknown method \(method)"))
+        }
+        return .success(handler)
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for i in a.indices { difference |= a[i] ^ b[i] }
+    return difference == 0
+}
