@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // Shared libraries.
@@ -55,6 +56,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "HearthGateway",
+            dependencies: [
+                "HearthCore",
+                "HearthRPC",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Services: one module each, model / store / service inside.
         .target(
             name: "EchoService",
@@ -73,6 +87,7 @@ let package = Package(
                 "HearthCore",
                 "HearthRPC",
                 "HearthStore",
+                "HearthGateway",
                 "EchoService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,6 +133,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthGatewayTests",
+            dependencies: [
+                "HearthGateway",
+                "HearthRPC",
+                "HearthCore",
+                "HearthTestSupport",
+                "EchoService",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
         ),

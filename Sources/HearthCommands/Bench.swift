@@ -8,9 +8,10 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Load-test one method: QPS, latency percentiles (HdrHistogram), counts by status.",
         discussion: """
-              hearth bench --target 127.0.0.1:7105 hearth.echo.v1.Echo/Echo '{"payload": "..."}'
-              hearth bench --target 127.0.0.1:7105 --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'
-              hearth bench --target 127.0.0.1:7105 --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{}'
+              hearth bench --target 127.0.0.1:7100 --token "$HEARTH_TOKEN" hearth.echo.v1.Echo/Echo '{"payload": "..."}'
+              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/internal.key)" \
+                --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'
+              hearth bench --target 127.0.0.1:7100 --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{}'
             """
     )
 
@@ -38,8 +39,10 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Per-call timeout, e.g. 10s.")
     var timeout = DurationArgument(.seconds(10))
 
-    @Option(name: .long, help: "Request metadata, repeatable. Example: --metadata authorization=Bearer...")
+    @Option(name: .long, help: "Request metadata, repeatable. Example: --metadata x-request-id=bench")
     var metadata: [String] = []
+
+    @OptionGroup var caller: CallerOptions
 
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
@@ -68,7 +71,10 @@ struct Bench: AsyncParsableCommand {
             client: client,
             method: self.method,
             payload: payload,
-            options: CallOptions(timeout: self.timeout.duration, metadata: try parseMetadata(self.metadata)),
+            options: CallOptions(
+                timeout: self.timeout.duration,
+                metadata: try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
+            ),
             concurrency: self.concurrency,
             limit: self.total.map { .total($0) } ?? .duration(self.duration?.duration ?? .seconds(10)),
             ratePerSecond: self.rps,

@@ -11,13 +11,19 @@ struct Call: AsyncParsableCommand {
             On an error it prints CODE_NAME: message and each field violation, and exits with the
             status code's number.
               hearth call hearth.echo.v1.Echo/Echo '{"text": "hi", "payload": "AAEC"}'
-              echo '{"service": ""}' | hearth call --target 127.0.0.1:7105 hearth.health.v1.Health/Check -
+                echo '{"service": ""}' | hearth call --target 127.0.0.1:7105 hearth.health.v1.Health/Check -
               hearth call --timeout 100ms hearth.echo.v1.Echo/Echo '{"sleepMs": 500}'
+              hearth call --internal-secret "$(cat data/secrets/internal.key)" hearth.echo.v1.Echo/Echo '{}'
+            The token comes from --token or $HEARTH_TOKEN (see `hearth token`).
             """
     )
 
-    @Option(help: "HOST:PORT to call. Default: the local process that serves the method's package.")
+    @Option(
+        help: "HOST:PORT to call. Default: the local gateway (with --internal-secret: the process serving the method)."
+    )
     var target: Target?
+
+    @OptionGroup var caller: CallerOptions
 
     @Option(name: .long, help: "Request metadata, repeatable. Example: --metadata x-request-id=abc")
     var metadata: [String] = []
@@ -36,8 +42,7 @@ struct Call: AsyncParsableCommand {
             let known = MethodCatalog.all.keys.sorted().joined(separator: "\n  ")
             throw ValidationError("unknown method \(self.method); known methods:\n  \(known)")
         }
-        let owner = ProcessName.owner(of: self.method) ?? .echo
-        let target = self.target ?? Target(host: "127.0.0.1", port: owner.defaultPort)
+        let target = self.target ?? self.caller.defaultTarget(for: self.method)
         let json =
             self.request == "-"
             ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : self.request
@@ -53,7 +58,8 @@ struct Call: AsyncParsableCommand {
         let client = RPCClient(host: target.host, port: target.port)
         let result: Result<Data, any Error>
         do {
-            let options = CallOptions(timeout: self.timeout.duration, metadata: try parseMetadata(self.metadata))
+            let metadata = try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
+            let options = CallOptions(timeout: self.timeout.duration, metadata: metadata)
             result = .success(try await client.callRaw(self.method, payload: payload, options: options))
         } catch {
             result = .failure(error)

@@ -8,12 +8,13 @@ public struct Hearth: AsyncParsableCommand {
         discussion: """
             Start everything on loopback with stores under ./data:
               hearth up
-            Call a method with a JSON request, like grpcurl:
+            Call a method through the gateway with a JSON request, like grpcurl:
+              export HEARTH_TOKEN=$(hearth token --user alice)
               hearth call hearth.echo.v1.Echo/Echo '{"text": "hi"}'
-            Load-test one process, like ghz:
-              hearth bench --target 127.0.0.1:7105 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
+            Load-test the gateway or one process, like ghz:
+              hearth bench --target 127.0.0.1:7100 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
             """,
-        subcommands: [Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self]
+        subcommands: [Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, TokenCommand.self]
     )
 
     public init() {}

@@ -1,24 +1,29 @@
 import ArgumentParser
 import EchoService
 import Foundation
+import HearthGateway
 import HearthRPC
 import Logging
+import ServiceLifecycle
 import SwiftProtobuf
 
 /// The processes `hearth` can run. Each service issue adds its own.
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
+    case gateway
     case echo
 
     /// The loopback port `hearth up` gives it (DESIGN.md's table; echo after the services).
     var defaultPort: Int {
         switch self {
+        case .gateway: 7100
         case .echo: 7105
         }
     }
 
-    /// The RPC packages it serves; `hearth call` picks its default target from these.
+    /// The RPC packages it serves; the gateway routes these to it.
     var packages: [String] {
         switch self {
+        case .gateway: []
         case .echo: ["hearth.echo."]
         }
     }
@@ -26,9 +31,13 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     /// Builds the services of this process, with stores under `dataDirectory`.
     func makeServices(dataDirectory: URL) throws -> [any RPCService] {
         switch self {
+        case .gateway: []
         case .echo: [EchoService()]
         }
     }
+
+    /// The processes behind the gateway.
+    static var services: [ProcessName] { Self.allCases.filter { $0 != .gateway } }
 
     /// Which process serves `method` (`package.Service/Method`).
     static func owner(of method: String) -> ProcessName? {
@@ -49,21 +58,67 @@ enum MethodCatalog {
     }()
 }
 
-/// Builds the RPC server of one process.
-func makeServer(
-    _ process: ProcessName,
-    host: String,
-    port: Int,
-    dataDirectory: URL,
-    metrics: MethodMetrics,
-    logger: Logger
-) throws -> RPCServer {
-    var serverLogger = logger
-    serverLogger[metadataKey: "process"] = "\(process.rawValue)"
-    return RPCServer(
-        configuration: ServerConfiguration(host: host, port: port),
-        services: try process.makeServices(dataDirectory: dataDirectory),
-        interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
-        logger: serverLogger
-    )
+/// What every process is built from.
+struct ProcessSettings: Sendable {
+    var host: String
+    var port: Int
+    var dataDirectory: URL
+    var secrets: Secrets
+    var gateway: GatewaySettings
+    var metrics: MethodMetrics
+    var logger: Logger
+}
+
+/// One process ready to run: its RPC server, and the parts that run beside it (started
+/// before it, stopped after it).
+struct HearthProcess: Sendable {
+    let name: ProcessName
+    let server: RPCServer
+    let companions: [any Service]
+
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] {
+        (self.companions + [self.server]).map { .init(service: $0) }
+    }
+}
+
+/// Builds one process: a service's server requires the internal credential on every
+/// non-health call; the gateway's server faces clients and forwards what it does not serve.
+func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws -> HearthProcess {
+    var logger = settings.logger
+    logger[metadataKey: "process"] = "\(name.rawValue)"
+    switch name {
+    case .gateway:
+        guard let jwtSecret = settings.secrets.jwtSecret else {
+            throw ValidationError("the gateway needs the token secret (HEARTH_JWT_SECRET or --jwt-secret-file)")
+        }
+        let verifier = try await TokenVerifier(
+            hmacSecret: jwtSecret,
+            eddsaPublicKey: settings.gateway.eddsaPublicKey
+        )
+        let gateway = Gateway(
+            configuration: try settings.gateway.configuration(internalCredential: settings.secrets.internalCredential),
+            verifier: verifier,
+            logger: logger
+        )
+        let server = RPCServer(
+            configuration: ServerConfiguration(host: settings.host, port: settings.port),
+            services: [],
+            fallback: gateway.handler,
+            interceptors: [ServerObservabilityInterceptor(metrics: settings.metrics, logsCalls: false)],
+            logger: logger
+        )
+        return HearthProcess(name: name, server: server, companions: [gateway])
+    default:
+        let server = RPCServer(
+            configuration: ServerConfiguration(
+                host: settings.host,
+                port: settings.port,
+                internalCredential: settings.secrets.internalCredential
+            ),
+            services: try name.makeServices(dataDirectory: settings.dataDirectory),
+            interceptors: [ServerObservabilityInterceptor(metrics: settings.metrics)],
+            logger: logger
+        )
+        return HearthProcess(name: name, server: server, companions: [])
+    }
 }

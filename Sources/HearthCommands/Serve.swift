@@ -10,7 +10,10 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run one Hearth process.",
         discussion: """
             Runs until SIGTERM or SIGINT, then sends GOAWAY, lets in-flight calls finish and exits.
+            Processes that share a deployment share its secrets: give each the same
+            HEARTH_INTERNAL_SECRET (and the gateway HEARTH_JWT_SECRET), or the same --data.
               hearth serve echo --port 7105 --data ./data
+              hearth serve gateway --backend hearth.echo.=127.0.0.1:7105,127.0.0.1:7115
             """
     )
 
@@ -20,27 +23,34 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on. Example: --host 0.0.0.0")
     var host = "127.0.0.1"
 
-    @Option(help: "Port to listen on; 0 picks a free one. Default: the process's own port (echo 7105).")
+    @Option(help: "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, echo 7105).")
     var port: Int?
 
-    @Option(help: "Folder for the process's SQLite file. Example: --data /var/lib/hearth")
+    @Option(help: "Folder for the process's SQLite file (and default secrets). Example: --data /var/lib/hearth")
     var data = "./data"
 
+    @OptionGroup var secrets: SecretOptions
+    @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         let logger = self.logging.bootstrap()
-        let server = try makeServer(
+        let dataDirectory = URL(fileURLWithPath: self.data)
+        let process = try await makeProcess(
             self.name,
-            host: self.host,
-            port: self.port ?? self.name.defaultPort,
-            dataDirectory: URL(fileURLWithPath: self.data),
-            metrics: MethodMetrics(),
-            logger: logger
+            settings: ProcessSettings(
+                host: self.host,
+                port: self.port ?? self.name.defaultPort,
+                dataDirectory: dataDirectory,
+                secrets: try self.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
+                gateway: self.gateway,
+                metrics: MethodMetrics(),
+                logger: logger
+            )
         )
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: server)],
+                services: process.services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthGateway
 import HearthRPC
 import Logging
 import NIOCore
@@ -11,57 +12,75 @@ struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start the whole system on loopback (stores under ./data).",
         discussion: """
-            Starts every Hearth process on its own port, waits until each is healthy, prints the
-            addresses, and runs until Ctrl-C, then drains.
+            Starts every Hearth process on its own port (the gateway last, in front of the
+            others), waits until each is healthy, prints the addresses, a development token and
+            example calls, and runs until Ctrl-C, then drains. On first run it creates the
+            development secrets under DATA/secrets.
               hearth up
               hearth up --data /tmp/hearth --log-level info
             """
     )
 
-    @Option(help: "Folder for the SQLite files. Example: --data ./data")
+    @Option(help: "Folder for the SQLite files and secrets. Example: --data ./data")
     var data = "./data"
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
+    @OptionGroup var secrets: SecretOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         let logger = self.logging.bootstrap()
         let dataDirectory = URL(fileURLWithPath: self.data)
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        let secrets = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
         let metrics = MethodMetrics()
-        let servers = try ProcessName.allCases.map { process in
-            (
-                process,
-                try makeServer(
-                    process,
-                    host: self.host,
-                    port: process.defaultPort,
-                    dataDirectory: dataDirectory,
-                    metrics: metrics,
-                    logger: logger
-                )
+        let gatewayDefaults = try GatewaySettings.parse([])
+        var processes: [HearthProcess] = []
+        for name in ProcessName.services + [.gateway] {
+            let settings = ProcessSettings(
+                host: self.host,
+                port: name.defaultPort,
+                dataDirectory: dataDirectory,
+                secrets: secrets,
+                gateway: gatewayDefaults,
+                metrics: metrics,
+                logger: logger
             )
+            processes.append(try await makeProcess(name, settings: settings))
         }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: servers.map { .init(service: $0.1) },
+                services: processes.flatMap(\.services),
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
         )
+        let token = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "").token(
+            for: HearthClaims(subject: "dev-user", issuedAt: Date(), expiresAt: Date().addingTimeInterval(24 * 3600))
+        )
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            for (process, server) in servers {
-                let address = try await server.localAddress
-                try await waitUntilHealthy(host: self.host, port: address.port ?? process.defaultPort)
+            for process in processes {
+                let port = try await process.server.localAddress.port ?? process.name.defaultPort
+                try await waitUntilHealthy(host: self.host, port: port)
                 say(
-                    "\(process.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(self.host):\(address.port ?? 0)  SERVING"
+                    "\(process.name.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(self.host):\(port)  SERVING"
                 )
             }
-            say("Hearth is up (data in \(dataDirectory.path)). Ctrl-C to stop.")
-            say("Try: hearth call hearth.echo.v1.Echo/Echo '{\"text\": \"hello\"}'")
+            say(
+                """
+                Hearth is up (data in \(dataDirectory.path)). Ctrl-C to stop.
+
+                A development token for user dev-user, valid 24 h:
+                  export HEARTH_TOKEN=\(token)
+                Then, through the gateway:
+                  hearth call hearth.echo.v1.Echo/Echo '{"text": "hello"}'
+                  hearth bench --target \(self.host):\(ProcessName.gateway.defaultPort) --rps 40 --duration 5s hearth.echo.v1.Echo/Echo '{}'
+                (The gateway allows each user 50 calls a second, bursts of 100.)
+                """
+            )
             try await tasks.next()
             tasks.cancelAll()
         }

@@ -222,7 +222,7 @@ final class ConnectionSlot: Sendable {
                     return .fail(
                         RPCError(
                             .unavailable,
-                            "cannot connect to \(self.target): \(error)",
+                            "cannot connect to \(self.target): \(describe(connectError: error))",
                             retryAfter: .nanoseconds((until - now).nanoseconds),
                             cause: CallNotSent(underlying: error)
                         )
@@ -261,7 +261,7 @@ final class ConnectionSlot: Sendable {
         } catch {
             throw RPCError(
                 .unavailable,
-                "cannot connect to \(self.target): \(error)",
+                "cannot connect to \(self.target): \(describe(connectError: error))",
                 cause: CallNotSent(underlying: error)
             )
         }
@@ -320,4 +320,12 @@ final class ConnectionSlot: Sendable {
             break
         }
     }
+}
+
+/// A connect error in a few words: NIO's own description lists every address it tried.
+func describe(connectError error: any Error) -> String {
+    if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
+        return "\(first.error)"
+    }
+    return "\(error)"
 }

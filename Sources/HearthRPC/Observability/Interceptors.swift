@@ -6,9 +6,12 @@ import NIOCore
 /// it in ``MethodMetrics``. Lines are at `.info`: run with `--log-level info` to see them.
 public struct ServerObservabilityInterceptor: ServerInterceptor {
     public let metrics: MethodMetrics
+    /// False where another layer writes the access log (the gateway logs with the user id).
+    public let logsCalls: Bool
 
-    public init(metrics: MethodMetrics) {
+    public init(metrics: MethodMetrics, logsCalls: Bool = true) {
         self.metrics = metrics
+        self.logsCalls = logsCalls
     }
 
     public func intercept(_ payload: Data, context: RPCContext, next: RawHandler) async throws -> Data {
@@ -18,13 +21,14 @@ public struct ServerObservabilityInterceptor: ServerInterceptor {
             let micros = UInt64((NIODeadline.now() - start).nanoseconds / 1000)
             self.metrics.record(method: context.method, code: code, micros: micros)
             // The request-id logger is built only when the line will be written.
-            if context.logLevel <= .info {
+            if self.logsCalls, context.logLevel <= .info {
                 context.logger.info(
                     "call",
                     metadata: [
                         "method": "\(context.method)",
                         "code": "\(code.name)",
                         "duration_us": "\(micros)",
+                        "user": "\(context.userID ?? "-")",
                     ]
                 )
             }

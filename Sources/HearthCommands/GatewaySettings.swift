@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import HearthGateway
+
+/// The gateway's routes and limits, from flags or a JSON file.
+struct GatewaySettings: ParsableArguments {
+    @Option(
+        name: .customLong("backend"),
+        help: """
+            A route, repeatable: PREFIX=HOST:PORT[,HOST:PORT...] (replicas used round-robin). \
+            Default: every Hearth service on its loopback port. Example: --backend hearth.echo.=10.0.0.5:7105,10.0.0.6:7105
+            """
+    )
+    var backends: [String] = []
+
+    @Option(
+        help:
+            "Routes from a JSON file, e.g. {'routes': {'hearth.echo.': ['127.0.0.1:7105']}} in JSON quotes; --backend adds to them."
+    )
+    var config: String?
+
+    @Option(help: "The longest any forwarded call may wait, e.g. 15s.")
+    var routeTimeout = DurationArgument(.seconds(15))
+
+    @Option(help: "Calls a second each user may make, sustained.")
+    var rateLimit: Double = 50
+
+    @Option(help: "Calls each user may make in a burst.")
+    var burst: Double = 100
+
+    @Option(help: "Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x).")
+    var eddsaPublicKey: String?
+
+    /// The gateway's configuration: routes from the file and flags, else the local services.
+    func configuration(internalCredential: String) throws -> Gateway.Configuration {
+        var routes: [String: [(host: String, port: Int)]] = [:]
+        if let config {
+            struct File: Decodable { var routes: [String: [String]] }
+            let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: config)))
+            for (prefix, addresses) in file.routes { routes[prefix] = try Self.targets(addresses, route: prefix) }
+        }
+        for backend in self.backends {
+            guard let equals = backend.firstIndex(of: "="), equals != backend.startIndex else {
+                throw ValidationError("--backend takes PREFIX=HOST:PORT[,HOST:PORT], got '\(backend)'")
+            }
+            let prefix = String(backend[..<equals])
+            let addresses = backend[backend.index(after: equals)...].split(separator: ",").map(String.init)
+            routes[prefix, default: []] += try Self.targets(addresses, route: prefix)
+        }
+        if routes.isEmpty {
+            for process in ProcessName.services {
+                for package in process.packages { routes[package] = [("127.0.0.1", process.defaultPort)] }
+            }
+        }
+        guard self.rateLimit > 0, self.burst >= 1 else {
+            throw ValidationError("--rate-limit must be positive and --burst at least 1")
+        }
+        return Gateway.Configuration(
+            routes: routes,
+            internalCredential: internalCredential,
+            routeTimeout: self.routeTimeout.duration,
+            rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst)
+        )
+    }
+
+    private static func targets(_ addresses: [String], route: String) throws -> [(host: String, port: Int)] {
+        guard !addresses.isEmpty else { throw ValidationError("route \(route) has no backend") }
+        return try addresses.map { address in
+            guard let target = Target(argument: address) else {
+                throw ValidationError("route \(route): '\(address)' is not HOST:PORT")
+            }
+            return (target.host, target.port)
+        }
+    }
+}

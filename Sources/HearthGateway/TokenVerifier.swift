@@ -1,0 +1,149 @@
+public import Foundation
+public import HearthCore
+import HearthRPC
+import JWTKit
+
+/// The claims Hearth reads from a client's token: `sub` is the user id.
+public struct HearthClaims: JWTPayload, Equatable {
+    public var sub: SubjectClaim
+    public var exp: ExpirationClaim
+    public var nbf: NotBeforeClaim?
+    public var iat: IssuedAtClaim?
+
+    public init(subject: String, issuedAt: Date, expiresAt: Date, notBefore: Date? = nil) {
+        self.sub = SubjectClaim(value: subject)
+        self.iat = IssuedAtClaim(value: issuedAt)
+        self.exp = ExpirationClaim(value: expiresAt)
+        self.nbf = notBefore.map { NotBeforeClaim(value: $0) }
+    }
+
+    /// Times are checked by ``TokenVerifier`` with its clock and leeway, not here.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// Verifies `authorization: Bearer <JWT>` with jwt-kit: HS256 with a shared secret and,
+/// optionally, EdDSA (Ed25519) with a public key. `exp` and `nbf` are checked against an
+/// injectable clock with 60 s of leeway. Every failure is UNAUTHENTICATED and says why.
+public struct TokenVerifier: Sendable {
+    public static let leeway: TimeInterval = 60
+
+    private let hmac: JWTKeyCollection?
+    private let eddsa: JWTKeyCollection?
+    private let clock: any WallClock
+
+    /// - Parameters:
+    ///   - hmacSecret: the HS256 secret; nil accepts no HS256 token.
+    ///   - eddsaPublicKey: an Ed25519 public key, base64url (JWK `x`); nil accepts no EdDSA token.
+    /// - Throws: when the public key is not valid.
+    public init(hmacSecret: String?, eddsaPublicKey: String? = nil, clock: any WallClock = SystemClock()) async throws {
+        if let hmacSecret {
+            try checkStrength(of: hmacSecret)
+            let keys = JWTKeyCollection()
+            await keys.add(hmac: HMACKey(from: hmacSecret), digestAlgorithm: .sha256)
+            self.hmac = keys
+        } else {
+            self.hmac = nil
+        }
+        if let eddsaPublicKey {
+            let keys = JWTKeyCollection()
+            await keys.add(eddsa: try EdDSA.PublicKey(x: eddsaPublicKey, curve: .ed25519))
+            self.eddsa = keys
+        } else {
+            self.eddsa = nil
+        }
+        self.clock = clock
+    }
+
+    /// The verified user id of an `authorization` metadata value.
+    /// - Throws: ``RPCError`` UNAUTHENTICATED saying what is wrong: missing, malformed,
+    ///   unsupported algorithm (including `none`), bad signature, expired, not yet valid.
+    public func userID(authorization: String?) async throws -> String {
+        guard let authorization, !authorization.isEmpty else {
+            throw Self.failure("missing authorization: send 'authorization: Bearer <token>'")
+        }
+        let scheme = "bearer "
+        guard authorization.count > scheme.count, authorization.prefix(scheme.count).lowercased() == scheme else {
+            throw Self.failure("malformed authorization: expected 'Bearer <token>'")
+        }
+        let token = String(authorization.dropFirst(scheme.count)).trimmingCharacters(in: .whitespaces)
+        let keys: JWTKeyCollection
+        switch try Self.algorithm(of: token) {
+        case "HS256" where self.hmac != nil:
+            keys = self.hmac!
+        case "EdDSA" where self.eddsa != nil:
+            keys = self.eddsa!
+        case let algorithm:
+            throw Self.failure("unsupported token algorithm '\(algorithm)'")
+        }
+        let claims: HearthClaims
+        do {
+            claims = try await keys.verify(token, as: HearthClaims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            throw Self.failure("invalid token signature")
+        } catch {
+            throw Self.failure("malformed token: \(error)")
+        }
+        let now = self.clock.now()
+        if claims.exp.value.addingTimeInterval(Self.leeway) <= now {
+            throw Self.failure("token expired at \(claims.exp.value.formatted(.iso8601))")
+        }
+        if let nbf = claims.nbf, nbf.value.addingTimeInterval(-Self.leeway) > now {
+            throw Self.failure("token not valid before \(nbf.value.formatted(.iso8601))")
+        }
+        guard !claims.sub.value.isEmpty else {
+            throw Self.failure("token has an empty subject")
+        }
+        return claims.sub.value
+    }
+
+    /// The `alg` of a token's header, read before any key is chosen (so `none` is named).
+    private static func algorithm(of token: String) throws -> String {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Data(base64URL: parts[0]),
+            let fields = try? JSONSerialization.jsonObject(with: header) as? [String: Any],
+            let algorithm = fields["alg"] as? String
+        else {
+            throw Self.failure("malformed token: expected three base64url parts with a JSON header naming 'alg'")
+        }
+        return algorithm
+    }
+
+    private static func failure(_ message: String) -> RPCError {
+        RPCError(.unauthenticated, message)
+    }
+}
+
+/// Mints tokens with the HS256 secret (`hearth token`, tests).
+public struct TokenSigner: Sendable {
+    private let keys: JWTKeyCollection
+
+    /// - Throws: ``WeakSecretError`` when the secret is shorter than 32 bytes.
+    public init(hmacSecret: String) async throws {
+        try checkStrength(of: hmacSecret)
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: hmacSecret), digestAlgorithm: .sha256)
+        self.keys = keys
+    }
+
+    public func token(for claims: HearthClaims) async throws -> String {
+        try await self.keys.sign(claims)
+    }
+}
+
+/// An HS256 secret shorter than the hash (32 bytes) weakens every token signed with it.
+public struct WeakSecretError: Error, CustomStringConvertible {
+    public var description: String { "the token secret must be at least 32 bytes long" }
+}
+
+private func checkStrength(of secret: String) throws {
+    guard secret.utf8.count >= 32 else { throw WeakSecretError() }
+}
+
+extension Data {
+    /// Decodes base64url without padding, as JWT parts are written.
+    init?(base64URL text: Substring) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        self.init(base64Encoded: base64)
+    }
+}

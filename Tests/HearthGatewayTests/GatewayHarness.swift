@@ -1,0 +1,164 @@
+import EchoService
+import Foundation
+import HearthCore
+import HearthGateway
+import HearthRPC
+import Logging
+import NIOCore
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+let credential = "test-internal-credential"
+let jwtSecret = "test-jwt-secret-of-at-least-thirty-two-bytes"
+
+/// Reports which replica served a call and what reached it: the user id and metadata keys.
+struct ProbeService: RPCService {
+    static let method = "hearth.probe.v1.Probe/Who"
+    let name: String
+
+    var serviceName: String { "hearth.probe.v1.Probe" }
+
+    var methods: [RPCMethod] {
+        [
+            .unary(Self.method) { (_: Hearth_Echo_V1_EchoRequest, context) in
+                var response = Hearth_Echo_V1_EchoResponse()
+                response.text = [
+                    self.name, context.userID ?? "-", context.metadata.keys.sorted().joined(separator: ","),
+                ]
+                .joined(separator: "|")
+                return response
+            }
+        ]
+    }
+}
+
+/// A backend replica: echo and probe, requiring the internal credential.
+final class Replica: Sendable {
+    let name: String
+    let server: RPCServer
+    private let run: Task<Void, any Error>
+
+    init(name: String, port: Int = 0) {
+        self.name = name
+        let server = RPCServer(
+            configuration: ServerConfiguration(port: port, internalCredential: credential),
+            services: [EchoService(), ProbeService(name: name)],
+            logger: quietLogger
+        )
+        self.server = server
+        self.run = Task { try await server.run() }
+    }
+
+    var port: Int {
+        get async throws { try await self.server.localAddress.port! }
+    }
+
+    func stop() async {
+        self.server.beginShutdown()
+        _ = try? await self.run.value
+    }
+}
+
+/// Replicas behind a gateway, all on free loopback ports, and a client of the gateway.
+struct GatewayHarness {
+    let replicas: [Replica]
+    let gateway: Gateway
+    let gatewayServer: RPCServer
+    let client: RPCClient
+    let clock: ManualClock
+
+    /// A token for `user`, valid from the clock's now for an hour unless told otherwise.
+    func token(
+        for user: String = "alice",
+        issuedAt: Date? = nil,
+        expiresAt: Date? = nil,
+        notBefore: Date? = nil,
+        secret: String = jwtSecret
+    ) async throws -> String {
+        let now = issuedAt ?? self.clock.now()
+        return try await TokenSigner(hmacSecret: secret).token(
+            for: HearthClaims(
+                subject: user,
+                issuedAt: now,
+                expiresAt: expiresAt ?? now.addingTimeInterval(3600),
+                notBefore: notBefore
+            )
+        )
+    }
+
+    func call(
+        _ method: String = ProbeService.method,
+        _ request: Hearth_Echo_V1_EchoRequest = Hearth_Echo_V1_EchoRequest(),
+        authorization: String?,
+        metadata: [String: String] = [:],
+        timeout: Duration? = nil
+    ) async throws -> Hearth_Echo_V1_EchoResponse {
+        var metadata = metadata
+        metadata["authorization"] = authorization
+        return try await self.client.call(
+            method,
+            request,
+            as: Hearth_Echo_V1_EchoResponse.self,
+            options: CallOptions(timeout: timeout, metadata: metadata)
+        )
+    }
+
+    /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
+    static func run(
+        replicas replicaCount: Int = 2,
+        limits: RateLimiter.Limits = RateLimiter.Limits(),
+        ejection: EjectionPolicy = EjectionPolicy(),
+        routeTimeout: Duration = .seconds(15),
+        _ body: (GatewayHarness) async throws -> Void
+    ) async throws {
+        let clock = ManualClock(Date())
+        let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)") }
+        var addresses: [(host: String, port: Int)] = []
+        for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
+        let gateway = Gateway(
+            configuration: Gateway.Configuration(
+                routes: ["hearth.echo.": addresses, "hearth.probe.": addresses],
+                internalCredential: credential,
+                routeTimeout: routeTimeout,
+                rateLimit: limits,
+                ejection: ejection,
+                connectionsPerBackend: 1,
+                probeInterval: .milliseconds(20)
+            ),
+            verifier: try await TokenVerifier(hmacSecret: jwtSecret, clock: clock),
+            clock: clock,
+            logger: quietLogger
+        )
+        let server = RPCServer(services: [], fallback: gateway.handler, logger: quietLogger)
+        let gatewayRun = Task { try await gateway.run() }
+        let serverRun = Task { try await server.run() }
+        let client = RPCClient(host: "127.0.0.1", port: try await server.localAddress.port!)
+        let harness = GatewayHarness(
+            replicas: replicas,
+            gateway: gateway,
+            gatewayServer: server,
+            client: client,
+            clock: clock
+        )
+        do {
+            try await body(harness)
+        } catch {
+            await harness.stop(gatewayRun: gatewayRun, serverRun: serverRun)
+            throw error
+        }
+        await harness.stop(gatewayRun: gatewayRun, serverRun: serverRun)
+    }
+
+    private func stop(gatewayRun: Task<Void, any Error>, serverRun: Task<Void, any Error>) async {
+        await self.client.close()
+        self.gatewayServer.beginShutdown()
+        _ = try? await serverRun.value
+        gatewayRun.cancel()
+        _ = try? await gatewayRun.value
+        for replica in self.replicas { await replica.stop() }
+    }
+}

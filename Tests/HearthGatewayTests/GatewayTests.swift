@@ -1,0 +1,268 @@
+import EchoService
+import Foundation
+import HearthCore
+import HearthGateway
+import HearthRPC
+import HearthTestSupport
+import Testing
+
+@Suite("Gateway", .timeLimit(.minutes(1)))
+struct GatewayTests {
+    private func echo(text: String = "", sleepMs: UInt32 = 0) -> Hearth_Echo_V1_EchoRequest {
+        var request = Hearth_Echo_V1_EchoRequest()
+        request.text = text
+        request.sleepMs = sleepMs
+        return request
+    }
+
+    @Test("calls are spread over both replicas of a service, with the verified user")
+    func routesToReplicas() async throws {
+        try await GatewayHarness.run { harness in
+            let token = try await harness.token(for: "alice")
+            var served: Set<String> = []
+            for _ in 0..<20 {
+                let fields = try await harness.call(authorization: "Bearer \(token)").text.split(separator: "|")
+                served.insert(String(fields[0]))
+                #expect(fields[1] == "alice")
+            }
+            #expect(served == ["replica-0", "replica-1"])
+
+            let echoed = try await harness.call(
+                EchoService.echoMethod,
+                self.echo(text: "hi"),
+                authorization: "Bearer \(token)"
+            )
+            #expect(echoed.text == "hi")
+        }
+    }
+
+    @Test("a client cannot act as someone else: x-hearth-* keys and the token are not forwarded")
+    func spoofedMetadataIsStripped() async throws {
+        try await GatewayHarness.run { harness in
+            let token = try await harness.token(for: "alice")
+            let fields = try await harness.call(
+                authorization: "Bearer \(token)",
+                metadata: [
+                    "x-hearth-user": "mallory", "x-hearth-internal": "guess", "x-hearth-role": "admin", "x-app": "1",
+                ]
+            ).text.split(separator: "|")
+            #expect(fields[1] == "alice")
+            let keys = Set(fields[2].split(separator: ","))
+            #expect(keys.contains("x-app"))
+            #expect(!keys.contains("x-hearth-role"))
+            #expect(!keys.contains("authorization"))
+        }
+    }
+
+    @Test("the authorization matrix")
+    func authMatrix() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let now = harness.clock.now()
+            let valid = try await harness.token(for: "alice")
+            let expired = try await harness.token(
+                issuedAt: now.addingTimeInterval(-7200),
+                expiresAt: now.addingTimeInterval(-61)
+            )
+            let withinLeeway = try await harness.token(
+                issuedAt: now.addingTimeInterval(-7200),
+                expiresAt: now.addingTimeInterval(-59)
+            )
+            let notYet = try await harness.token(notBefore: now.addingTimeInterval(120))
+            let otherKey = try await harness.token(secret: "another-secret-also-thirty-two-bytes-long")
+            let validParts = valid.split(separator: ".")
+            let algNone = "\(Self.base64URL(#"{"alg":"none","typ":"JWT"}"#)).\(validParts[1])."
+            let algRS256 = "\(Self.base64URL(#"{"alg":"RS256","typ":"JWT"}"#)).\(validParts[1]).\(validParts[2])"
+
+            let cases: [(String, String?, String?)] = [
+                ("none", nil, "missing authorization"),
+                ("not bearer", "Basic YWxpY2U6cHc=", "malformed authorization"),
+                ("not a JWT", "Bearer abc", "malformed token"),
+                ("expired", "Bearer \(expired)", "token expired"),
+                ("not yet valid", "Bearer \(notYet)", "not valid before"),
+                ("wrong signature", "Bearer \(otherKey)", "invalid token signature"),
+                ("alg none", "Bearer \(algNone)", "unsupported token algorithm 'none'"),
+                ("alg RS256", "Bearer \(algRS256)", "unsupported token algorithm 'RS256'"),
+                ("expired within the 60 s leeway", "Bearer \(withinLeeway)", nil),
+                ("valid", "Bearer \(valid)", nil),
+                ("scheme in lower case", "bearer \(valid)", nil),
+            ]
+            for (name, authorization, failure) in cases {
+                do {
+                    _ = try await harness.call(authorization: authorization)
+                    #expect(failure == nil, "\(name): accepted")
+                } catch let error as RPCError {
+                    #expect(error.code == .unauthenticated, "\(name)")
+                    #expect(failure.map { error.message.contains($0) } == true, "\(name): \(error.message)")
+                }
+            }
+        }
+    }
+
+    @Test("health checks need no token")
+    func healthWithoutToken() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let status = try await HealthClient(client: harness.client).check()
+            #expect(status == .serving)
+        }
+    }
+
+    @Test("a method of no known service is UNIMPLEMENTED")
+    func unknownPackage() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = try await harness.token()
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await harness.call("hearth.nope.v1.Nope/Nope", authorization: "Bearer \(token)")
+            }
+            #expect(error?.code == .unimplemented)
+        }
+    }
+
+    @Test("services refuse calls without the internal credential, except health checks")
+    func directCallsNeedTheCredential() async throws {
+        let replica = Replica(name: "direct")
+        let client = RPCClient(host: "127.0.0.1", port: try await replica.port)
+        let echo = EchoClient(client: client)
+        for metadata in [[:], [TrustedMetadata.credential: "wrong"], [TrustedMetadata.user: "alice"]] {
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await echo.echo(self.echo(text: "x"), options: CallOptions(metadata: metadata))
+            }
+            #expect(error?.code == .unauthenticated)
+        }
+        let status = try await HealthClient(client: client).check()
+        #expect(status == .serving)
+        let ok = try await echo.echo(
+            self.echo(text: "x"),
+            options: CallOptions(metadata: [TrustedMetadata.credential: credential])
+        )
+        #expect(ok.text == "x")
+        await client.close()
+        await replica.stop()
+    }
+
+    @Test("the client's deadline is forwarded, and the route timeout caps it")
+    func deadlines() async throws {
+        try await GatewayHarness.run(replicas: 1, routeTimeout: .milliseconds(200)) { harness in
+            let token = try await harness.token()
+            let clock = ContinuousClock()
+            var start = clock.now
+            let clientDeadline = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(
+                    EchoService.echoMethod,
+                    self.echo(sleepMs: 5000),
+                    authorization: "Bearer \(token)",
+                    timeout: .milliseconds(100)
+                )
+            }
+            #expect(clientDeadline?.code == .deadlineExceeded)
+            #expect(clock.now - start < .seconds(3))
+
+            start = clock.now
+            let routeDeadline = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(
+                    EchoService.echoMethod,
+                    self.echo(sleepMs: 5000),
+                    authorization: "Bearer \(token)"
+                )
+            }
+            #expect(routeDeadline?.code == .deadlineExceeded)
+            #expect(clock.now - start < .seconds(3))
+        }
+    }
+
+    @Test("rate limit per user: the burst passes, the next is RESOURCE_EXHAUSTED with retry_after")
+    func rateLimit() async throws {
+        try await GatewayHarness.run(replicas: 1, limits: RateLimiter.Limits(perSecond: 2, burst: 3)) { harness in
+            let alice = "Bearer \(try await harness.token(for: "alice"))"
+            let bob = "Bearer \(try await harness.token(for: "bob"))"
+            for _ in 0..<3 { _ = try await harness.call(authorization: alice) }
+            let limited = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: alice) }
+            #expect(limited?.code == .resourceExhausted)
+            #expect(limited?.retryAfter == .milliseconds(500))
+            _ = try await harness.call(authorization: bob)  // others are not affected
+
+            harness.clock.advance(by: 0.5)
+            _ = try await harness.call(authorization: alice)
+            await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: alice) }
+        }
+    }
+
+    @Test("a backend that is down: UNAVAILABLE at once; used again once it is back")
+    func backendDownThenUp() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = "Bearer \(try await harness.token())"
+            let replica = harness.replicas[0]
+            let port = try await replica.port
+            _ = try await harness.call(authorization: token)
+            await replica.stop()
+
+            let clock = ContinuousClock()
+            let start = clock.now
+            let down = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: token) }
+            #expect(down?.code == .unavailable)
+            #expect(down?.message.contains("127.0.0.1") == false, "no backend address leaks to clients")
+            #expect(clock.now - start < .milliseconds(500))
+
+            let restarted = Replica(name: "restarted", port: port)
+            _ = try await restarted.port
+            try await eventually("the restarted backend serves again") {
+                (try? await harness.call(authorization: token).text.hasPrefix("restarted")) == true
+            }
+            await restarted.stop()
+        }
+    }
+
+    @Test("a call that never reached a replica is retried on another; 5 failures eject it; a health check readmits it")
+    func retryEjectAndReadmit() async throws {
+        let ejection = EjectionPolicy(consecutiveFailures: 5, duration: .milliseconds(300))
+        try await GatewayHarness.run(replicas: 2, ejection: ejection) { harness in
+            let token = "Bearer \(try await harness.token())"
+            let down = harness.replicas[0]
+            let port = try await down.port
+            await down.stop()
+
+            for _ in 0..<12 {
+                let served = try await harness.call(authorization: token).text
+                #expect(served.hasPrefix("replica-1"))
+            }
+            #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(port)"])
+
+            let restarted = Replica(name: "replica-0-again", port: port)
+            _ = try await restarted.port
+            try await eventually("the replica is readmitted") { harness.gateway.ejectedBackends.isEmpty }
+            try await eventually("it serves again") {
+                (try? await harness.call(authorization: token).text.hasPrefix("replica-0-again")) == true
+            }
+            await restarted.stop()
+        }
+    }
+
+    @Test("secrets shorter than 32 bytes are refused, not used")
+    func weakSecret() async throws {
+        await #expect(throws: WeakSecretError.self) {
+            _ = try await TokenVerifier(hmacSecret: String(repeating: "k", count: 31))
+        }
+        await #expect(throws: WeakSecretError.self) { _ = try await TokenSigner(hmacSecret: "short") }
+        _ = try await TokenVerifier(hmacSecret: String(repeating: "k", count: 32))
+    }
+
+    @Test("token bucket at its boundaries")
+    func tokenBucket() {
+        let start = Date(timeIntervalSince1970: 0)
+        var bucket = TokenBucket(perSecond: 10, burst: 2, now: start)
+        let burst = [bucket.take(now: start), bucket.take(now: start)]
+        #expect(burst == [nil, nil])
+        #expect(bucket.take(now: start) == 0.1)
+        #expect(bucket.take(now: start.addingTimeInterval(0.05)) != nil)
+        #expect(bucket.take(now: start.addingTimeInterval(0.1)) == nil)
+        // A long pause refills only up to the burst.
+        let later = start.addingTimeInterval(100)
+        let afterPause = [bucket.take(now: later), bucket.take(now: later), bucket.take(now: later)]
+        #expect(afterPause.map { $0 == nil } == [true, true, false])
+    }
+
+    private static func base64URL(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
