@@ -98,6 +98,18 @@ struct GatewayTests {
         }
     }
 
+    @Test("a token accepted once is still refused once it expires")
+    func expiryAfterFirstUse() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let now = harness.clock.now()
+            let token = "Bearer \(try await harness.token(issuedAt: now, expiresAt: now.addingTimeInterval(10)))"
+            _ = try await harness.call(authorization: token)
+            harness.clock.advance(by: 10 + TokenVerifier.leeway + 1)
+            let error = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: token) }
+            #expect(error?.message.contains("token expired") == true)
+        }
+    }
+
     @Test("health checks need no token")
     func healthWithoutToken() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

@@ -276,6 +276,28 @@ struct ClientServerTests {
         }
     }
 
+    @Test("client interceptors wrap every call, in order, and see its outcome")
+    func clientInterceptors() async throws {
+        let metrics = MethodMetrics()
+        let tagger = MetadataTagger()
+        try await withTestServer { _, port in
+            let client = RPCClient(
+                configuration: .init(host: "127.0.0.1", port: port),
+                interceptors: [ClientObservabilityInterceptor(metrics: metrics, logger: testLogger), tagger]
+            )
+            let observed = try await client.call(
+                "hearth.test.v1.Test/Observed",
+                echoRequest(text: "tagged"),
+                as: Hearth_Echo_V1_EchoResponse.self
+            )
+            #expect(observed.text.contains("request-id=from-interceptor"))
+            _ = try? await EchoClient(client: client).echo(echoRequest(failWithCode: 7))
+            #expect(metrics.snapshot()["hearth.test.v1.Test/Observed"]?.countsByCode[.ok] == 1)
+            #expect(metrics.snapshot()[EchoService.echoMethod]?.countsByCode[.permissionDenied] == 1)
+            await client.close()
+        }
+    }
+
     @Test("observability interceptor counts calls by method and code")
     func metrics() async throws {
         let metrics = MethodMetrics()
@@ -291,5 +313,19 @@ struct ClientServerTests {
             #expect(stats.latencyMicros.totalCount == 3)
             await client.close()
         }
+    }
+}
+
+/// Adds a request id to every call, as a credentials interceptor would add its header.
+private struct MetadataTagger: ClientInterceptor {
+    func intercept(
+        method: String,
+        payload: Data,
+        options: CallOptions,
+        next: @Sendable (String, Data, CallOptions) async throws -> Data
+    ) async throws -> Data {
+        var options = options
+        options.metadata["x-request-id"] = "from-interceptor"
+        return try await next(method, payload, options)
     }
 }

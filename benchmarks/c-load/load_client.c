@@ -2,13 +2,15 @@
  * load_client: a small, single-threaded epoll load generator for Hearth's wire protocol.
  *
  *   load_client HOST PORT --inflight N --connections C --seconds S
- *               [--warmup W] [--payload BYTES] [--json FILE]
+ *               [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]...
  *
  * Each of C connections keeps N `hearth.echo.v1.Echo/Echo` calls in flight. Every response
  * read frees its call id, which is reused at once for a new request; all requests produced by
  * one read go out in one send(). Frames are hand-encoded from one template (call ids live in
  * [2^28, 2^28 + N), so their varint is always 5 bytes and can be patched in place); responses
- * are parsed with a minimal protobuf field walker.
+ * are parsed with a minimal protobuf field walker. Each --metadata adds one entry to the
+ * requests' `map<string, string> metadata = 4` (e.g. `x-hearth-internal=SECRET` or
+ * `authorization=Bearer TOKEN`); the value is everything after the first '='.
  *
  * Wire format: 4-byte big-endian length N, then N bytes of hearth.rpc.v1.Frame.
  */
@@ -192,8 +194,15 @@ typedef struct {
     uint32_t inflight;
 } conn_t;
 
+typedef struct {
+    const char *key, *val;
+    size_t klen, vlen;
+} meta_t;
+
 static struct {
     uint32_t inflight;
+    meta_t *meta;        /* --metadata entries, in command-line order */
+    size_t nmeta;
     uint8_t *tmpl;       /* one full request frame, length prefix included */
     size_t tmpl_len;
     size_t id_off;       /* offset of the 5-byte call_id varint in tmpl */
@@ -205,6 +214,11 @@ static struct {
     bool first_error_printed;
 } G;
 
+/* Length of one metadata map entry message: { string key = 1; string value = 2; }. */
+static size_t meta_entry_len(const meta_t *m) {
+    return 1 + varint_size(m->klen) + m->klen + 1 + varint_size(m->vlen) + m->vlen;
+}
+
 static void encode_template(size_t payload) {
     /* EchoRequest { bytes payload = 1; } */
     size_t echo_len = payload ? 1 + varint_size(payload) + payload : 0;
@@ -213,7 +227,11 @@ static void encode_template(size_t payload) {
                   + 2                            /* kind = REQUEST */
                   + 1 + varint_size(mlen) + mlen /* method */
                   + (echo_len ? 1 + varint_size(echo_len) + echo_len : 0);
-    if (body > MAX_FRAME) die("payload too large: frame would be %zu bytes", body);
+    for (size_t i = 0; i < G.nmeta; i++) {
+        size_t elen = meta_entry_len(&G.meta[i]);
+        body += 1 + varint_size(elen) + elen;    /* metadata entry */
+    }
+    if (body > MAX_FRAME) die("payload and metadata too large: frame would be %zu bytes", body);
     G.tmpl_len = 4 + body;
     G.tmpl = xrealloc(NULL, G.tmpl_len);
     uint8_t *p = G.tmpl;
@@ -231,6 +249,19 @@ static void encode_template(size_t payload) {
     p += put_varint(p, mlen);
     memcpy(p, METHOD, mlen);
     p += mlen;
+    for (size_t i = 0; i < G.nmeta; i++) {
+        const meta_t *m = &G.meta[i];
+        *p++ = 0x22; /* field 4 (metadata map entry), length-delimited */
+        p += put_varint(p, meta_entry_len(m));
+        *p++ = 0x0a; /* entry field 1 (key), length-delimited */
+        p += put_varint(p, m->klen);
+        memcpy(p, m->key, m->klen);
+        p += m->klen;
+        *p++ = 0x12; /* entry field 2 (value), length-delimited */
+        p += put_varint(p, m->vlen);
+        memcpy(p, m->val, m->vlen);
+        p += m->vlen;
+    }
     if (echo_len) {
         *p++ = 0x32; /* field 6, length-delimited */
         p += put_varint(p, echo_len);
@@ -488,7 +519,7 @@ static int connect_to(const char *host, const char *port) {
 
 static void usage(void) {
     fprintf(stderr, "usage: load_client HOST PORT --inflight N --connections C --seconds S\n"
-                    "                   [--warmup W] [--payload BYTES] [--json FILE]\n");
+                    "                   [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]...\n");
     exit(2);
 }
 
@@ -514,6 +545,13 @@ int main(int argc, char **argv) {
             else if (!strcmp(a, "--warmup")) warmup = parse_num(a, v, 0, 1e6);
             else if (!strcmp(a, "--payload")) payload = parse_num(a, v, 0, MAX_FRAME - 64);
             else if (!strcmp(a, "--json")) json = v;
+            else if (!strcmp(a, "--metadata")) {
+                const char *eq = strchr(v, '=');
+                if (!eq) die("--metadata wants KEY=VALUE, got '%s' (no '=')", v);
+                if (eq == v) die("--metadata wants KEY=VALUE, got '%s' (empty KEY)", v);
+                G.meta = xrealloc(G.meta, (G.nmeta + 1) * sizeof *G.meta);
+                G.meta[G.nmeta++] = (meta_t){.key = v, .klen = (size_t)(eq - v), .val = eq + 1, .vlen = strlen(eq + 1)};
+            }
             else usage();
         } else if (!host) host = a;
         else if (!port) port = a;
