@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Shared libraries.
@@ -39,6 +40,7 @@ let package = Package(
                 "HearthCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -69,6 +71,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "HearthTLS",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Services: one module each, model / store / service inside.
         .target(
             name: "EchoService",
@@ -88,6 +99,7 @@ let package = Package(
                 "HearthRPC",
                 "HearthStore",
                 "HearthGateway",
+                "HearthTLS",
                 "EchoService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -140,6 +152,7 @@ let package = Package(
             name: "HearthGatewayTests",
             dependencies: [
                 "HearthGateway",
+                "HearthTLS",
                 "HearthRPC",
                 "HearthCore",
                 "HearthTestSupport",

@@ -43,6 +43,7 @@ struct Bench: AsyncParsableCommand {
     var metadata: [String] = []
 
     @OptionGroup var caller: CallerOptions
+    @OptionGroup var tls: ClientTLSOptions
 
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
@@ -66,7 +67,14 @@ struct Bench: AsyncParsableCommand {
             throw ValidationError("unknown method \(self.method)")
         }
         let payload = try descriptor.requestType.init(jsonString: self.request).serializedData()
-        let client = RPCClient(host: self.target.host, port: self.target.port, connections: self.connections)
+        let client = RPCClient(
+            configuration: .init(
+                host: self.target.host,
+                port: self.target.port,
+                connections: self.connections,
+                connectionSetup: try self.tls.connectionSetup(host: self.target.host)
+            )
+        )
         let runner = BenchRunner(
             client: client,
             method: self.method,

@@ -24,6 +24,7 @@ struct Call: AsyncParsableCommand {
     var target: Target?
 
     @OptionGroup var caller: CallerOptions
+    @OptionGroup var tls: ClientTLSOptions
 
     @Option(name: .long, help: "Request metadata, repeatable. Example: --metadata x-request-id=abc")
     var metadata: [String] = []
@@ -55,7 +56,13 @@ struct Call: AsyncParsableCommand {
             )
         }
 
-        let client = RPCClient(host: target.host, port: target.port)
+        let client = RPCClient(
+            configuration: .init(
+                host: target.host,
+                port: target.port,
+                connectionSetup: try self.tls.connectionSetup(host: target.host)
+            )
+        )
         let result: Result<Data, any Error>
         do {
             let metadata = try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }

@@ -21,13 +21,21 @@ struct HealthCommand: AsyncParsableCommand {
     @Option(help: "Ask about one service (e.g. hearth.echo.v1.Echo) instead of the whole process.")
     var service = ""
 
+    @OptionGroup var tls: ClientTLSOptions
+
     func run() async throws {
         let targets =
             self.target.map { [("", $0)] }
             ?? ProcessName.allCases.map { ($0.rawValue, Target(host: "127.0.0.1", port: $0.defaultPort)) }
         var allServing = true
         for (name, target) in targets {
-            let client = RPCClient(host: target.host, port: target.port)
+            let client = RPCClient(
+                configuration: .init(
+                    host: target.host,
+                    port: target.port,
+                    connectionSetup: try self.tls.connectionSetup(host: target.host)
+                )
+            )
             let line: String
             do {
                 let status = try await HealthClient(client: client).check(

@@ -4,6 +4,7 @@ import Foundation
 import HearthGateway
 import HearthRPC
 import Logging
+import NIOCore
 import ServiceLifecycle
 import SwiftProtobuf
 
@@ -65,7 +66,8 @@ struct ProcessSettings: Sendable {
     var dataDirectory: URL
     var secrets: Secrets
     var gateway: GatewaySettings
-    var metrics: MethodMetrics
+    /// TLS for the gateway's client-facing listener; nil: plaintext.
+    var gatewayTLS: (@Sendable (any Channel) throws -> Void)?
     var logger: Logger
 }
 
@@ -75,9 +77,30 @@ struct HearthProcess: Sendable {
     let name: ProcessName
     let server: RPCServer
     let companions: [any Service]
+    /// Calls by method and code, and their latencies, as this process served them.
+    let metrics: MethodMetrics
 
     var services: [ServiceGroupConfiguration.ServiceConfiguration] {
         (self.companions + [self.server]).map { .init(service: $0) }
+    }
+
+    /// What it reports to Prometheus now.
+    var currentMetrics: ProcessMetrics {
+        ProcessMetrics(
+            process: self.name.rawValue,
+            methods: self.metrics.snapshot(),
+            callsInFlight: self.server.callsInFlight,
+            openConnections: self.server.openConnections
+        )
+    }
+}
+
+/// A `/metrics` endpoint for `processes`, when a port is given.
+func metricsServer(for processes: [HearthProcess], host: String, port: Int?, logger: Logger) -> MetricsServer? {
+    port.map { port in
+        MetricsServer(host: host, port: port, logger: logger) {
+            prometheusText(processes.map(\.currentMetrics))
+        }
     }
 }
 
@@ -86,6 +109,7 @@ struct HearthProcess: Sendable {
 func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws -> HearthProcess {
     var logger = settings.logger
     logger[metadataKey: "process"] = "\(name.rawValue)"
+    let metrics = MethodMetrics()
     switch name {
     case .gateway:
         guard let jwtSecret = settings.secrets.jwtSecret else {
@@ -101,13 +125,17 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             logger: logger
         )
         let server = RPCServer(
-            configuration: ServerConfiguration(host: settings.host, port: settings.port),
+            configuration: ServerConfiguration(
+                host: settings.host,
+                port: settings.port,
+                connectionSetup: settings.gatewayTLS
+            ),
             services: [],
             fallback: gateway.handler,
-            interceptors: [ServerObservabilityInterceptor(metrics: settings.metrics, logsCalls: false)],
+            interceptors: [ServerObservabilityInterceptor(metrics: metrics, logsCalls: false)],
             logger: logger
         )
-        return HearthProcess(name: name, server: server, companions: [gateway])
+        return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
         let server = RPCServer(
             configuration: ServerConfiguration(
@@ -116,9 +144,9 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 internalCredential: settings.secrets.internalCredential
             ),
             services: try name.makeServices(dataDirectory: settings.dataDirectory),
-            interceptors: [ServerObservabilityInterceptor(metrics: settings.metrics)],
+            interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
-        return HearthProcess(name: name, server: server, companions: [])
+        return HearthProcess(name: name, server: server, companions: [], metrics: metrics)
     }
 }

@@ -29,8 +29,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Folder for the process's SQLite file (and default secrets). Example: --data /var/lib/hearth")
     var data = "./data"
 
+    @Option(help: "Serve Prometheus metrics over HTTP on this port (GET /metrics). Example: --metrics-port 9100")
+    var metricsPort: Int?
+
     @OptionGroup var secrets: SecretOptions
     @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
+    @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -44,13 +48,14 @@ struct Serve: AsyncParsableCommand {
                 dataDirectory: dataDirectory,
                 secrets: try self.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
                 gateway: self.gateway,
-                metrics: MethodMetrics(),
+                gatewayTLS: try self.tls.connectionSetup(),
                 logger: logger
             )
         )
+        let metrics = metricsServer(for: [process], host: self.host, port: self.metricsPort, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: process.services,
+                services: (metrics.map { [.init(service: $0)] } ?? []) + process.services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -27,7 +27,11 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
+    @Option(help: "Serve Prometheus metrics of every process over HTTP on this port (GET /metrics).")
+    var metricsPort: Int?
+
     @OptionGroup var secrets: SecretOptions
+    @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -35,8 +39,8 @@ struct Up: AsyncParsableCommand {
         let dataDirectory = URL(fileURLWithPath: self.data)
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let secrets = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
-        let metrics = MethodMetrics()
         let gatewayDefaults = try GatewaySettings.parse([])
+        let gatewayTLS = try self.tls.connectionSetup()
         var processes: [HearthProcess] = []
         for name in ProcessName.services + [.gateway] {
             let settings = ProcessSettings(
@@ -45,14 +49,15 @@ struct Up: AsyncParsableCommand {
                 dataDirectory: dataDirectory,
                 secrets: secrets,
                 gateway: gatewayDefaults,
-                metrics: metrics,
+                gatewayTLS: gatewayTLS,
                 logger: logger
             )
             processes.append(try await makeProcess(name, settings: settings))
         }
+        let metrics = metricsServer(for: processes, host: self.host, port: self.metricsPort, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: processes.flatMap(\.services),
+                services: (metrics.map { [.init(service: $0)] } ?? []) + processes.flatMap(\.services),
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -64,7 +69,11 @@ struct Up: AsyncParsableCommand {
             tasks.addTask { try await group.run() }
             for process in processes {
                 let port = try await process.server.localAddress.port ?? process.name.defaultPort
-                try await waitUntilHealthy(host: self.host, port: port)
+                // Over TLS the listener is bound (awaited above) and in-process: a plaintext probe
+                // cannot reach it, and the certificate may name another host.
+                if !(process.name == .gateway && gatewayTLS != nil) {
+                    try await waitUntilHealthy(host: self.host, port: port)
+                }
                 say(
                     "\(process.name.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(self.host):\(port)  SERVING"
                 )

@@ -51,6 +51,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private let availability: ConnectionAvailability
     /// Why no new calls are taken (GOAWAY's reason, or the connection closed).
     private var refusal: RPCError?
+    private var receivedAnyFrame = false
 
     /// The largest frame the server takes: a bigger request fails alone instead of making the
     /// server close the connection under every other call.
@@ -138,6 +139,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.flushes.readStarted()
+        self.receivedAnyFrame = true
         let buffer = Self.unwrapInboundIn(data)
         guard let frame = try? WireFrame(serializedBytes: buffer.readableBytesSpan) else {
             self.protocolError("undecodable frame from server", context: context)
@@ -177,7 +179,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.failAll(RPCError(.unavailable, "connection failed: \(error)"))
+        if error is FrameTooLargeError, !self.receivedAnyFrame {
+            // The first bytes back were no frame at all: most often a TLS listener's alert.
+            self.failAll(
+                RPCError(.unavailable, "the server did not answer in Hearth frames (a TLS listener? try --tls)")
+            )
+        } else {
+            self.failAll(RPCError(.unavailable, "connection failed: \(error)"))
+        }
         context.close(promise: nil)
     }
 

@@ -39,6 +39,8 @@ public final class RPCClient: Sendable {
         public var maxFrameSize: Int
         public var connectTimeout: TimeAmount
         public var backoff: Backoff
+        /// Runs first on every new connection (TLS).
+        public var connectionSetup: (@Sendable (any Channel) throws -> Void)?
 
         public init(
             host: String,
@@ -46,7 +48,8 @@ public final class RPCClient: Sendable {
             connections: Int = 1,
             maxFrameSize: Int = 4 * 1024 * 1024,
             connectTimeout: TimeAmount = .seconds(5),
-            backoff: Backoff = Backoff()
+            backoff: Backoff = Backoff(),
+            connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
         ) {
             self.host = host
             self.port = port
@@ -54,6 +57,7 @@ public final class RPCClient: Sendable {
             self.maxFrameSize = maxFrameSize
             self.connectTimeout = connectTimeout
             self.backoff = backoff
+            self.connectionSetup = connectionSetup
         }
     }
 
@@ -273,7 +277,8 @@ final class ConnectionSlot: Sendable {
             port: self.configuration.port,
             group: self.group,
             maxFrameSize: self.configuration.maxFrameSize,
-            connectTimeout: self.configuration.connectTimeout
+            connectTimeout: self.configuration.connectTimeout,
+            connectionSetup: self.configuration.connectionSetup
         ).whenComplete { result in
             switch result {
             case .success(let connection):

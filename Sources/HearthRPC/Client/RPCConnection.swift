@@ -18,14 +18,16 @@ public final class RPCConnection: Sendable {
         self.availability = availability
     }
 
-    /// Opens a connection to `host:port`.
+    /// Opens a connection to `host:port`; `connectionSetup` runs first on the new channel
+    /// (where TLS goes).
     /// - Throws: the connect error (refused, timed out).
     public static func connect(
         host: String,
         port: Int,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         maxFrameSize: Int = 4 * 1024 * 1024,
-        connectTimeout: TimeAmount = .seconds(5)
+        connectTimeout: TimeAmount = .seconds(5),
+        connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
     ) -> EventLoopFuture<RPCConnection> {
         let availability = ConnectionAvailability()
         return ClientBootstrap(group: group)
@@ -33,6 +35,7 @@ public final class RPCConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try connectionSetup?(channel)
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: maxFrameSize)))
                     try sync.addHandler(ClientConnectionHandler(availability: availability, maxFrameSize: maxFrameSize))

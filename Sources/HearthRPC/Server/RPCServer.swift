@@ -23,6 +23,7 @@ public final class RPCServer: Service, Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let state = Mutex(State())
+    private let callCounter = CallCounter()
     private let bound: EventLoopPromise<SocketAddress>
     private let stopped: EventLoopPromise<Void>
 
@@ -70,6 +71,12 @@ public final class RPCServer: Service, Sendable {
     public var localAddress: SocketAddress {
         get async throws { try await self.bound.futureResult.get() }
     }
+
+    /// Calls being served right now, over all connections.
+    public var callsInFlight: Int { self.callCounter.current }
+
+    /// Open client connections.
+    public var openConnections: Int { self.state.withLock { $0.connections.count } }
 
     /// Binds, serves until a graceful shutdown (SIGTERM/SIGINT in a `ServiceGroup`, or
     /// ``beginShutdown()``) has drained every connection, and returns. Cancelling it closes
@@ -177,12 +184,18 @@ public final class RPCServer: Service, Sendable {
             self.finishIfStopped()
         }
         return channel.eventLoop.makeCompletedFuture {
+            try self.configuration.connectionSetup?(channel)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(
                 ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: self.configuration.maxFrameSize))
             )
             try sync.addHandler(
-                ServerConnectionHandler(router: self.router, configuration: self.configuration, logger: self.logger)
+                ServerConnectionHandler(
+                    router: self.router,
+                    configuration: self.configuration,
+                    callsInFlight: self.callCounter,
+                    logger: self.logger
+                )
             )
         }
     }

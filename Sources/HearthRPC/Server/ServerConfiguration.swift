@@ -15,6 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: TimeAmount
     /// After a graceful shutdown begins, how long in-flight calls may still run.
     public var drainTimeout: TimeAmount
+    /// Runs first on every accepted connection, before the frame decoder: where TLS goes
+    /// (the runtime itself knows nothing of it).
+    public var connectionSetup: (@Sendable (any Channel) throws -> Void)?
     /// When set, every call except health checks must carry it in `x-hearth-internal`, or is
     /// answered UNAUTHENTICATED. Services set it; the gateway's client-facing server does not.
     public var internalCredential: String?
@@ -27,7 +30,8 @@ public struct ServerConfiguration: Sendable {
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
         drainTimeout: TimeAmount = .seconds(10),
-        internalCredential: String? = nil
+        internalCredential: String? = nil,
+        connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
     ) {
         self.host = host
         self.port = port
@@ -37,5 +41,6 @@ public struct ServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.drainTimeout = drainTimeout
         self.internalCredential = internalCredential
+        self.connectionSetup = connectionSetup
     }
 }

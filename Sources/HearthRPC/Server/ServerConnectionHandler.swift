@@ -2,6 +2,18 @@ import Foundation
 import Logging
 import NIOCore
 import SwiftProtobuf
+import Synchronization
+
+/// A count shared by every connection of a server.
+final class CallCounter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func add(_ delta: Int) {
+        self.value.wrappingAdd(delta, ordering: .relaxed)
+    }
+
+    var current: Int { self.value.load(ordering: .relaxed) }
+}
 
 /// Tells a connection to drain: send GOAWAY, refuse new calls, close once in-flight calls end.
 struct DrainEvent: Sendable {}
@@ -42,7 +54,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// Made up per connection so that request ids are unique without coordination.
     private let connectionTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
 
-    init(router: MethodRouter, configuration: ServerConfiguration, logger: Logger) {
+    /// Counts calls in flight across every connection of the server.
+    private let callsInFlight: CallCounter
+
+    init(router: MethodRouter, configuration: ServerConfiguration, callsInFlight: CallCounter, logger: Logger) {
+        self.callsInFlight = callsInFlight
         self.router = router
         self.configuration = configuration
         self.logger = logger
@@ -236,6 +252,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             }
         }
         self.calls[callID] = call
+        self.callsInFlight.add(1)
         self.runningTasks += 1
         let payload = frame.payload
         let task = Task(executorPreference: executor) {
@@ -274,6 +291,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func cancelCall(_ callID: UInt64) {
         guard let call = self.calls.removeValue(forKey: callID) else { return }
+        self.callsInFlight.add(-1)
         call.task?.cancel()
         call.deadlineTimer?.cancel()
         self.closeIfDrained()
@@ -282,6 +300,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func removeCall(_ callID: UInt64, generation: UInt64) -> InFlightCall? {
         guard let call = self.calls[callID], call.generation == generation else { return nil }
         self.calls.removeValue(forKey: callID)
+        self.callsInFlight.add(-1)
         return call
     }
 
@@ -289,6 +308,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         // Emptied first: cancelling runs cancellation handlers, which must find no call left.
         let calls = self.calls
         self.calls.removeAll()
+        self.callsInFlight.add(-calls.count)
         for call in calls.values {
             call.task?.cancel()
             call.deadlineTimer?.cancel()

@@ -1,0 +1,77 @@
+import EchoService
+import Foundation
+import HearthRPC
+import HearthTLS
+import HearthTestSupport
+import NIOCore
+import Testing
+
+@Suite("TLS", .timeLimit(.minutes(1)))
+struct TLSTests {
+    /// A self-signed certificate for localhost and 127.0.0.1, made by openssl for this test.
+    private func selfSigned(in folder: URL) throws -> (certificate: String, key: String) {
+        let certificate = folder.appendingPathComponent("cert.pem").path
+        let key = folder.appendingPathComponent("key.pem").path
+        let made = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ]
+        )
+        try #require(made.status == 0, "openssl failed (scripts/bootstrap installs it): \(made.stderr)")
+        return (certificate, key)
+    }
+
+    @Test("calls round-trip over TLS; a plaintext client gets nothing")
+    func roundTrip() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tls-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (certificate, key) = try self.selfSigned(in: folder)
+
+        let server = RPCServer(
+            configuration: ServerConfiguration(
+                connectionSetup: try TLS.serverSetup(certificateFile: certificate, keyFile: key)
+            ),
+            services: [EchoService()],
+            logger: quietLogger
+        )
+        let run = Task { try await server.run() }
+        let port = try await server.localAddress.port!
+
+        let secure = RPCClient(
+            configuration: .init(
+                host: "127.0.0.1",
+                port: port,
+                connectionSetup: try TLS.clientSetup(trustRootsFile: certificate, serverHostname: "localhost")
+            )
+        )
+        var request = Hearth_Echo_V1_EchoRequest()
+        request.text = "over TLS"
+        let response = try await EchoClient(client: secure).echo(request)
+        #expect(response.text == "over TLS")
+
+        let plain = RPCClient(host: "127.0.0.1", port: port)
+        let refused = await #expect(throws: RPCError.self) {
+            _ = try await EchoClient(client: plain).echo(request, options: CallOptions(timeout: .seconds(5)))
+        }
+        #expect(refused?.code == .unavailable)
+
+        let untrusting = RPCClient(
+            configuration: .init(
+                host: "127.0.0.1",
+                port: port,
+                connectionSetup: try TLS.clientSetup(trustRootsFile: nil, serverHostname: "localhost")
+            )
+        )
+        await #expect(throws: RPCError.self) {
+            _ = try await EchoClient(client: untrusting).echo(request, options: CallOptions(timeout: .seconds(5)))
+        }
+
+        for client in [secure, plain, untrusting] { await client.close() }
+        server.beginShutdown()
+        try await run.value
+    }
+}

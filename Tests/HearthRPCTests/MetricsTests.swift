@@ -1,0 +1,97 @@
+import EchoService
+import Foundation
+import HearthRPC
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@Suite("Prometheus metrics", .timeLimit(.minutes(1)))
+struct MetricsTests {
+    @Test("a scrape over HTTP parses as Prometheus text and counts the calls made")
+    func scrape() async throws {
+        let metrics = MethodMetrics()
+        try await withTestServer(interceptors: [ServerObservabilityInterceptor(metrics: metrics)]) { server, port in
+            let endpoint = MetricsServer(host: "127.0.0.1", port: 0, logger: testLogger) {
+                prometheusText([
+                    ProcessMetrics(
+                        process: "echo",
+                        methods: metrics.snapshot(),
+                        callsInFlight: server.callsInFlight,
+                        openConnections: server.openConnections
+                    )
+                ])
+            }
+            let run = Task { try await endpoint.run() }
+            let metricsPort = try await endpoint.localAddress.port!
+
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            _ = try await echo.echo(echoRequest(text: "a"))
+            _ = try await echo.echo(echoRequest(text: "b"))
+            _ = try? await echo.echo(echoRequest(failWithCode: 5))
+
+            let response = try await httpGet(port: metricsPort, path: "/metrics")
+            #expect(response.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(response.lowercased().contains("content-type: text/plain; version=0.0.4"))
+            let body = String(response[response.range(of: "\r\n\r\n")!.upperBound...])
+            let sample =
+                /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.]+(e[+-]?[0-9]+)?$/
+            for line in body.split(separator: "\n") where !line.hasPrefix("#") {
+                #expect(line.wholeMatch(of: sample) != nil, "not a Prometheus sample: \(line)")
+            }
+            #expect(body.contains(#"hearth_calls_total{process="echo",method="hearth.echo.v1.Echo/Echo",code="OK"} 2"#))
+            #expect(
+                body.contains(
+                    #"hearth_calls_total{process="echo",method="hearth.echo.v1.Echo/Echo",code="NOT_FOUND"} 1"#
+                )
+            )
+            #expect(
+                body.contains(
+                    #"hearth_call_duration_seconds_count{process="echo",method="hearth.echo.v1.Echo/Echo"} 3"#
+                )
+            )
+            #expect(body.contains(#"hearth_connections_open{process="echo"} 1"#))
+            #expect(body.contains(#"hearth_calls_in_flight{process="echo"} 0"#))
+
+            let missing = try await httpGet(port: metricsPort, path: "/nope")
+            #expect(missing.hasPrefix("HTTP/1.1 404"))
+            await client.close()
+            run.cancel()
+            _ = try? await run.value
+        }
+    }
+
+    @Test("label values are escaped")
+    func escaping() {
+        let text = prometheusText([
+            ProcessMetrics(process: "a\"b\\c\nd", methods: [:], callsInFlight: 2, openConnections: 0)
+        ])
+        #expect(text.contains(#"hearth_calls_in_flight{process="a\"b\\c\nd"} 2"#))
+    }
+}
+
+/// A bare HTTP/1.1 GET: the whole response as text, read until the server closes.
+func httpGet(port: Int, path: String) async throws -> String {
+    let collector = ByteCollector()
+    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(collector)
+            }
+        }
+        .connect(host: "127.0.0.1", port: port).get()
+    try await channel.writeAndFlush(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+    try await channel.closeFuture.get()
+    return String(decoding: collector.bytes.withLock { $0 }, as: UTF8.self)
+}
+
+private final class ByteCollector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let bytes = Mutex<[UInt8]>([])
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = Self.unwrapInboundIn(data)
+        self.bytes.withLock { $0 += buffer.readableBytesView }
+    }
+}
