@@ -153,6 +153,7 @@ let package = Package(
             dependencies: [
                 "HearthGateway",
                 "HearthTLS",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 "HearthRPC",
                 "HearthCore",
                 "HearthTestSupport",

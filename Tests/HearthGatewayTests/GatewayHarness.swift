@@ -5,6 +5,7 @@ import HearthGateway
 import HearthRPC
 import Logging
 import NIOCore
+import Synchronization
 
 let quietLogger: Logger = {
     var logger = Logger(label: "test")
@@ -15,10 +16,26 @@ let quietLogger: Logger = {
 let credential = "test-internal-credential"
 let jwtSecret = "test-jwt-secret-of-at-least-thirty-two-bytes"
 
+/// Events the replicas report, for tests to wait on.
+final class Events: Sendable {
+    private let seen = Mutex<Set<String>>([])
+
+    func record(_ event: String) {
+        _ = self.seen.withLock { $0.insert(event) }
+    }
+
+    func contains(_ event: String) -> Bool {
+        self.seen.withLock { $0.contains(event) }
+    }
+}
+
 /// Reports which replica served a call and what reached it: the user id and metadata keys.
+/// `Hold` sleeps `sleep_ms` and records when it starts and when it is cancelled.
 struct ProbeService: RPCService {
     static let method = "hearth.probe.v1.Probe/Who"
+    static let hold = "hearth.probe.v1.Probe/Hold"
     let name: String
+    let events: Events
 
     var serviceName: String { "hearth.probe.v1.Probe" }
 
@@ -31,7 +48,17 @@ struct ProbeService: RPCService {
                 ]
                 .joined(separator: "|")
                 return response
-            }
+            },
+            .unary(Self.hold) { (request: Hearth_Echo_V1_EchoRequest, _) in
+                self.events.record("started:\(request.text)")
+                do {
+                    try await Task.sleep(for: .milliseconds(Int64(request.sleepMs)))
+                } catch {
+                    self.events.record("cancelled:\(request.text)")
+                    throw error
+                }
+                return Hearth_Echo_V1_EchoResponse()
+            },
         ]
     }
 }
@@ -42,11 +69,11 @@ final class Replica: Sendable {
     let server: RPCServer
     private let run: Task<Void, any Error>
 
-    init(name: String, port: Int = 0) {
+    init(name: String, port: Int = 0, events: Events = Events()) {
         self.name = name
         let server = RPCServer(
             configuration: ServerConfiguration(port: port, internalCredential: credential),
-            services: [EchoService(), ProbeService(name: name)],
+            services: [EchoService(), ProbeService(name: name, events: events)],
             logger: quietLogger
         )
         self.server = server
@@ -61,6 +88,12 @@ final class Replica: Sendable {
         self.server.beginShutdown()
         _ = try? await self.run.value
     }
+
+    /// Stops at once, closing every connection under the calls in flight.
+    func kill() async {
+        self.run.cancel()
+        _ = try? await self.run.value
+    }
 }
 
 /// Replicas behind a gateway, all on free loopback ports, and a client of the gateway.
@@ -70,6 +103,7 @@ struct GatewayHarness {
     let gatewayServer: RPCServer
     let client: RPCClient
     let clock: ManualClock
+    let events: Events
 
     /// A token for `user`, valid from the clock's now for an hour unless told otherwise.
     func token(
@@ -113,10 +147,12 @@ struct GatewayHarness {
         limits: RateLimiter.Limits = RateLimiter.Limits(),
         ejection: EjectionPolicy = EjectionPolicy(),
         routeTimeout: Duration = .seconds(15),
+        eddsaPublicKey: String? = nil,
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
-        let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)") }
+        let events = Events()
+        let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)", events: events) }
         var addresses: [(host: String, port: Int)] = []
         for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
         let gateway = Gateway(
@@ -129,7 +165,7 @@ struct GatewayHarness {
                 connectionsPerBackend: 1,
                 probeInterval: .milliseconds(20)
             ),
-            verifier: try await TokenVerifier(hmacSecret: jwtSecret, clock: clock),
+            verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,
             logger: quietLogger
         )
@@ -142,7 +178,8 @@ struct GatewayHarness {
             gateway: gateway,
             gatewayServer: server,
             client: client,
-            clock: clock
+            clock: clock,
+            events: events
         )
         do {
             try await body(harness)

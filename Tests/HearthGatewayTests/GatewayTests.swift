@@ -4,6 +4,7 @@ import HearthCore
 import HearthGateway
 import HearthRPC
 import HearthTestSupport
+import JWTKit
 import Testing
 
 @Suite("Gateway", .timeLimit(.minutes(1)))
@@ -245,6 +246,69 @@ struct GatewayTests {
                 (try? await harness.call(authorization: token).text.hasPrefix("replica-0-again")) == true
             }
             await restarted.stop()
+        }
+    }
+
+    @Test("EdDSA tokens verify with the configured public key; HS256 ones still do")
+    func eddsa() async throws {
+        let key = try EdDSA.PrivateKey()
+        let publicKey = key.publicKey.rawRepresentation.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        try await GatewayHarness.run(replicas: 1, eddsaPublicKey: publicKey) { harness in
+            let signer = JWTKeyCollection()
+            await signer.add(eddsa: key)
+            let now = harness.clock.now()
+            let token = try await signer.sign(
+                HearthClaims(subject: "erin", issuedAt: now, expiresAt: now.addingTimeInterval(600))
+            )
+            let fields = try await harness.call(authorization: "Bearer \(token)").text.split(separator: "|")
+            #expect(fields[1] == "erin")
+
+            let other = JWTKeyCollection()
+            await other.add(eddsa: try EdDSA.PrivateKey())
+            let forged = try await other.sign(
+                HearthClaims(subject: "erin", issuedAt: now, expiresAt: now.addingTimeInterval(600))
+            )
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(authorization: "Bearer \(forged)")
+            }
+            #expect(error?.message.contains("invalid token signature") == true)
+
+            _ = try await harness.call(authorization: "Bearer \(try await harness.token())")
+        }
+    }
+
+    @Test("cancelling a call at the client cancels it at the backend")
+    func cancelIsForwarded() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = "Bearer \(try await harness.token())"
+            var request = Hearth_Echo_V1_EchoRequest()
+            request.text = "c"
+            request.sleepMs = 10_000
+            let call = Task { try await harness.call(ProbeService.hold, request, authorization: token) }
+            try await eventually("the backend started the call") { harness.events.contains("started:c") }
+            call.cancel()
+            _ = await call.result
+            try await eventually("the backend's handler was cancelled") { harness.events.contains("cancelled:c") }
+        }
+    }
+
+    @Test("a backend that dies under a call in flight: the client gets UNAVAILABLE promptly")
+    func backendDiesInFlight() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = "Bearer \(try await harness.token())"
+            var request = Hearth_Echo_V1_EchoRequest()
+            request.text = "d"
+            request.sleepMs = 10_000
+            let call = Task { try await harness.call(ProbeService.hold, request, authorization: token) }
+            try await eventually("the backend started the call") { harness.events.contains("started:d") }
+            let clock = ContinuousClock()
+            let start = clock.now
+            await harness.replicas[0].kill()
+            let error = await #expect(throws: RPCError.self) { _ = try await call.value }
+            #expect(error?.code == .unavailable)
+            #expect(clock.now - start < .seconds(3))
         }
     }
 
