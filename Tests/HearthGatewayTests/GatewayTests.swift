@@ -213,7 +213,8 @@ struct GatewayTests {
             let down = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: token) }
             #expect(down?.code == .unavailable)
             #expect(down?.message.contains("127.0.0.1") == false, "no backend address leaks to clients")
-            #expect(clock.now - start < .milliseconds(500))
+            // Refused at once, not after the 2 s connect timeout (the 100 ms figure is in BENCHMARKS.md).
+            #expect(clock.now - start < .milliseconds(1500))
 
             let restarted = Replica(name: "restarted", port: port)
             _ = try await restarted.port

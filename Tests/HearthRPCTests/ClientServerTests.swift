@@ -1,6 +1,5 @@
 import EchoService
 import Foundation
-import HearthRPC
 import Histogram
 import Logging
 import NIOCore
@@ -8,6 +7,8 @@ import ServiceLifecycle
 import SwiftProtobuf
 import Synchronization
 import Testing
+
+@testable import HearthRPC
 
 /// The Swift client against a real server on a free port.
 @Suite("Client and server", .timeLimit(.minutes(1)))
@@ -90,6 +91,7 @@ struct ClientServerTests {
         let signals = Signals()
         try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
             let client = makeClient(port: port)
+            _ = try await EchoClient(client: client).echo(echoRequest(text: "connect first"))
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: RPCError.self) {
@@ -179,14 +181,35 @@ struct ClientServerTests {
 
     @Test("after the server closes an idle connection, the next call goes out on a new one")
     func reconnectAfterIdleGoAway() async throws {
-        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(100))) { _, port in
+        // Long enough that a fresh connection is not itself idle before its first call goes out.
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(500))) { _, port in
             let client = makeClient(port: port)
             let echo = EchoClient(client: client)
             #expect(try await echo.echo(echoRequest(text: "first")).text == "first")
-            let connection = try await RPCConnection.connect(host: "127.0.0.1", port: port).get()
-            // Opened after the client's own connection went idle, so closed after it too.
-            try await eventually("the server closed an idle connection") { !connection.channel.isActive }
+            try await eventually("the idle connection got GOAWAY") { !client.allConnectionsAcceptCalls }
             #expect(try await echo.echo(echoRequest(text: "second")).text == "second")
+            await client.close()
+        }
+    }
+
+    @Test("a server that refuses a connection at once is not hammered: calls back off with retry_after")
+    func backoffWhenRefusedAtOnce() async throws {
+        try await withTestServer(configuration: ServerConfiguration(maxConnections: 1)) { _, port in
+            let holder = try await RawConnection.connect(port: port)
+            try await holder.send(.control(.ping, 1))
+            _ = try #require(try await holder.waitFor { $0.kind == .pong })
+
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            let first = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
+            #expect(first?.code == .unavailable)
+            let second = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
+            #expect(second?.code == .unavailable)
+            #expect(second?.retryAfter != nil, "failed fast from the backoff instead of connecting again")
+
+            // Room again: once the backoff passes, calls succeed.
+            await holder.close()
+            try await eventually("calls succeed again") { (try? await echo.echo(echoRequest(text: "y")).text) == "y" }
             await client.close()
         }
     }

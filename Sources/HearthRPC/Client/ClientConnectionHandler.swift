@@ -29,8 +29,17 @@ extension RPCError {
 /// Whether a connection takes new calls; read from any thread, written on its loop.
 final class ConnectionAvailability: Sendable {
     private let accepting = Atomic<Bool>(true)
+    private let answered = Atomic<Bool>(false)
 
     var isAcceptingCalls: Bool { self.accepting.load(ordering: .relaxed) }
+
+    /// Whether the server ever answered a call here: a connection it refuses at once (at its
+    /// connection limit, shutting down) counts as a failed connection attempt.
+    var hasAnswered: Bool { self.answered.load(ordering: .relaxed) }
+
+    func noteAnswer() {
+        if !self.hasAnswered { self.answered.store(true, ordering: .relaxed) }
+    }
 
     func stopAcceptingCalls() {
         self.accepting.store(false, ordering: .relaxed)
@@ -147,6 +156,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
         switch frame.kind {
         case .response:
+            self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
             call.deadlineTimer?.cancel()
             call.promise.succeed(frame)

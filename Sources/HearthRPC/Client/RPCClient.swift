@@ -79,7 +79,7 @@ public final class RPCClient: Sendable {
         let base: @Sendable (String, Data, CallOptions) async throws -> Data = { [slots] method, payload, options in
             let slot = slots.count == 1 ? slots[0] : slots[turn.next(below: slots.count)]
             func attempt() async throws -> Data {
-                let connection = try await slot.connection()
+                let connection = try await slot.connection(timeout: options.timeout)
                 return try await connection.call(
                     method: method,
                     payload: payload,
@@ -140,6 +140,11 @@ public final class RPCClient: Sendable {
     public func close() async {
         for slot in self.slots { await slot.close() }
     }
+
+    /// Whether every pooled connection is open and taking calls (for tests and diagnostics).
+    var allConnectionsAcceptCalls: Bool {
+        self.slots.allSatisfy(\.currentConnectionAcceptsCalls)
+    }
 }
 
 /// Hands out 0, 1, 2, ... modulo a count, from any thread.
@@ -188,7 +193,8 @@ final class ConnectionSlot: Sendable {
     private enum State {
         case idle(failures: Int)
         case connecting(EventLoopFuture<RPCConnection>, failures: Int)
-        case ready(RPCConnection)
+        /// `failures`: connections in a row before this one that the server refused at once.
+        case ready(RPCConnection, failures: Int)
         case backingOff(until: NIODeadline, failures: Int, error: any Error)
         case closed
     }
@@ -204,7 +210,8 @@ final class ConnectionSlot: Sendable {
 
     /// A connection that accepts calls: the current one, or a new one. The decision and the
     /// state change it implies happen under one lock, so two callers never both connect.
-    func connection() async throws -> RPCConnection {
+    /// Waiting for a new connection is bounded by `timeout` and by cancellation of the caller.
+    func connection(timeout: Duration?) async throws -> RPCConnection {
         enum Next {
             case use(RPCConnection)
             case wait(EventLoopFuture<RPCConnection>)
@@ -214,7 +221,7 @@ final class ConnectionSlot: Sendable {
         let next = self.state.withLock { state -> Next in
             let failures: Int
             switch state {
-            case .ready(let connection) where connection.isAcceptingCalls:
+            case .ready(let connection, _) where connection.isAcceptingCalls:
                 return .use(connection)
             case .connecting(let future, _):
                 return .wait(future)
@@ -235,8 +242,22 @@ final class ConnectionSlot: Sendable {
                 failures = count
             case .idle(let count):
                 failures = count
-            case .ready:
-                failures = 0  // it stopped taking calls (GOAWAY): replace it
+            case .ready(let connection, let count):
+                // It stopped taking calls (GOAWAY): replace it, after a backoff if the server
+                // refused it before answering anything.
+                guard !connection.hasAnswered else {
+                    failures = 0
+                    break
+                }
+                let delay = self.configuration.backoff.delay(afterFailures: count + 1)
+                let error = RPCError(
+                    .unavailable,
+                    "\(self.target) refuses new calls",
+                    retryAfter: .nanoseconds(delay.nanoseconds),
+                    cause: CallNotSent()
+                )
+                state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                return .fail(error)
             }
             let promise = self.group.next().makePromise(of: RPCConnection.self)
             state = .connecting(promise.futureResult, failures: failures)
@@ -248,18 +269,33 @@ final class ConnectionSlot: Sendable {
         case .fail(let error):
             throw error
         case .wait(let future):
-            return try await self.await(future)
+            return try await self.await(future, timeout: timeout)
         case .connect(let promise, let failures):
             self.connect(fulfilling: promise, failures: failures)
-            return try await self.await(promise.futureResult)
+            return try await self.await(promise.futureResult, timeout: timeout)
         }
     }
 
     private var target: String { "\(self.configuration.host):\(self.configuration.port)" }
 
-    private func await(_ future: EventLoopFuture<RPCConnection>) async throws -> RPCConnection {
+    private func await(_ future: EventLoopFuture<RPCConnection>, timeout: Duration?) async throws -> RPCConnection {
+        // The connection attempt goes on for other callers; this caller stops waiting at its
+        // deadline or when its task is cancelled.
+        let loop = future.eventLoop
+        let waited = loop.makePromise(of: RPCConnection.self)
+        future.cascade(to: waited)
+        let timer = timeout.map { timeout in
+            loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+                waited.fail(RPCError(.deadlineExceeded, "deadline exceeded while connecting to \(self.target)"))
+            }
+        }
+        defer { timer?.cancel() }
         do {
-            return try await future.get()
+            return try await withTaskCancellationHandler {
+                try await waited.futureResult.get()
+            } onCancel: {
+                waited.fail(RPCError(.cancelled, "the call was cancelled"))
+            }
         } catch let error as RPCError {
             throw error
         } catch {
@@ -284,7 +320,7 @@ final class ConnectionSlot: Sendable {
             case .success(let connection):
                 let kept = self.state.withLock { state -> Bool in
                     if case .closed = state { return false }
-                    state = .ready(connection)
+                    state = .ready(connection, failures: failures)
                     return true
                 }
                 guard kept else {
@@ -294,7 +330,15 @@ final class ConnectionSlot: Sendable {
                 }
                 connection.channel.closeFuture.whenComplete { _ in
                     self.state.withLock { state in
-                        if case .ready(let current) = state, current === connection { state = .idle(failures: 0) }
+                        guard case .ready(let current, let count) = state, current === connection else { return }
+                        if current.hasAnswered {
+                            state = .idle(failures: 0)
+                        } else {
+                            // Closed before answering anything: count it as a failed attempt.
+                            let delay = self.configuration.backoff.delay(afterFailures: count + 1)
+                            let error = RPCError(.unavailable, "\(self.target) closed the connection at once")
+                            state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                        }
                     }
                 }
                 promise.succeed(connection)
@@ -310,6 +354,13 @@ final class ConnectionSlot: Sendable {
         }
     }
 
+    var currentConnectionAcceptsCalls: Bool {
+        self.state.withLock { state in
+            if case .ready(let connection, _) = state { return connection.isAcceptingCalls }
+            return false
+        }
+    }
+
     func close() async {
         let previous = self.state.withLock { state -> State in
             let previous = state
@@ -317,7 +368,7 @@ final class ConnectionSlot: Sendable {
             return previous
         }
         switch previous {
-        case .ready(let connection):
+        case .ready(let connection, _):
             await connection.close()
         case .connecting(let future, _):
             if let connection = try? await future.get() { await connection.close() }

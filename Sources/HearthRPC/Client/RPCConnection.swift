@@ -52,6 +52,9 @@ public final class RPCConnection: Sendable {
             }
     }
 
+    /// Whether the server has answered any call on this connection.
+    var hasAnswered: Bool { self.availability.hasAnswered }
+
     /// Whether new calls may start here (false after GOAWAY or once closed).
     public var isAcceptingCalls: Bool { self.availability.isAcceptingCalls && self.channel.isActive }
 
