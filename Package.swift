@@ -91,6 +91,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "CheckinsService",
+            dependencies: [
+                "HearthCore",
+                "HearthRPC",
+                "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "services/Checkins",
+            swiftSettings: swiftSettings
+        ),
+
         // The `hearth` command line: commands in a library so tests can drive them, a thin executable.
         .target(
             name: "HearthCommands",
@@ -101,6 +114,7 @@ let package = Package(
                 "HearthGateway",
                 "HearthTLS",
                 "EchoService",
+                "CheckinsService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -160,6 +174,18 @@ let package = Package(
                 "EchoService",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CheckinsTests",
+            dependencies: [
+                "CheckinsService",
+                "HearthRPC",
+                "HearthCore",
+                "HearthStore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

@@ -88,7 +88,10 @@ struct Call: AsyncParsableCommand {
 /// Indents compact JSON for people; returns it unchanged if it does not parse.
 func prettyJSON(_ json: String) -> String {
     guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)),
-        let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        let data = try? JSONSerialization.data(
+            withJSONObject: object,
+            options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        )
     else { return json }
     return String(decoding: data, as: UTF8.self)
 }

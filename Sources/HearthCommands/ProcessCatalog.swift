@@ -1,8 +1,10 @@
 import ArgumentParser
+import CheckinsService
 import EchoService
 import Foundation
 import HearthGateway
 import HearthRPC
+import HearthStore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -11,12 +13,14 @@ import SwiftProtobuf
 /// The processes `hearth` can run. Each service issue adds its own.
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     case gateway
+    case checkins
     case echo
 
     /// The loopback port `hearth up` gives it (DESIGN.md's table; echo after the services).
     var defaultPort: Int {
         switch self {
         case .gateway: 7100
+        case .checkins: 7101
         case .echo: 7105
         }
     }
@@ -25,6 +29,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     var packages: [String] {
         switch self {
         case .gateway: []
+        case .checkins: ["hearth.checkins."]
         case .echo: ["hearth.echo."]
         }
     }
@@ -33,6 +38,8 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     func makeServices(dataDirectory: URL) throws -> [any RPCService] {
         switch self {
         case .gateway: []
+        case .checkins:
+            [try CheckinsService(location: .file(dataDirectory.appendingPathComponent("checkins.sqlite").path))]
         case .echo: [EchoService()]
         }
     }
@@ -54,7 +61,9 @@ enum MethodCatalog {
 
     static let all: [String: RPCMethod] = {
         let health = HealthService(state: HealthState(serving: []))
-        let methods = [EchoService().methods, health.methods].flatMap { $0 }
+        // An in-memory store: the catalog only reads the methods' message types.
+        let checkins = (try? CheckinsService(location: .inMemory))?.methods ?? []
+        let methods = [EchoService().methods, checkins, health.methods].flatMap { $0 }
         return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
     }()
 }

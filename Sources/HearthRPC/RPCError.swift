@@ -1,5 +1,6 @@
-/// One field that failed validation: which, and why.
-public struct FieldViolation: Sendable, Hashable {
+/// One field that failed validation: which, and why. An `Error`, so that validation rules
+/// can return `Result<Value, FieldViolation>`.
+public struct FieldViolation: Error, Sendable, Hashable {
     public var field: String
     public var description: String
 

@@ -1,0 +1,400 @@
+import Foundation
+import HearthCore
+import HearthRPC
+import HearthStore
+import Logging
+import SwiftProtobuf
+import Testing
+
+@testable import CheckinsService
+
+/// The service over an in-memory store, with a clock the test moves.
+struct Fixture {
+    let service: CheckinsService
+    let clock: ManualClock
+
+    /// 2026-03-10 12:00 UTC (20:00 in Taipei).
+    static let start = Date(timeIntervalSince1970: 1_773_144_000)
+
+    init() throws {
+        self.clock = ManualClock(Self.start)
+        self.service = try CheckinsService(location: .inMemory, clock: self.clock)
+    }
+
+    func context(_ user: String) -> RPCContext {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return RPCContext(
+            method: "test",
+            metadata: [TrustedMetadata.user: user],
+            deadline: nil,
+            peer: "test",
+            callID: 1,
+            connectionTag: "t",
+            logger: logger
+        )
+    }
+
+    /// A nest owned by `owner` and a session for `sitter` from now for `hours`.
+    func nestAndSession(
+        owner: String = "olivia",
+        sitter: String = "sam",
+        hours: Double = 72,
+        zone: String = "Asia/Taipei"
+    )
+        async throws -> (Hearth_Checkins_V1_Nest, Hearth_Checkins_V1_Session)
+    {
+        var nestRequest = Hearth_Checkins_V1_CreateNestRequest()
+        nestRequest.name = "Home"
+        let nest = try await self.service.createNest(nestRequest, self.context(owner))
+        var request = Hearth_Checkins_V1_CreateSessionRequest()
+        request.nestID = nest.id
+        request.sitterUserID = sitter
+        request.startsAt = Google_Protobuf_Timestamp(date: self.clock.now())
+        request.endsAt = Google_Protobuf_Timestamp(date: self.clock.now().addingTimeInterval(hours * 3600))
+        request.timeZone = zone
+        return (nest, try await self.service.createSession(request, self.context(owner)))
+    }
+
+    func checkIn(
+        _ session: Hearth_Checkins_V1_Session,
+        caption: String = "All good",
+        at capturedAt: Date? = nil,
+        requestID: String = UUID().uuidString,
+        as user: String = "sam"
+    ) async throws -> Hearth_Checkins_V1_CheckIn {
+        var request = Hearth_Checkins_V1_CreateCheckInRequest()
+        request.sessionID = session.id
+        request.caption = caption
+        request.capturedAt = Google_Protobuf_Timestamp(date: capturedAt ?? self.clock.now())
+        request.clientRequestID = requestID
+        return try await self.service.createCheckIn(request, self.context(user))
+    }
+}
+
+func expectCode(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void)
+    async
+{
+    do {
+        try await body()
+        Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
+    } catch let error as RPCError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(code.name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("Check-ins")
+struct CheckinsTests {
+    @Test("captions: 280 user-perceived characters pass, 281 do not (emoji and combining marks count once)")
+    func captionBoundary() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let family = "👩‍👩‍👧‍👦"
+        let accented = "e\u{301}"
+        let at280 = String(repeating: family, count: 140) + String(repeating: accented, count: 140)
+        #expect(at280.count == 280)
+        let created = try await fixture.checkIn(session, caption: "  \(at280)\n")
+        #expect(created.caption == at280)
+        await expectCode(.invalidArgument) { _ = try await fixture.checkIn(session, caption: at280 + "x") }
+        await expectCode(.invalidArgument) { _ = try await fixture.checkIn(session, caption: "   ") }
+    }
+
+    @Test("the 10th check-in of a local day passes, the 11th is RESOURCE_EXHAUSTED; the cap resets at local midnight")
+    func dailyCap() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession(zone: "Asia/Taipei")
+        // 20:00 in Taipei: ten before local midnight.
+        for i in 0..<10 {
+            fixture.clock.set(Fixture.start.addingTimeInterval(Double(i) * 60))
+            _ = try await fixture.checkIn(session)
+        }
+        fixture.clock.set(Fixture.start.addingTimeInterval(4 * 3600 - 1))  // 23:59:59 in Taipei
+        await expectCode(.resourceExhausted) { _ = try await fixture.checkIn(session) }
+        fixture.clock.set(Fixture.start.addingTimeInterval(4 * 3600))  // 00:00 next day in Taipei
+        _ = try await fixture.checkIn(session)
+    }
+
+    @Test("a retry with the same client_request_id returns the original and counts once; deleted ones still count")
+    func idempotencyAndDeletes() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let first = try await fixture.checkIn(session, requestID: "upload-1")
+        let retry = try await fixture.checkIn(session, caption: "different", requestID: "upload-1")
+        #expect(retry.id == first.id)
+        #expect(retry.caption == "All good")
+
+        var delete = Hearth_Checkins_V1_DeleteCheckInRequest()
+        delete.checkInID = first.id
+        _ = try await fixture.service.deleteCheckIn(delete, fixture.context("sam"))
+        await expectCode(.notFound) { _ = try await fixture.checkIn(session, requestID: "upload-1") }
+        for _ in 0..<9 { _ = try await fixture.checkIn(session) }
+        await expectCode(.resourceExhausted) { _ = try await fixture.checkIn(session) }
+    }
+
+    @Test("check-ins outside the session's window are refused; late arrivals within 24 h are accepted")
+    func window() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession(hours: 2)
+        await expectCode(.invalidArgument) {
+            _ = try await fixture.checkIn(session, at: Fixture.start.addingTimeInterval(-1))
+        }
+        await expectCode(.invalidArgument) {
+            _ = try await fixture.checkIn(session, at: Fixture.start.addingTimeInterval(301))
+        }
+        _ = try await fixture.checkIn(session, at: Fixture.start.addingTimeInterval(300))
+
+        let taken = Fixture.start.addingTimeInterval(3600)
+        fixture.clock.set(Fixture.start.addingTimeInterval(2 * 3600 + 24 * 3600))  // exactly 24 h after the end
+        _ = try await fixture.checkIn(session, at: taken)
+        fixture.clock.advance(by: 1)
+        await expectCode(.invalidArgument) { _ = try await fixture.checkIn(session, at: taken) }
+        await expectCode(.invalidArgument) {
+            _ = try await fixture.checkIn(session, at: Fixture.start.addingTimeInterval(2 * 3600 + 1))
+        }
+    }
+
+    @Test("someone who is not a participant gets NOT_FOUND from every method")
+    func strangers() async throws {
+        let fixture = try Fixture()
+        let (nest, session) = try await fixture.nestAndSession()
+        let checkIn = try await fixture.checkIn(session)
+        let templates = try await fixture.service.listTemplates(
+            {
+                var r = Hearth_Checkins_V1_ListTemplatesRequest()
+                r.nestID = nest.id
+                return r
+            }(),
+            fixture.context("olivia")
+        )
+        let stranger = fixture.context("mallory")
+        let service = fixture.service
+        await expectCode(.notFound) {
+            _ = try await service.getNest(
+                {
+                    var r = Hearth_Checkins_V1_GetNestRequest()
+                    r.nestID = nest.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.getSession(
+                {
+                    var r = Hearth_Checkins_V1_GetSessionRequest()
+                    r.sessionID = session.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.listSessions(
+                {
+                    var r = Hearth_Checkins_V1_ListSessionsRequest()
+                    r.nestID = nest.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.endSession(
+                {
+                    var r = Hearth_Checkins_V1_EndSessionRequest()
+                    r.sessionID = session.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) { _ = try await fixture.checkIn(session, as: "mallory") }
+        await expectCode(.notFound) {
+            _ = try await service.listCheckIns(
+                {
+                    var r = Hearth_Checkins_V1_ListCheckInsRequest()
+                    r.sessionID = session.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.getCheckInPhoto(
+                {
+                    var r = Hearth_Checkins_V1_GetCheckInPhotoRequest()
+                    r.checkInID = checkIn.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.deleteCheckIn(
+                {
+                    var r = Hearth_Checkins_V1_DeleteCheckInRequest()
+                    r.checkInID = checkIn.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.markViewed(
+                {
+                    var r = Hearth_Checkins_V1_MarkViewedRequest()
+                    r.checkInID = checkIn.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.listTemplates(
+                {
+                    var r = Hearth_Checkins_V1_ListTemplatesRequest()
+                    r.nestID = nest.id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.addTemplate(
+                {
+                    var r = Hearth_Checkins_V1_AddTemplateRequest()
+                    r.nestID = nest.id
+                    r.text = "x"
+                    return r
+                }(),
+                stranger
+            )
+        }
+        await expectCode(.notFound) {
+            _ = try await service.removeTemplate(
+                {
+                    var r = Hearth_Checkins_V1_RemoveTemplateRequest()
+                    r.templateID = templates.templates[0].id
+                    return r
+                }(),
+                stranger
+            )
+        }
+        let mine = try await service.listMyNests(Hearth_Checkins_V1_ListMyNestsRequest(), stranger)
+        #expect(mine.nests.isEmpty)
+    }
+
+    @Test("nest roles: owner, sitter only while a session is active, none; only about oneself")
+    func nestRoles() async throws {
+        let fixture = try Fixture()
+        let (nest, _) = try await fixture.nestAndSession(hours: 1)
+        func role(_ user: String, asking caller: String) async throws -> Hearth_Checkins_V1_NestRole {
+            var request = Hearth_Checkins_V1_GetNestRoleRequest()
+            request.nestID = nest.id
+            request.userID = user
+            return try await fixture.service.getNestRole(request, fixture.context(caller)).role
+        }
+        #expect(try await role("olivia", asking: "olivia") == .owner)
+        #expect(try await role("sam", asking: "sam") == .sitter)
+        #expect(try await role("sam", asking: "olivia") == .sitter)
+        #expect(try await role("mallory", asking: "mallory") == .none)
+        await expectCode(.permissionDenied) { _ = try await role("olivia", asking: "mallory") }
+        fixture.clock.advance(by: 3600)
+        #expect(try await role("sam", asking: "sam") == .none)
+    }
+
+    @Test("timeline pages, newest first, never carry photo bytes; the owner's view is a read receipt")
+    func timelineAndReceipts() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        var ids: [String] = []
+        for i in 0..<7 {
+            ids.append(
+                try await fixture.checkIn(
+                    session,
+                    caption: "update \(i)",
+                    at: Fixture.start.addingTimeInterval(Double(i))
+                ).id
+            )
+        }
+        var request = Hearth_Checkins_V1_ListCheckInsRequest()
+        request.sessionID = session.id
+        request.order = .newestFirst
+        request.pageSize = 3
+        var seen: [String] = []
+        repeat {
+            let page = try await fixture.service.listCheckIns(request, fixture.context("olivia"))
+            #expect(page.checkIns.count <= 3)
+            seen += page.checkIns.map(\.id)
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        #expect(seen == ids.reversed())
+
+        request.pageSize = 101
+        await expectCode(.invalidArgument) {
+            _ = try await fixture.service.listCheckIns(request, fixture.context("olivia"))
+        }
+
+        var view = Hearth_Checkins_V1_MarkViewedRequest()
+        view.checkInID = ids[0]
+        await expectCode(.permissionDenied) { _ = try await fixture.service.markViewed(view, fixture.context("sam")) }
+        let viewed = try await fixture.service.markViewed(view, fixture.context("olivia"))
+        #expect(viewed.hasViewedAt)
+        fixture.clock.advance(by: 60)
+        let again = try await fixture.service.markViewed(view, fixture.context("olivia"))
+        #expect(again.viewedAt == viewed.viewedAt)
+    }
+
+    @Test("quick captions: four by default; the owner adds and removes; no duplicates; sitters only read")
+    func templates() async throws {
+        let fixture = try Fixture()
+        let (nest, _) = try await fixture.nestAndSession()
+        var list = Hearth_Checkins_V1_ListTemplatesRequest()
+        list.nestID = nest.id
+        let defaults = try await fixture.service.listTemplates(list, fixture.context("sam")).templates.map(\.text)
+        #expect(defaults == ["Pet fed", "All good", "Walk done", "Home secure"])
+
+        var add = Hearth_Checkins_V1_AddTemplateRequest()
+        add.nestID = nest.id
+        add.text = "Plants watered"
+        _ = try await fixture.service.addTemplate(add, fixture.context("olivia"))
+        add.text = "  pet FED "
+        await expectCode(.alreadyExists) { _ = try await fixture.service.addTemplate(add, fixture.context("olivia")) }
+        add.text = "Mail in"
+        await expectCode(.permissionDenied) { _ = try await fixture.service.addTemplate(add, fixture.context("sam")) }
+    }
+
+    @Test("sessions: owner only, ends after it starts, a real IANA zone; every bad field is named")
+    func sessionValidation() async throws {
+        let fixture = try Fixture()
+        let (nest, session) = try await fixture.nestAndSession()
+        var request = Hearth_Checkins_V1_CreateSessionRequest()
+        request.nestID = nest.id
+        request.sitterUserID = "olivia"
+        request.startsAt = Google_Protobuf_Timestamp(date: Fixture.start)
+        request.endsAt = Google_Protobuf_Timestamp(date: Fixture.start)
+        request.timeZone = "Mars/Olympus"
+        do {
+            _ = try await fixture.service.createSession(request, fixture.context("olivia"))
+            Issue.record("accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(Set(error.violations.map(\.field)) == ["sitter_user_id", "ends_at", "time_zone"])
+        }
+        request.sitterUserID = "sam"
+        request.endsAt = Google_Protobuf_Timestamp(date: Fixture.start.addingTimeInterval(60))
+        request.timeZone = "Europe/London"
+        await expectCode(.permissionDenied) {
+            _ = try await fixture.service.createSession(request, fixture.context("sam"))
+        }
+
+        var end = Hearth_Checkins_V1_EndSessionRequest()
+        end.sessionID = session.id
+        fixture.clock.advance(by: 600)
+        let ended = try await fixture.service.endSession(end, fixture.context("olivia"))
+        #expect(!ended.active)
+        #expect(ended.endsAt == Google_Protobuf_Timestamp(date: Fixture.start.addingTimeInterval(600)))
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import HearthRPC
+
+/// The rules of check-ins, as pure functions: no clock, no storage.
+enum CheckinRules {
+    static let maxCaptionCharacters = 280
+    static let maxPerLocalDay = 10
+    static let maxFutureSkew: TimeInterval = 5 * 60
+    static let lateArrival: TimeInterval = 24 * 3600
+    static let maxNestNameCharacters = 100
+    static let maxTemplateCharacters = 100
+    static let maxTemplatesPerNest = 50
+    static let defaultTemplates = ["Pet fed", "All good", "Walk done", "Home secure"]
+
+    /// A caption trimmed of surrounding white space; at most 280 user-perceived characters (an
+    /// emoji or a letter with combining marks is one); empty only with a photo.
+    static func caption(_ raw: String, hasPhoto: Bool) -> Result<String, FieldViolation> {
+        let caption = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        if caption.isEmpty && !hasPhoto {
+            return .failure(FieldViolation(field: "caption", description: "must not be empty without a photo"))
+        }
+        if caption.count > Self.maxCaptionCharacters {
+            return .failure(
+                FieldViolation(
+                    field: "caption",
+                    description: "has \(caption.count) characters; at most \(Self.maxCaptionCharacters)"
+                )
+            )
+        }
+        return .success(caption)
+    }
+
+    /// Why a check-in captured at `capturedAt` and received at `now` does not fit `session`, if
+    /// it does not: it must be taken within the session (and not more than 5 minutes ahead of
+    /// now), and arrive no later than 24 hours after the session ends (queued offline).
+    static func timingViolation(capturedAt: Date, now: Date, startsAt: Date, endsAt: Date) -> FieldViolation? {
+        if capturedAt < startsAt {
+            return FieldViolation(field: "captured_at", description: "is before the session starts")
+        }
+        if capturedAt > endsAt {
+            return FieldViolation(field: "captured_at", description: "is after the session ends")
+        }
+        if capturedAt > now.addingTimeInterval(Self.maxFutureSkew) {
+            return FieldViolation(field: "captured_at", description: "is more than 5 minutes in the future")
+        }
+        if now > endsAt.addingTimeInterval(Self.lateArrival) {
+            return FieldViolation(
+                field: "session_id",
+                description: "ended more than 24 hours ago; check-ins are closed"
+            )
+        }
+        return nil
+    }
+
+    /// The local calendar day, `yyyy-MM-dd`, of `date` in `timeZone`: the daily cap counts by it.
+    static func localDay(of date: Date, in timeZone: TimeZone) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: date)
+        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+    }
+
+    /// A trimmed nest name, 1-100 characters.
+    static func nestName(_ raw: String) -> Result<String, FieldViolation> {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty, name.count <= Self.maxNestNameCharacters else {
+            return .failure(
+                FieldViolation(field: "name", description: "must have 1 to \(Self.maxNestNameCharacters) characters")
+            )
+        }
+        return .success(name)
+    }
+
+    /// A trimmed template text, 1-100 characters.
+    static func templateText(_ raw: String) -> Result<String, FieldViolation> {
+        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty, text.count <= Self.maxTemplateCharacters else {
+            return .failure(
+                FieldViolation(field: "text", description: "must have 1 to \(Self.maxTemplateCharacters) characters")
+            )
+        }
+        return .success(text)
+    }
+
+    /// A session's time window and zone, checked together.
+    static func sessionViolations(
+        sitter: String,
+        owner: String,
+        startsAt: Date?,
+        endsAt: Date?,
+        timeZone: String
+    ) -> [FieldViolation] {
+        var violations: [FieldViolation] = []
+        if sitter.isEmpty {
+            violations.append(FieldViolation(field: "sitter_user_id", description: "is required"))
+        } else if sitter == owner {
+            violations.append(
+                FieldViolation(field: "sitter_user_id", description: "must be someone other than the owner")
+            )
+        }
+        if startsAt == nil { violations.append(FieldViolation(field: "starts_at", description: "is required")) }
+        if endsAt == nil { violations.append(FieldViolation(field: "ends_at", description: "is required")) }
+        if let startsAt, let endsAt, endsAt <= startsAt {
+            violations.append(FieldViolation(field: "ends_at", description: "must be after starts_at"))
+        }
+        if TimeZone(identifier: timeZone) == nil {
+            violations.append(FieldViolation(field: "time_zone", description: "'\(timeZone)' is not an IANA time zone"))
+        }
+        return violations
+    }
+}
+
+/// Who a user is to a nest.
+enum NestRoleRule {
+    /// OWNER for the owner; SITTER while the user has a session in the nest active at `now`.
+    static func role(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
+        -> Hearth_Checkins_V1_NestRole
+    {
+        if user == owner { return .owner }
+        if sitterSessions.contains(where: { $0.startsAt <= now && now < $0.endsAt }) { return .sitter }
+        return .none
+    }
+}

@@ -1,0 +1,396 @@
+import Foundation
+public import HearthCore
+public import HearthRPC
+public import HearthStore
+import SwiftProtobuf
+
+/// `hearth.checkins.v1.Checkins`: nests, sitting sessions, check-ins and quick captions.
+///
+/// The caller is always the verified user of the call context. Only a session's owner and
+/// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
+public struct CheckinsService: RPCService {
+    public static let package = "hearth.checkins.v1.Checkins"
+    let store: CheckinStore
+
+    /// Opens (and migrates) the service's store.
+    public init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        self.store = try CheckinStore(location: location, clock: clock)
+    }
+
+    public var serviceName: String { Self.package }
+
+    public var methods: [RPCMethod] {
+        [
+            .unary("\(Self.package)/CreateNest", self.createNest),
+            .unary("\(Self.package)/GetNest", self.getNest),
+            .unary("\(Self.package)/ListMyNests", self.listMyNests),
+            .unary("\(Self.package)/CreateSession", self.createSession),
+            .unary("\(Self.package)/GetSession", self.getSession),
+            .unary("\(Self.package)/ListSessions", self.listSessions),
+            .unary("\(Self.package)/EndSession", self.endSession),
+            .unary("\(Self.package)/GetNestRole", self.getNestRole),
+            .unary("\(Self.package)/CreateCheckIn", self.createCheckIn),
+            .unary("\(Self.package)/ListCheckIns", self.listCheckIns),
+            .unary("\(Self.package)/GetCheckInPhoto", self.getCheckInPhoto),
+            .unary("\(Self.package)/DeleteCheckIn", self.deleteCheckIn),
+            .unary("\(Self.package)/MarkViewed", self.markViewed),
+            .unary("\(Self.package)/ListTemplates", self.listTemplates),
+            .unary("\(Self.package)/AddTemplate", self.addTemplate),
+            .unary("\(Self.package)/RemoveTemplate", self.removeTemplate),
+        ]
+    }
+
+    // MARK: Nests
+
+    @Sendable func createNest(_ request: Hearth_Checkins_V1_CreateNestRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Nest
+    {
+        let user = try caller(context)
+        let name = try validated(CheckinRules.nestName(request.name))
+        return try await self.store.createNest(name: name, owner: user).message
+    }
+
+    @Sendable func getNest(_ request: Hearth_Checkins_V1_GetNestRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Nest
+    {
+        let nest = try await self.visibleNest(request.nestID, to: caller(context))
+        return nest.message
+    }
+
+    @Sendable func listMyNests(_ request: Hearth_Checkins_V1_ListMyNestsRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_ListMyNestsResponse
+    {
+        let user = try caller(context)
+        var response = Hearth_Checkins_V1_ListMyNestsResponse()
+        response.nests = try await self.store.nests(of: user).map(\.message)
+        return response
+    }
+
+    // MARK: Sessions
+
+    @Sendable func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Session
+    {
+        let user = try caller(context)
+        let nest = try await self.ownedNest(request.nestID, by: user)
+        let violations = CheckinRules.sessionViolations(
+            sitter: request.sitterUserID,
+            owner: user,
+            startsAt: request.hasStartsAt ? request.startsAt.date : nil,
+            endsAt: request.hasEndsAt ? request.endsAt.date : nil,
+            timeZone: request.timeZone
+        )
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        let session = SessionRecord(
+            id: UUID().uuidString.lowercased(),
+            nestID: nest.id,
+            ownerUserID: nest.ownerUserID,
+            sitterUserID: request.sitterUserID,
+            startsAt: request.startsAt.date,
+            endsAt: request.endsAt.date,
+            timeZone: request.timeZone,
+            createdAt: self.store.now
+        )
+        try await self.store.createSession(session)
+        return session.message(now: self.store.now)
+    }
+
+    @Sendable func getSession(_ request: Hearth_Checkins_V1_GetSessionRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Session
+    {
+        let session = try await self.participantSession(request.sessionID, caller(context))
+        return session.message(now: self.store.now)
+    }
+
+    @Sendable func listSessions(_ request: Hearth_Checkins_V1_ListSessionsRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_ListSessionsResponse
+    {
+        let user = try caller(context)
+        let nest = try await self.visibleNest(request.nestID, to: user)
+        let now = self.store.now
+        var response = Hearth_Checkins_V1_ListSessionsResponse()
+        // The owner sees every session; a sitter only their own.
+        response.sessions = try await self.store.sessions(inNest: nest.id)
+            .filter { user == nest.ownerUserID || $0.sitterUserID == user }
+            .map { $0.message(now: now) }
+        return response
+    }
+
+    @Sendable func endSession(_ request: Hearth_Checkins_V1_EndSessionRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Session
+    {
+        let user = try caller(context)
+        let session = try await self.participantSession(request.sessionID, user)
+        guard session.ownerUserID == user else {
+            throw RPCError(.permissionDenied, "only the nest's owner can end a session")
+        }
+        guard let ended = try await self.store.endSession(session.id) else { throw notFound("session", session.id) }
+        return ended.message(now: self.store.now)
+    }
+
+    @Sendable func getNestRole(_ request: Hearth_Checkins_V1_GetNestRoleRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_GetNestRoleResponse
+    {
+        let user = try caller(context)
+        var response = Hearth_Checkins_V1_GetNestRoleResponse()
+        guard let nest = try await self.store.nest(request.nestID) else {
+            response.role = .none
+            return response
+        }
+        guard request.userID == user || nest.ownerUserID == user else {
+            throw RPCError(.permissionDenied, "you may ask only about your own role in a nest")
+        }
+        response.role = NestRoleRule.role(
+            user: request.userID,
+            owner: nest.ownerUserID,
+            sitterSessions: try await self.store.sittingWindows(of: request.userID, inNest: nest.id),
+            now: self.store.now
+        )
+        return response
+    }
+
+    // MARK: Check-ins
+
+    @Sendable func createCheckIn(_ request: Hearth_Checkins_V1_CreateCheckInRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_CheckIn
+    {
+        let user = try caller(context)
+        let session = try await self.participantSession(request.sessionID, user)
+        guard session.sitterUserID == user else {
+            throw RPCError(.permissionDenied, "only the session's sitter posts check-ins")
+        }
+        guard request.photo.isEmpty else {
+            // Photos are stored only once they can be normalized (orientation applied, EXIF and GPS
+            // removed); until then they are refused rather than kept with location data.
+            throw RPCError(.unimplemented, "photo check-ins are not available yet; send the caption alone")
+        }
+        var violations: [FieldViolation] = []
+        var caption = ""
+        switch CheckinRules.caption(request.caption, hasPhoto: false) {
+        case .success(let value): caption = value
+        case .failure(let violation): violations.append(violation)
+        }
+        if request.clientRequestID.isEmpty || request.clientRequestID.count > 128 {
+            violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
+        }
+        let now = self.store.now
+        if !request.hasCapturedAt {
+            violations.append(FieldViolation(field: "captured_at", description: "is required"))
+        } else if let timing = CheckinRules.timingViolation(
+            capturedAt: request.capturedAt.date,
+            now: now,
+            startsAt: session.startsAt,
+            endsAt: session.endsAt
+        ) {
+            violations.append(timing)
+        }
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+
+        let record = CheckInRecord(
+            id: UUID().uuidString.lowercased(),
+            sessionID: session.id,
+            submitterUserID: user,
+            caption: caption,
+            capturedAt: request.capturedAt.date,
+            createdAt: now,
+            photoAltText: request.photoAltText.trimmingCharacters(in: .whitespacesAndNewlines),
+            viewedAt: nil,
+            clientRequestID: request.clientRequestID
+        )
+        let zone = TimeZone(identifier: session.timeZone) ?? .gmt
+        let localDay = CheckinRules.localDay(of: record.capturedAt, in: zone)
+        switch try await self.store.createCheckIn(record, localDay: localDay) {
+        case .created(let checkIn), .repeated(let checkIn?):
+            return checkIn.message
+        case .repeated(nil):
+            throw RPCError(.notFound, "the check-in made by request \(request.clientRequestID) was deleted")
+        case .dailyCapReached(let day):
+            throw RPCError(
+                .resourceExhausted,
+                "a session has at most \(CheckinRules.maxPerLocalDay) check-ins a day; \(day) (\(session.timeZone)) is full"
+            )
+        }
+    }
+
+    @Sendable func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_ListCheckInsResponse
+    {
+        let session = try await self.participantSession(request.sessionID, caller(context))
+        guard request.pageSize <= 100 else {
+            throw RPCError.invalidArgument([FieldViolation(field: "page_size", description: "must be at most 100")])
+        }
+        var cursor: TimelineCursor?
+        if !request.pageToken.isEmpty {
+            guard let parsed = TimelineCursor(token: request.pageToken) else {
+                throw RPCError.invalidArgument([
+                    FieldViolation(field: "page_token", description: "is not a token this service issued")
+                ])
+            }
+            cursor = parsed
+        }
+        let size = request.pageSize == 0 ? 20 : Int(request.pageSize)
+        // One more than asked tells whether another page follows.
+        let rows = try await self.store.checkIns(
+            session: session.id,
+            newestFirst: request.order == .newestFirst,
+            after: cursor,
+            limit: size + 1
+        )
+        var response = Hearth_Checkins_V1_ListCheckInsResponse()
+        response.checkIns = rows.prefix(size).map(\.message)
+        if rows.count > size, let last = rows.prefix(size).last {
+            response.nextPageToken = TimelineCursor(capturedAt: last.capturedAt, id: last.id).token
+        }
+        return response
+    }
+
+    @Sendable func getCheckInPhoto(_ request: Hearth_Checkins_V1_GetCheckInPhotoRequest, _ context: RPCContext)
+        async throws
+        -> Hearth_Checkins_V1_GetCheckInPhotoResponse
+    {
+        let checkIn = try await self.visibleCheckIn(request.checkInID, to: caller(context))
+        throw RPCError(.notFound, "check-in \(checkIn.id) has no photo")
+    }
+
+    @Sendable func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_DeleteCheckInResponse
+    {
+        let user = try caller(context)
+        let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
+        let session = try await self.participantSession(checkIn.sessionID, user)
+        guard checkIn.submitterUserID == user || session.ownerUserID == user else {
+            throw RPCError(.permissionDenied, "only its author or the nest's owner can delete a check-in")
+        }
+        try await self.store.deleteCheckIn(checkIn.id)
+        return Hearth_Checkins_V1_DeleteCheckInResponse()
+    }
+
+    @Sendable func markViewed(_ request: Hearth_Checkins_V1_MarkViewedRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_CheckIn
+    {
+        let user = try caller(context)
+        let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
+        let session = try await self.participantSession(checkIn.sessionID, user)
+        guard session.ownerUserID == user else {
+            throw RPCError(.permissionDenied, "only the nest's owner marks check-ins viewed")
+        }
+        guard let viewed = try await self.store.markViewed(checkIn.id) else { throw notFound("check-in", checkIn.id) }
+        return viewed.message
+    }
+
+    // MARK: Templates
+
+    @Sendable func listTemplates(_ request: Hearth_Checkins_V1_ListTemplatesRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_ListTemplatesResponse
+    {
+        let nest = try await self.visibleNest(request.nestID, to: caller(context))
+        var response = Hearth_Checkins_V1_ListTemplatesResponse()
+        response.templates = try await self.store.templates(inNest: nest.id).map(\.message)
+        return response
+    }
+
+    @Sendable func addTemplate(_ request: Hearth_Checkins_V1_AddTemplateRequest, _ context: RPCContext) async throws
+        -> Hearth_Checkins_V1_Template
+    {
+        let nest = try await self.ownedNest(request.nestID, by: caller(context))
+        let text = try validated(CheckinRules.templateText(request.text))
+        switch try await self.store.addTemplate(nestID: nest.id, text: text) {
+        case .added(let template):
+            return template.message
+        case .duplicate:
+            throw RPCError(.alreadyExists, "the nest already has the quick caption '\(text)'")
+        case .full:
+            throw RPCError(.failedPrecondition, "a nest has at most \(CheckinRules.maxTemplatesPerNest) quick captions")
+        }
+    }
+
+    @Sendable func removeTemplate(_ request: Hearth_Checkins_V1_RemoveTemplateRequest, _ context: RPCContext)
+        async throws
+        -> Hearth_Checkins_V1_RemoveTemplateResponse
+    {
+        let user = try caller(context)
+        guard let template = try await self.store.template(request.templateID) else {
+            throw notFound("template", request.templateID)
+        }
+        _ = try await self.ownedNest(template.nestID, by: user)
+        try await self.store.removeTemplate(template.id)
+        return Hearth_Checkins_V1_RemoveTemplateResponse()
+    }
+
+    // MARK: Access
+
+    /// A nest its owner or one of its sitters (any session) may see; NOT_FOUND for anyone else.
+    private func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
+        guard let nest = try await self.store.nest(id) else { throw notFound("nest", id) }
+        if nest.ownerUserID == user { return nest }
+        guard try await !self.store.sittingWindows(of: user, inNest: nest.id).isEmpty else {
+            throw notFound("nest", id)
+        }
+        return nest
+    }
+
+    /// A nest `user` owns: NOT_FOUND if they cannot see it, PERMISSION_DENIED if they sit in it.
+    private func ownedNest(_ id: String, by user: String) async throws -> NestRecord {
+        let nest = try await self.visibleNest(id, to: user)
+        guard nest.ownerUserID == user else { throw RPCError(.permissionDenied, "only the nest's owner can do that") }
+        return nest
+    }
+
+    /// A session whose owner or sitter `user` is; NOT_FOUND for anyone else.
+    private func participantSession(_ id: String, _ user: String) async throws -> SessionRecord {
+        guard let session = try await self.store.session(id), session.isParticipant(user) else {
+            throw notFound("session", id)
+        }
+        return session
+    }
+
+    private func visibleCheckIn(_ id: String, to user: String) async throws -> CheckInRecord {
+        guard let checkIn = try await self.store.checkIn(id),
+            let session = try await self.store.session(checkIn.sessionID), session.isParticipant(user)
+        else { throw notFound("check-in", id) }
+        return checkIn
+    }
+}
+
+/// The verified user of the call.
+func caller(_ context: RPCContext) throws -> String {
+    guard let user = context.userID, !user.isEmpty else {
+        throw RPCError(.unauthenticated, "no user: call through the gateway")
+    }
+    return user
+}
+
+func notFound(_ kind: String, _ id: String) -> RPCError {
+    RPCError(.notFound, "\(kind) \(id) not found")
+}
+
+func validated<T>(_ result: Result<T, FieldViolation>) throws -> T {
+    switch result {
+    case .success(let value): return value
+    case .failure(let violation): throw RPCError.invalidArgument([violation])
+    }
+}
+
+/// Typed calls to `hearth.checkins.v1.Checkins`.
+public struct CheckinsClient: Sendable {
+    public let client: RPCClient
+
+    public init(client: RPCClient) {
+        self.client = client
+    }
+
+    /// The caller's role in a nest (for other services deciding access).
+    public func nestRole(nestID: String, userID: String, options: CallOptions) async throws
+        -> Hearth_Checkins_V1_NestRole
+    {
+        var request = Hearth_Checkins_V1_GetNestRoleRequest()
+        request.nestID = nestID
+        request.userID = userID
+        return try await self.client.call(
+            "\(CheckinsService.package)/GetNestRole",
+            request,
+            as: Hearth_Checkins_V1_GetNestRoleResponse.self,
+            options: options
+        ).role
+    }
+}

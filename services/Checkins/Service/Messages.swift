@@ -1,0 +1,55 @@
+import Foundation
+import SwiftProtobuf
+
+extension NestRecord {
+    var message: Hearth_Checkins_V1_Nest {
+        var nest = Hearth_Checkins_V1_Nest()
+        nest.id = self.id
+        nest.name = self.name
+        nest.ownerUserID = self.ownerUserID
+        nest.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+        return nest
+    }
+}
+
+extension SessionRecord {
+    func message(now: Date) -> Hearth_Checkins_V1_Session {
+        var session = Hearth_Checkins_V1_Session()
+        session.id = self.id
+        session.nestID = self.nestID
+        session.ownerUserID = self.ownerUserID
+        session.sitterUserID = self.sitterUserID
+        session.startsAt = Google_Protobuf_Timestamp(date: self.startsAt)
+        session.endsAt = Google_Protobuf_Timestamp(date: self.endsAt)
+        session.timeZone = self.timeZone
+        session.active = self.startsAt <= now && now < self.endsAt
+        return session
+    }
+}
+
+extension CheckInRecord {
+    var message: Hearth_Checkins_V1_CheckIn {
+        var checkIn = Hearth_Checkins_V1_CheckIn()
+        checkIn.id = self.id
+        checkIn.sessionID = self.sessionID
+        checkIn.submitterUserID = self.submitterUserID
+        checkIn.caption = self.caption
+        checkIn.capturedAt = Google_Protobuf_Timestamp(date: self.capturedAt)
+        checkIn.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+        checkIn.hasPhoto_p = false
+        checkIn.photoAltText = self.photoAltText
+        if let viewedAt = self.viewedAt { checkIn.viewedAt = Google_Protobuf_Timestamp(date: viewedAt) }
+        checkIn.clientRequestID = self.clientRequestID
+        return checkIn
+    }
+}
+
+extension TemplateRecord {
+    var message: Hearth_Checkins_V1_Template {
+        var template = Hearth_Checkins_V1_Template()
+        template.id = self.id
+        template.nestID = self.nestID
+        template.text = self.text
+        return template
+    }
+}

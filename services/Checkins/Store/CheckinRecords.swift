@@ -1,0 +1,152 @@
+import Foundation
+import GRDB
+
+struct NestRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
+    static let databaseTableName = "nest"
+    var id: String
+    var name: String
+    var ownerUserID: String
+    var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, name
+        case ownerUserID = "owner_user_id"
+        case createdAt = "created_at"
+    }
+}
+
+struct SessionRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
+    static let databaseTableName = "session"
+    var id: String
+    var nestID: String
+    var ownerUserID: String
+    var sitterUserID: String
+    var startsAt: Date
+    var endsAt: Date
+    var timeZone: String
+    var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case nestID = "nest_id"
+        case ownerUserID = "owner_user_id"
+        case sitterUserID = "sitter_user_id"
+        case startsAt = "starts_at"
+        case endsAt = "ends_at"
+        case timeZone = "time_zone"
+        case createdAt = "created_at"
+    }
+
+    func isParticipant(_ user: String) -> Bool {
+        user == self.ownerUserID || user == self.sitterUserID
+    }
+}
+
+struct CheckInRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
+    static let databaseTableName = "check_in"
+    var id: String
+    var sessionID: String
+    var submitterUserID: String
+    var caption: String
+    var capturedAt: Date
+    var createdAt: Date
+    var photoAltText: String
+    var viewedAt: Date?
+    var clientRequestID: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, caption
+        case sessionID = "session_id"
+        case submitterUserID = "submitter_user_id"
+        case capturedAt = "captured_at"
+        case createdAt = "created_at"
+        case photoAltText = "photo_alt_text"
+        case viewedAt = "viewed_at"
+        case clientRequestID = "client_request_id"
+    }
+}
+
+struct TemplateRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
+    static let databaseTableName = "template"
+    var id: String
+    var nestID: String
+    var text: String
+    var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, text
+        case nestID = "nest_id"
+        case createdAt = "created_at"
+    }
+}
+
+enum CheckinMigrations {
+    /// Named and append-only: a shipped migration is never edited.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: nests, sessions, check-ins, templates") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE nest (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        owner_user_id TEXT NOT NULL,
+                        created_at DATETIME NOT NULL
+                    );
+                    CREATE INDEX nest_owner ON nest(owner_user_id);
+
+                    CREATE TABLE session (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        nest_id TEXT NOT NULL REFERENCES nest(id) ON DELETE CASCADE,
+                        owner_user_id TEXT NOT NULL,
+                        sitter_user_id TEXT NOT NULL,
+                        starts_at DATETIME NOT NULL,
+                        ends_at DATETIME NOT NULL,
+                        time_zone TEXT NOT NULL,
+                        created_at DATETIME NOT NULL
+                    );
+                    CREATE INDEX session_nest ON session(nest_id, starts_at);
+                    CREATE INDEX session_sitter ON session(sitter_user_id, nest_id);
+
+                    CREATE TABLE check_in (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+                        submitter_user_id TEXT NOT NULL,
+                        caption TEXT NOT NULL,
+                        captured_at DATETIME NOT NULL,
+                        created_at DATETIME NOT NULL,
+                        photo_alt_text TEXT NOT NULL,
+                        viewed_at DATETIME,
+                        client_request_id TEXT NOT NULL
+                    );
+                    CREATE INDEX check_in_timeline ON check_in(session_id, captured_at, id);
+
+                    -- Kept after a check-in is deleted: a retry of its request must not create another.
+                    CREATE TABLE check_in_request (
+                        submitter_user_id TEXT NOT NULL,
+                        client_request_id TEXT NOT NULL,
+                        check_in_id TEXT NOT NULL,
+                        PRIMARY KEY (submitter_user_id, client_request_id)
+                    );
+
+                    -- Check-ins per session and local day; deleting one does not give its place back.
+                    CREATE TABLE daily_count (
+                        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+                        local_day TEXT NOT NULL,
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (session_id, local_day)
+                    );
+
+                    CREATE TABLE template (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        nest_id TEXT NOT NULL REFERENCES nest(id) ON DELETE CASCADE,
+                        text TEXT NOT NULL COLLATE NOCASE,
+                        created_at DATETIME NOT NULL,
+                        UNIQUE (nest_id, text)
+                    );
+                    """
+            )
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthRPC
+import HearthStore
+
+/// The checkins service's SQLite store. Each invariant is kept inside one write transaction.
+struct CheckinStore: Sendable {
+    let base: Store
+
+    init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        self.base = try Store(location: location, migrator: CheckinMigrations.migrator, clock: clock)
+    }
+
+    var now: Date { self.base.clock.now() }
+    private var db: any DatabaseWriter { self.base.writer }
+
+    // MARK: Nests
+
+    /// Creates a nest with the default quick captions.
+    func createNest(name: String, owner: String) async throws -> NestRecord {
+        let now = self.now
+        let nest = NestRecord(id: UUID().uuidString.lowercased(), name: name, ownerUserID: owner, createdAt: now)
+        try await self.db.write { db in
+            try nest.insert(db)
+            for text in CheckinRules.defaultTemplates {
+                try TemplateRecord(id: UUID().uuidString.lowercased(), nestID: nest.id, text: text, createdAt: now)
+                    .insert(db)
+            }
+        }
+        return nest
+    }
+
+    func nest(_ id: String) async throws -> NestRecord? {
+        try await self.db.read { db in try NestRecord.fetchOne(db, key: id) }
+    }
+
+    /// Nests `user` owns, or has a session in that has not ended.
+    func nests(of user: String) async throws -> [NestRecord] {
+        let now = self.now
+        return try await self.db.read { db in
+            try NestRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM nest WHERE owner_user_id = ?
+                    UNION
+                    SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
+                    WHERE session.sitter_user_id = ? AND session.ends_at > ?
+                    ORDER BY created_at, id
+                    """,
+                arguments: [user, user, now]
+            )
+        }
+    }
+
+    // MARK: Sessions
+
+    func createSession(_ session: SessionRecord) async throws {
+        try await self.db.write { db in try session.insert(db) }
+    }
+
+    func session(_ id: String) async throws -> SessionRecord? {
+        try await self.db.read { db in try SessionRecord.fetchOne(db, key: id) }
+    }
+
+    func sessions(inNest nestID: String) async throws -> [SessionRecord] {
+        try await self.db.read { db in
+            try SessionRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM session WHERE nest_id = ? ORDER BY starts_at, id",
+                arguments: [nestID]
+            )
+        }
+    }
+
+    /// Ends a session now (if it would end later).
+    func endSession(_ id: String) async throws -> SessionRecord? {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var session = try SessionRecord.fetchOne(db, key: id) else { return nil }
+            if session.endsAt > now {
+                session.endsAt = max(now, session.startsAt)
+                try session.update(db)
+            }
+            return session
+        }
+    }
+
+    /// The windows of `user`'s sitting sessions in a nest.
+    func sittingWindows(of user: String, inNest nestID: String) async throws -> [(startsAt: Date, endsAt: Date)] {
+        try await self.db.read { db in
+            try SessionRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM session WHERE nest_id = ? AND sitter_user_id = ?",
+                arguments: [nestID, user]
+            ).map { ($0.startsAt, $0.endsAt) }
+        }
+    }
+
+    // MARK: Check-ins
+
+    enum CreateOutcome {
+        case created(CheckInRecord)
+        /// The same request was already handled: its check-in (nil if since deleted).
+        case repeated(CheckInRecord?)
+        case dailyCapReached(localDay: String)
+    }
+
+    /// Records a check-in unless its request was seen before or its local day is full; the
+    /// request key, the day's count and the check-in are written in one transaction.
+    func createCheckIn(_ checkIn: CheckInRecord, localDay: String) async throws -> CreateOutcome {
+        try await self.db.write { db in
+            if let earlier = try String.fetchOne(
+                db,
+                sql: "SELECT check_in_id FROM check_in_request WHERE submitter_user_id = ? AND client_request_id = ?",
+                arguments: [checkIn.submitterUserID, checkIn.clientRequestID]
+            ) {
+                return .repeated(try CheckInRecord.fetchOne(db, key: earlier))
+            }
+            let count =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT count FROM daily_count WHERE session_id = ? AND local_day = ?",
+                    arguments: [checkIn.sessionID, localDay]
+                ) ?? 0
+            guard count < CheckinRules.maxPerLocalDay else { return .dailyCapReached(localDay: localDay) }
+            try db.execute(
+                sql: """
+                    INSERT INTO daily_count (session_id, local_day, count) VALUES (?, ?, 1)
+                    ON CONFLICT (session_id, local_day) DO UPDATE SET count = count + 1
+                    """,
+                arguments: [checkIn.sessionID, localDay]
+            )
+            try db.execute(
+                sql:
+                    "INSERT INTO check_in_request (submitter_user_id, client_request_id, check_in_id) VALUES (?, ?, ?)",
+                arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id]
+            )
+            try checkIn.insert(db)
+            return .created(checkIn)
+        }
+    }
+
+    func checkIn(_ id: String) async throws -> CheckInRecord? {
+        try await self.db.read { db in try CheckInRecord.fetchOne(db, key: id) }
+    }
+
+    /// A page of a session's check-ins in capture order, after `cursor` when given.
+    func checkIns(session: String, newestFirst: Bool, after cursor: TimelineCursor?, limit: Int) async throws
+        -> [CheckInRecord]
+    {
+        try await self.db.read { db in
+            var sql = "SELECT * FROM check_in WHERE session_id = ?"
+            var arguments: StatementArguments = [session]
+            if let cursor {
+                sql += newestFirst ? " AND (captured_at, id) < (?, ?)" : " AND (captured_at, id) > (?, ?)"
+                arguments += [cursor.capturedAt, cursor.id]
+            }
+            sql += newestFirst ? " ORDER BY captured_at DESC, id DESC" : " ORDER BY captured_at, id"
+            sql += " LIMIT ?"
+            arguments += [limit]
+            return try CheckInRecord.fetchAll(db, sql: sql, arguments: arguments)
+        }
+    }
+
+    func deleteCheckIn(_ id: String) async throws {
+        _ = try await self.db.write { db in try CheckInRecord.deleteOne(db, key: id) }
+    }
+
+    /// Sets `viewed_at` the first time; later views keep the first time.
+    func markViewed(_ id: String) async throws -> CheckInRecord? {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var checkIn = try CheckInRecord.fetchOne(db, key: id) else { return nil }
+            if checkIn.viewedAt == nil {
+                checkIn.viewedAt = now
+                try checkIn.update(db)
+            }
+            return checkIn
+        }
+    }
+
+    // MARK: Templates
+
+    func templates(inNest nestID: String) async throws -> [TemplateRecord] {
+        try await self.db.read { db in
+            try TemplateRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM template WHERE nest_id = ? ORDER BY created_at, rowid",
+                arguments: [nestID]
+            )
+        }
+    }
+
+    enum AddTemplateOutcome {
+        case added(TemplateRecord)
+        case duplicate
+        case full
+    }
+
+    func addTemplate(nestID: String, text: String) async throws -> AddTemplateOutcome {
+        let template = TemplateRecord(
+            id: UUID().uuidString.lowercased(),
+            nestID: nestID,
+            text: text,
+            createdAt: self.now
+        )
+        return try await self.db.write { db in
+            let count =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM template WHERE nest_id = ?", arguments: [nestID]) ?? 0
+            guard count < CheckinRules.maxTemplatesPerNest else { return .full }
+            guard
+                try TemplateRecord.filter(sql: "nest_id = ? AND text = ?", arguments: [nestID, text]).fetchCount(db)
+                    == 0
+            else {
+                return .duplicate
+            }
+            try template.insert(db)
+            return .added(template)
+        }
+    }
+
+    func template(_ id: String) async throws -> TemplateRecord? {
+        try await self.db.read { db in try TemplateRecord.fetchOne(db, key: id) }
+    }
+
+    func removeTemplate(_ id: String) async throws {
+        _ = try await self.db.write { db in try TemplateRecord.deleteOne(db, key: id) }
+    }
+}
+
+/// Where a page of the timeline ends: opaque to clients (base64 of "captured-ms:id").
+struct TimelineCursor: Equatable {
+    var capturedAt: Date
+    var id: String
+
+    var token: String {
+        let ms = Int64((self.capturedAt.timeIntervalSince1970 * 1000).rounded())
+        return Data("\(ms):\(self.id)".utf8).base64EncodedString()
+    }
+
+    init(capturedAt: Date, id: String) {
+        self.capturedAt = capturedAt
+        self.id = id
+    }
+
+    init?(token: String) {
+        guard let data = Data(base64Encoded: token), let text = String(data: data, encoding: .utf8),
+            let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon])
+        else { return nil }
+        self.capturedAt = Date(timeIntervalSince1970: Double(ms) / 1000)
+        self.id = String(text[text.index(after: colon)...])
+    }
+}
