@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Shared libraries.
@@ -80,6 +81,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "HearthPush",
+            dependencies: [
+                "HearthCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Services: one module each, model / store / service inside.
         .target(
             name: "EchoService",
@@ -95,6 +111,8 @@ let package = Package(
             name: "CheckinsService",
             dependencies: [
                 "HearthCore",
+                "HearthPush",
+                .product(name: "Logging", package: "swift-log"),
                 "HearthRPC",
                 "HearthStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -113,6 +131,7 @@ let package = Package(
                 "HearthStore",
                 "HearthGateway",
                 "HearthTLS",
+                "HearthPush",
                 "EchoService",
                 "CheckinsService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -182,11 +201,27 @@ let package = Package(
             name: "CheckinsTests",
             dependencies: [
                 "CheckinsService",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "HearthRPC",
                 "HearthCore",
                 "HearthStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthPushTests",
+            dependencies: [
+                "HearthPush",
+                "HearthCore",
+                "HearthStore",
+                "HearthTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

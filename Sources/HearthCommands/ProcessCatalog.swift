@@ -3,6 +3,7 @@ import CheckinsService
 import EchoService
 import Foundation
 import HearthGateway
+import HearthPush
 import HearthRPC
 import HearthStore
 import Logging
@@ -77,6 +78,8 @@ struct ProcessSettings: Sendable {
     var gateway: GatewaySettings
     /// TLS for the gateway's client-facing listener; nil: plaintext.
     var gatewayTLS: (@Sendable (any Channel) throws -> Void)?
+    /// Where services' notifications go (a webhook, or the log).
+    var pushSender: any PushSender
     var logger: Logger
 }
 
@@ -146,16 +149,20 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         )
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
+        let services = try name.makeServices(dataDirectory: settings.dataDirectory)
+        let deliverers = services.compactMap { $0 as? any OutboxOwner }.map {
+            $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
+        }
         let server = RPCServer(
             configuration: ServerConfiguration(
                 host: settings.host,
                 port: settings.port,
                 internalCredential: settings.secrets.internalCredential
             ),
-            services: try name.makeServices(dataDirectory: settings.dataDirectory),
+            services: services,
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
-        return HearthProcess(name: name, server: server, companions: [], metrics: metrics)
+        return HearthProcess(name: name, server: server, companions: deliverers, metrics: metrics)
     }
 }

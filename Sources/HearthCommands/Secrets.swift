@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import HearthPush
+import Logging
 
 /// The two secrets a Hearth deployment shares: the internal credential every service
 /// requires, and the HS256 key the gateway verifies client tokens with.
@@ -106,5 +108,15 @@ struct CallerOptions: ParsableArguments {
     func defaultTarget(for method: String) -> Target {
         let process = self.internalSecret != nil ? (ProcessName.owner(of: method) ?? .gateway) : .gateway
         return Target(host: "127.0.0.1", port: process.defaultPort)
+    }
+}
+
+/// `--push-webhook`: where services POST notifications; without it they go to the log.
+struct PushOptions: ParsableArguments {
+    @Option(help: "URL that services POST notifications to as JSON (retried until accepted). Default: the log.")
+    var pushWebhook: String?
+
+    func sender(logger: Logger) -> any PushSender {
+        self.pushWebhook.map { WebhookPushSender(url: $0) } ?? LogPushSender(logger: logger)
     }
 }

@@ -33,6 +33,7 @@ struct Serve: AsyncParsableCommand {
     var metricsPort: Int?
 
     @OptionGroup var secrets: SecretOptions
+    @OptionGroup var push: PushOptions
     @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
@@ -49,6 +50,7 @@ struct Serve: AsyncParsableCommand {
                 secrets: try self.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
                 gateway: self.gateway,
                 gatewayTLS: try self.tls.connectionSetup(),
+                pushSender: self.push.sender(logger: logger),
                 logger: logger
             )
         )

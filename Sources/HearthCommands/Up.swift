@@ -31,6 +31,7 @@ struct Up: AsyncParsableCommand {
     var metricsPort: Int?
 
     @OptionGroup var secrets: SecretOptions
+    @OptionGroup var push: PushOptions
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -50,6 +51,7 @@ struct Up: AsyncParsableCommand {
                 secrets: secrets,
                 gateway: gatewayDefaults,
                 gatewayTLS: gatewayTLS,
+                pushSender: self.push.sender(logger: logger),
                 logger: logger
             )
             processes.append(try await makeProcess(name, settings: settings))

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthCore
 import HearthRPC
 import HearthStore
@@ -131,6 +132,22 @@ struct CheckinsTests {
         await expectCode(.notFound) { _ = try await fixture.checkIn(session, requestID: "upload-1") }
         for _ in 0..<9 { _ = try await fixture.checkIn(session) }
         await expectCode(.resourceExhausted) { _ = try await fixture.checkIn(session) }
+    }
+
+    @Test("a new check-in puts one notification for the owner in the outbox; a retry puts none")
+    func ownerNotification() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let first = try await fixture.checkIn(session, caption: "Walk done", requestID: "r1")
+        _ = try await fixture.checkIn(session, caption: "Walk done", requestID: "r1")
+        let messages = try await fixture.service.store.base.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT message FROM push_outbox")
+        }
+        #expect(messages.count == 1)
+        let message = try JSONSerialization.jsonObject(with: Data(messages[0].utf8)) as? [String: Any]
+        #expect(message?["userID"] as? String == "olivia")
+        #expect(message?["kind"] as? String == "checkin.created")
+        #expect((message?["data"] as? [String: String])?["check_in_id"] == first.id)
     }
 
     @Test("check-ins outside the session's window are refused; late arrivals within 24 h are accepted")

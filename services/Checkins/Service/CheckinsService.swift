@@ -1,14 +1,16 @@
 import Foundation
 public import HearthCore
+public import HearthPush
 public import HearthRPC
 public import HearthStore
+public import Logging
 import SwiftProtobuf
 
 /// `hearth.checkins.v1.Checkins`: nests, sitting sessions, check-ins and quick captions.
 ///
 /// The caller is always the verified user of the call context. Only a session's owner and
 /// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
-public struct CheckinsService: RPCService {
+public struct CheckinsService: RPCService, OutboxOwner {
     public static let package = "hearth.checkins.v1.Checkins"
     let store: CheckinStore
 
@@ -18,6 +20,11 @@ public struct CheckinsService: RPCService {
     }
 
     public var serviceName: String { Self.package }
+
+    /// The part that sends this service's notifications from its outbox.
+    public func outboxDeliverer(sender: any PushSender, logger: Logger) -> OutboxDeliverer {
+        OutboxDeliverer(writer: self.store.base.writer, sender: sender, clock: self.store.base.clock, logger: logger)
+    }
 
     public var methods: [RPCMethod] {
         [
@@ -199,7 +206,15 @@ public struct CheckinsService: RPCService {
         )
         let zone = TimeZone(identifier: session.timeZone) ?? .gmt
         let localDay = CheckinRules.localDay(of: record.capturedAt, in: zone)
-        switch try await self.store.createCheckIn(record, localDay: localDay) {
+        let notify = PushMessage(
+            userID: session.ownerUserID,
+            kind: "checkin.created",
+            title: "New check-in",
+            body: caption.isEmpty ? "Your sitter posted a photo." : "Your sitter: \(caption)",
+            data: ["session_id": session.id, "check_in_id": record.id],
+            createdAt: now
+        )
+        switch try await self.store.createCheckIn(record, localDay: localDay, notify: notify) {
         case .created(let checkIn), .repeated(let checkIn?):
             return checkIn.message
         case .repeated(nil):

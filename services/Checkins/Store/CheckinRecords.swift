@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthPush
 
 struct NestRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "nest"
@@ -147,6 +148,7 @@ enum CheckinMigrations {
                     """
             )
         }
+        Outbox.registerMigration(in: &migrator)
         return migrator
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HearthCore
+import HearthPush
 import HearthRPC
 import HearthStore
 
@@ -108,7 +109,8 @@ struct CheckinStore: Sendable {
 
     /// Records a check-in unless its request was seen before or its local day is full; the
     /// request key, the day's count and the check-in are written in one transaction.
-    func createCheckIn(_ checkIn: CheckInRecord, localDay: String) async throws -> CreateOutcome {
+    /// `notify` goes into the push outbox in the same transaction, only when a check-in is created.
+    func createCheckIn(_ checkIn: CheckInRecord, localDay: String, notify: PushMessage) async throws -> CreateOutcome {
         try await self.db.write { db in
             if let earlier = try String.fetchOne(
                 db,
@@ -137,6 +139,7 @@ struct CheckinStore: Sendable {
                 arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id]
             )
             try checkIn.insert(db)
+            try Outbox.enqueue(notify, in: db)
             return .created(checkIn)
         }
     }

@@ -1,0 +1,107 @@
+import AsyncHTTPClient
+public import Foundation
+public import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// A notification for one user's devices.
+public struct PushMessage: Codable, Sendable, Equatable {
+    /// Unique per message; sent as `Idempotency-Key` so that a receiver can drop a repeat.
+    public var id: String
+    public var userID: String
+    /// What happened, e.g. `checkin.created`.
+    public var kind: String
+    public var title: String
+    public var body: String
+    public var data: [String: String]
+    public var createdAt: Date
+
+    public init(
+        id: String = UUID().uuidString.lowercased(),
+        userID: String,
+        kind: String,
+        title: String,
+        body: String,
+        data: [String: String] = [:],
+        createdAt: Date
+    ) {
+        self.id = id
+        self.userID = userID
+        self.kind = kind
+        self.title = title
+        self.body = body
+        self.data = data
+        self.createdAt = createdAt
+    }
+}
+
+/// Delivers one push. Throwing ``PushRejected`` means "never retry"; any other error means
+/// "try again later".
+public protocol PushSender: Sendable {
+    func send(_ message: PushMessage) async throws
+}
+
+/// The receiver refused the message for good (a 4xx other than 408 and 429).
+public struct PushRejected: Error, CustomStringConvertible {
+    public var status: Int
+    public var description: String { "push rejected with HTTP \(self.status)" }
+}
+
+/// POSTs each message as JSON to a webhook (AsyncHTTPClient). 2xx is delivered; 408, 429 and
+/// 5xx are retried; other 4xx are rejected for good.
+public struct WebhookPushSender: PushSender {
+    public let url: String
+    public let timeout: TimeAmount
+
+    public init(url: String, timeout: TimeAmount = .seconds(10)) {
+        self.url = url
+        self.timeout = timeout
+    }
+
+    public func send(_ message: PushMessage) async throws {
+        var request = HTTPClientRequest(url: self.url)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json")
+        request.headers.add(name: "idempotency-key", value: message.id)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        request.body = .bytes(ByteBuffer(data: try encoder.encode(message)))
+        let response = try await HTTPClient.shared.execute(request, timeout: self.timeout)
+        _ = try await response.body.collect(upTo: 64 * 1024)
+        let status = Int(response.status.code)
+        switch status {
+        case 200..<300:
+            return
+        case 408, 429, 500...:
+            throw WebhookRetryLater(status: status)
+        default:
+            throw PushRejected(status: status)
+        }
+    }
+}
+
+/// A webhook answer worth retrying.
+struct WebhookRetryLater: Error, CustomStringConvertible {
+    var status: Int
+    var description: String { "webhook answered HTTP \(self.status); will retry" }
+}
+
+/// With no webhook configured: records each message in the log, so nothing is silently dropped.
+public struct LogPushSender: PushSender {
+    public let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func send(_ message: PushMessage) async throws {
+        self.logger.notice(
+            "push",
+            metadata: [
+                "id": "\(message.id)", "user": "\(message.userID)", "kind": "\(message.kind)",
+                "title": "\(message.title)", "body": "\(message.body)",
+            ]
+        )
+    }
+}

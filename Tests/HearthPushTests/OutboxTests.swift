@@ -1,0 +1,133 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthPush
+import HearthStore
+import Logging
+import NIOCore
+import Testing
+
+@Suite("Push outbox", .timeLimit(.minutes(1)))
+struct OutboxTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    private func store(clock: ManualClock, at path: String? = nil) throws -> Store {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: things") { db in
+            try db.execute(sql: "CREATE TABLE thing (id INTEGER PRIMARY KEY)")
+        }
+        Outbox.registerMigration(in: &migrator)
+        return try Store(location: path.map { .file($0) } ?? .inMemory, migrator: migrator, clock: clock)
+    }
+
+    private func message(_ n: Int, clock: ManualClock) -> PushMessage {
+        PushMessage(
+            userID: "olivia",
+            kind: "checkin.created",
+            title: "New check-in",
+            body: "update \(n)",
+            createdAt: clock.now()
+        )
+    }
+
+    @Test(
+        "messages reach a real webhook once each, with their idempotency key; failures retry with backoff; a restart sends nothing twice"
+    )
+    func deliveryRetryAndRestart() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-outbox-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("service.sqlite").path
+        let listener = try await WebhookListener(statuses: [500, 503])
+        let url = "http://127.0.0.1:\(listener.port)/push"
+        var store = try self.store(clock: clock, at: path)
+        let messages = (0..<3).map { self.message($0, clock: clock) }
+        try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
+
+        let deliverer = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: url),
+            clock: clock,
+            logger: self.logger
+        )
+        #expect(try await deliverer.deliverDue() == 1)  // 500, 503, then 200
+        #expect(try await deliverer.deliverDue() == 0, "the failed two wait for their backoff")
+        clock.advance(by: 1)
+        #expect(try await deliverer.deliverDue() == 2)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+
+        // Restart: a new deliverer over the reopened file sends nothing again.
+        store = try self.store(clock: clock, at: path)
+        let restarted = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: url),
+            clock: clock,
+            logger: self.logger
+        )
+        clock.advance(by: 3600)
+        #expect(try await restarted.deliverDue() == 0)
+
+        let received = listener.received
+        #expect(received.count == 5)
+        #expect(received.allSatisfy { $0.method == "POST" && $0.path == "/push" })
+        #expect(received.allSatisfy { $0.headers["content-type"] == "application/json" })
+        let accepted = Set(received.suffix(3).compactMap { $0.headers["idempotency-key"] })
+        #expect(accepted == Set(messages.map(\.id)))
+        let bodies = try received.map { try JSONSerialization.jsonObject(with: $0.body) as? [String: Any] }
+        #expect(bodies.allSatisfy { $0?["userID"] as? String == "olivia" })
+        await listener.close()
+    }
+
+    @Test("a 4xx is a refusal: not retried, kept as failed")
+    func rejected() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let listener = try await WebhookListener(statuses: [400])
+        let store = try self.store(clock: clock)
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        let deliverer = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
+            clock: clock,
+            logger: self.logger
+        )
+        #expect(try await deliverer.deliverDue() == 0)
+        clock.advance(by: 3600)
+        #expect(try await deliverer.deliverDue() == 0)
+        #expect(listener.received.count == 1)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+        await listener.close()
+    }
+
+    @Test("an unreachable webhook keeps the message for later")
+    func unreachable() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        let deliverer = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: "http://127.0.0.1:1/push", timeout: .milliseconds(300)),
+            clock: clock,
+            logger: self.logger
+        )
+        #expect(try await deliverer.deliverDue() == 0)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 1)
+    }
+
+    @Test("an enqueued message rolls back with the transaction that enqueued it")
+    func rollback() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await store.writer.write { db in
+                try Outbox.enqueue(self.message(1, clock: clock), in: db)
+                throw Abort()
+            }
+        }
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+    }
+}
