@@ -161,6 +161,11 @@ let package = Package(
 
         .target(
             name: "HearthTestSupport",
+            dependencies: [
+                "HearthRPC",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Tests/HearthTestSupport",
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,7 @@
 public import Foundation
+public import HearthRPC
+import Logging
+import NIOCore
 public import Testing
 
 /// Polls `condition` every few milliseconds until it holds; records an issue and throws
@@ -74,4 +77,30 @@ public func runProcess(_ executable: URL, _ arguments: [String], environment: [S
         stdout: String(decoding: outData, as: UTF8.self),
         stderr: String(decoding: errData, as: UTF8.self)
     )
+}
+
+/// Runs a server with `services` on a free loopback port for the duration of `body`, then
+/// shuts it down gracefully and waits until it has stopped.
+public func withServer<T>(
+    configuration: ServerConfiguration = ServerConfiguration(),
+    services: [any RPCService],
+    interceptors: [any ServerInterceptor] = [],
+    _ body: (RPCServer, Int) async throws -> T
+) async throws -> T {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    let server = RPCServer(configuration: configuration, services: services, interceptors: interceptors, logger: logger)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await server.run() }
+        let port = try await server.localAddress.port!
+        do {
+            let result = try await body(server, port)
+            server.beginShutdown()
+            try await group.waitForAll()
+            return result
+        } catch {
+            group.cancelAll()
+            throw error
+        }
+    }
 }

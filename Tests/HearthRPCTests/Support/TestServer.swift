@@ -14,33 +14,14 @@ let testLogger: Logger = {
     return logger
 }()
 
-/// Runs a server on a free loopback port for the duration of `body`, then shuts it down
-/// gracefully and waits until it has stopped.
+/// A server with the echo and misbehaving test services (see `withServer`).
 func withTestServer<T>(
     configuration: ServerConfiguration = ServerConfiguration(),
     services: [any RPCService] = [EchoService(), TestService()],
     interceptors: [any ServerInterceptor] = [],
     _ body: (RPCServer, Int) async throws -> T
 ) async throws -> T {
-    let server = RPCServer(
-        configuration: configuration,
-        services: services,
-        interceptors: interceptors,
-        logger: testLogger
-    )
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await server.run() }
-        let port = try await server.localAddress.port!
-        do {
-            let result = try await body(server, port)
-            server.beginShutdown()
-            try await group.waitForAll()
-            return result
-        } catch {
-            group.cancelAll()
-            throw error
-        }
-    }
+    try await withServer(configuration: configuration, services: services, interceptors: interceptors, body)
 }
 
 /// A client of the test server on `port`, with quick reconnects.
