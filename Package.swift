@@ -96,6 +96,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // libvips (Debian's libvips-dev) for photos, behind a small non-variadic C shim.
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .target(name: "VipsShim", dependencies: ["CVips"]),
+
         // Services: one module each, model / store / service inside.
         .target(
             name: "EchoService",
@@ -112,6 +116,7 @@ let package = Package(
             dependencies: [
                 "HearthCore",
                 "HearthPush",
+                "VipsShim",
                 .product(name: "Logging", package: "swift-log"),
                 "HearthRPC",
                 "HearthStore",
@@ -206,6 +211,8 @@ let package = Package(
             name: "CheckinsTests",
             dependencies: [
                 "CheckinsService",
+                "VipsShim",
+                "HearthTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "HearthRPC",
                 "HearthCore",

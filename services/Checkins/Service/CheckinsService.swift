@@ -166,14 +166,10 @@ public struct CheckinsService: RPCService, OutboxOwner {
         guard session.sitterUserID == user else {
             throw RPCError(.permissionDenied, "only the session's sitter posts check-ins")
         }
-        guard request.photo.isEmpty else {
-            // Photos are stored only once they can be normalized (orientation applied, EXIF and GPS
-            // removed); until then they are refused rather than kept with location data.
-            throw RPCError(.unimplemented, "photo check-ins are not available yet; send the caption alone")
-        }
+        let hasPhoto = !request.photo.isEmpty
         var violations: [FieldViolation] = []
         var caption = ""
-        switch CheckinRules.caption(request.caption, hasPhoto: false) {
+        switch CheckinRules.caption(request.caption, hasPhoto: hasPhoto) {
         case .success(let value): caption = value
         case .failure(let violation): violations.append(violation)
         }
@@ -192,6 +188,8 @@ public struct CheckinsService: RPCService, OutboxOwner {
             violations.append(timing)
         }
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        // Decoded and re-encoded off the event loop; nothing of the upload is kept.
+        let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
 
         let record = CheckInRecord(
             id: UUID().uuidString.lowercased(),
@@ -202,7 +200,11 @@ public struct CheckinsService: RPCService, OutboxOwner {
             createdAt: now,
             photoAltText: request.photoAltText.trimmingCharacters(in: .whitespacesAndNewlines),
             viewedAt: nil,
-            clientRequestID: request.clientRequestID
+            clientRequestID: request.clientRequestID,
+            photoFormat: photo?.full.format.rawValue,
+            photoWidth: photo?.full.width,
+            photoHeight: photo?.full.height,
+            photoBytes: photo?.full.data.count
         )
         let zone = TimeZone(identifier: session.timeZone) ?? .gmt
         let localDay = CheckinRules.localDay(of: record.capturedAt, in: zone)
@@ -214,7 +216,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
             data: ["session_id": session.id, "check_in_id": record.id],
             createdAt: now
         )
-        switch try await self.store.createCheckIn(record, localDay: localDay, notify: notify) {
+        switch try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify) {
         case .created(let checkIn), .repeated(let checkIn?):
             return checkIn.message
         case .repeated(nil):
@@ -264,7 +266,19 @@ public struct CheckinsService: RPCService, OutboxOwner {
         -> Hearth_Checkins_V1_GetCheckInPhotoResponse
     {
         let checkIn = try await self.visibleCheckIn(request.checkInID, to: caller(context))
-        throw RPCError(.notFound, "check-in \(checkIn.id) has no photo")
+        guard let image = try await self.store.photo(of: checkIn, thumbnail: request.variant == .thumbnail) else {
+            throw RPCError(.notFound, "check-in \(checkIn.id) has no photo")
+        }
+        var response = Hearth_Checkins_V1_GetCheckInPhotoResponse()
+        response.data = image.data
+        response.contentType = image.format.contentType
+        response.metadata = .with {
+            $0.width = UInt32(image.width)
+            $0.height = UInt32(image.height)
+            $0.byteSize = UInt64(image.data.count)
+            $0.format = image.format.rawValue
+        }
+        return response
     }
 
     @Sendable func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws

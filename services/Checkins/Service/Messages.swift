@@ -36,7 +36,15 @@ extension CheckInRecord {
         checkIn.caption = self.caption
         checkIn.capturedAt = Google_Protobuf_Timestamp(date: self.capturedAt)
         checkIn.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
-        checkIn.hasPhoto_p = false
+        checkIn.hasPhoto_p = self.photoFormat != nil
+        if let format = self.photoFormat {
+            checkIn.photo = .with {
+                $0.format = format
+                $0.width = UInt32(self.photoWidth ?? 0)
+                $0.height = UInt32(self.photoHeight ?? 0)
+                $0.byteSize = UInt64(self.photoBytes ?? 0)
+            }
+        }
         checkIn.photoAltText = self.photoAltText
         if let viewedAt = self.viewedAt { checkIn.viewedAt = Google_Protobuf_Timestamp(date: viewedAt) }
         checkIn.clientRequestID = self.clientRequestID

@@ -54,9 +54,18 @@ struct CheckInRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     var photoAltText: String
     var viewedAt: Date?
     var clientRequestID: String
+    /// The stored photo's format, size and dimensions; nil without a photo.
+    var photoFormat: String?
+    var photoWidth: Int?
+    var photoHeight: Int?
+    var photoBytes: Int?
 
     enum CodingKeys: String, CodingKey {
         case id, caption
+        case photoFormat = "photo_format"
+        case photoWidth = "photo_width"
+        case photoHeight = "photo_height"
+        case photoBytes = "photo_bytes"
         case sessionID = "session_id"
         case submitterUserID = "submitter_user_id"
         case capturedAt = "captured_at"
@@ -149,6 +158,26 @@ enum CheckinMigrations {
             )
         }
         Outbox.registerMigration(in: &migrator)
+        migrator.registerMigration("v2: photos") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE check_in ADD COLUMN photo_format TEXT;
+                    ALTER TABLE check_in ADD COLUMN photo_width INTEGER;
+                    ALTER TABLE check_in ADD COLUMN photo_height INTEGER;
+                    ALTER TABLE check_in ADD COLUMN photo_bytes INTEGER;
+
+                    -- Read only when a photo is asked for; goes with its check-in.
+                    CREATE TABLE photo (
+                        check_in_id TEXT PRIMARY KEY NOT NULL REFERENCES check_in(id) ON DELETE CASCADE,
+                        full BLOB NOT NULL,
+                        thumbnail BLOB NOT NULL,
+                        thumbnail_width INTEGER NOT NULL,
+                        thumbnail_height INTEGER NOT NULL,
+                        format TEXT NOT NULL
+                    );
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -110,7 +110,9 @@ struct CheckinStore: Sendable {
     /// Records a check-in unless its request was seen before or its local day is full; the
     /// request key, the day's count and the check-in are written in one transaction.
     /// `notify` goes into the push outbox in the same transaction, only when a check-in is created.
-    func createCheckIn(_ checkIn: CheckInRecord, localDay: String, notify: PushMessage) async throws -> CreateOutcome {
+    func createCheckIn(_ checkIn: CheckInRecord, photo: NormalizedPhoto?, localDay: String, notify: PushMessage)
+        async throws -> CreateOutcome
+    {
         try await self.db.write { db in
             if let earlier = try String.fetchOne(
                 db,
@@ -139,6 +141,18 @@ struct CheckinStore: Sendable {
                 arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id]
             )
             try checkIn.insert(db)
+            if let photo {
+                try db.execute(
+                    sql: """
+                        INSERT INTO photo (check_in_id, full, thumbnail, thumbnail_width, thumbnail_height, format)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        checkIn.id, photo.full.data, photo.thumbnail.data, photo.thumbnail.width,
+                        photo.thumbnail.height, photo.full.format.rawValue,
+                    ]
+                )
+            }
             try Outbox.enqueue(notify, in: db)
             return .created(checkIn)
         }
@@ -163,6 +177,27 @@ struct CheckinStore: Sendable {
             sql += " LIMIT ?"
             arguments += [limit]
             return try CheckInRecord.fetchAll(db, sql: sql, arguments: arguments)
+        }
+    }
+
+    /// A check-in's stored photo: the full image or its thumbnail.
+    func photo(of checkIn: CheckInRecord, thumbnail: Bool) async throws -> EncodedImage? {
+        try await self.db.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql:
+                        "SELECT \(thumbnail ? "thumbnail" : "full") AS data, thumbnail_width, thumbnail_height, format FROM photo WHERE check_in_id = ?",
+                    arguments: [checkIn.id]
+                ),
+                let format = EncodedImage.Format(rawValue: row["format"])
+            else { return nil }
+            return EncodedImage(
+                data: row["data"],
+                width: thumbnail ? row["thumbnail_width"] : checkIn.photoWidth ?? 0,
+                height: thumbnail ? row["thumbnail_height"] : checkIn.photoHeight ?? 0,
+                format: format
+            )
         }
     }
 

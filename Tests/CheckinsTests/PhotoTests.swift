@@ -1,0 +1,233 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthRPC
+import HearthStore
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+import VipsShim
+
+@testable import CheckinsService
+
+/// Minimal image files made by the test itself: a PNG encoder (stored deflate blocks) and a
+/// JPEG made from it by libvips, then tagged by exiftool.
+enum Images {
+    static func png(width: Int, height: Int, pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> Data {
+        var raw = Data()
+        for y in 0..<height {
+            raw.append(0)  // filter: none
+            for x in 0..<width {
+                let (r, g, b) = pixel(x, y)
+                raw.append(contentsOf: [r, g, b])
+            }
+        }
+        var zlib = Data([0x78, 0x01])
+        var offset = 0
+        repeat {
+            let block = raw[offset..<min(offset + 65_535, raw.count)]
+            offset += block.count
+            let length = UInt16(block.count)
+            zlib.append(offset >= raw.count ? 1 : 0)
+            zlib.append(contentsOf: [
+                UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8),
+            ])
+            zlib.append(contentsOf: block)
+        } while offset < raw.count
+        zlib.append(contentsOf: bigEndian(adler32(raw)))
+        var ihdr = Data(bigEndian(UInt32(width)) + bigEndian(UInt32(height)))
+        ihdr.append(contentsOf: [8, 2, 0, 0, 0])  // 8-bit RGB
+        return self.pngFile(chunks: [("IHDR", ihdr), ("IDAT", zlib), ("IEND", Data())])
+    }
+
+    /// Only a PNG header claiming `width` x `height`: enough for the size check, nothing to decode.
+    static func pngHeader(width: Int, height: Int) -> Data {
+        var ihdr = Data(bigEndian(UInt32(width)) + bigEndian(UInt32(height)))
+        ihdr.append(contentsOf: [8, 2, 0, 0, 0])
+        return self.pngFile(chunks: [
+            ("IHDR", ihdr), ("IDAT", Data([0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF])), ("IEND", Data()),
+        ])
+    }
+
+    private static func pngFile(chunks: [(String, Data)]) -> Data {
+        var file = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        for (type, body) in chunks {
+            file.append(contentsOf: bigEndian(UInt32(body.count)))
+            let typed = Data(type.utf8) + body
+            file.append(typed)
+            file.append(contentsOf: bigEndian(crc32(typed)))
+        }
+        return file
+    }
+
+    /// A JPEG of the PNG, re-encoded by libvips.
+    static func jpeg(from png: Data) throws -> Data {
+        _ = hearth_vips_start()
+        var out: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0
+        var height: Int32 = 0
+        let status = png.withUnsafeBytes {
+            hearth_image_normalize(
+                $0.baseAddress,
+                $0.count,
+                10_000,
+                Int32(HEARTH_IMAGE_JPEG.rawValue),
+                90,
+                &out,
+                &length,
+                &width,
+                &height
+            )
+        }
+        guard status == 0, let out else {
+            throw FieldViolation(field: "fixture", description: "libvips could not make a JPEG")
+        }
+        defer { hearth_image_free(out) }
+        return Data(bytes: out, count: length)
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    private static func crc32(_ data: Data) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in data {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    private static func adler32(_ data: Data) -> UInt32 {
+        var a: UInt32 = 1
+        var b: UInt32 = 0
+        for byte in data {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
+        return b << 16 | a
+    }
+
+    /// The APPn markers of a JPEG (our own parser: walks the segments up to the scan).
+    static func jpegAppMarkers(_ jpeg: Data) -> [UInt8] {
+        let bytes = [UInt8](jpeg)
+        var markers: [UInt8] = []
+        var i = 2
+        while i + 4 <= bytes.count, bytes[i] == 0xFF {
+            let marker = bytes[i + 1]
+            if marker == 0xDA { break }  // start of scan
+            if (0xE0...0xEF).contains(marker) || marker == 0xFE { markers.append(marker) }
+            i += 2 + Int(bytes[i + 2]) << 8 + Int(bytes[i + 3])
+        }
+        return markers
+    }
+}
+
+@Suite("Photos")
+struct PhotoTests {
+    private func exiftool(_ arguments: [String]) throws -> ProcessOutput {
+        let tool = URL(fileURLWithPath: "/usr/bin/exiftool")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: tool.path),
+            "exiftool is missing: scripts/bootstrap installs it"
+        )
+        return try runProcess(tool, arguments)
+    }
+
+    @Test("a JPEG with GPS EXIF and orientation 6 comes out turned upright, with no metadata; a thumbnail too")
+    func jpegWithExif() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-photo-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("in.jpg")
+        let png = Images.png(width: 400, height: 200) { x, _ in x < 200 ? (255, 0, 0) : (0, 0, 255) }
+        try Images.jpeg(from: png).write(to: input)
+        let tagged = try self.exiftool([
+            "-Orientation#=6", "-GPSLatitude=25.0330", "-GPSLatitudeRef=N", "-GPSLongitude=121.5654",
+            "-GPSLongitudeRef=E", "-Comment=secret", "-overwrite_original", input.path,
+        ])
+        try #require(tagged.status == 0, "\(tagged.stderr)")
+        let before = try self.exiftool(["-s", "-GPSLatitude", "-Orientation", input.path]).stdout
+        #expect(before.contains("GPSLatitude"))
+
+        let photo = try PhotoNormalizer.normalize(try Data(contentsOf: input))
+        #expect(photo.full.format == .jpeg)
+        #expect((photo.full.width, photo.full.height) == (200, 400), "orientation 6 applied to the pixels")
+        #expect(max(photo.thumbnail.width, photo.thumbnail.height) == 320)
+        #expect(photo.full.data.count <= PhotoNormalizer.maxStoredBytes)
+        #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xE1), "no APP1 (EXIF/XMP) segment")
+        #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xFE), "no comment segment")
+
+        let output = folder.appendingPathComponent("out.jpg")
+        try photo.full.data.write(to: output)
+        let after = try self.exiftool([
+            "-s", "-a", "-G1", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all", "-Comment", output.path,
+        ])
+        #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "left: \(after.stdout)")
+    }
+
+    @Test("a PNG stays a PNG, shrunk to a 2048 px long edge")
+    func png() throws {
+        let png = Images.png(width: 2500, height: 100) { x, y in (UInt8(x % 256), UInt8(y % 256), 128) }
+        let photo = try PhotoNormalizer.normalize(png)
+        #expect(photo.full.format == .png)
+        #expect(photo.full.width == 2048)
+        #expect(photo.thumbnail.width == 320)
+    }
+
+    @Test("garbage, unsupported formats, 60-megapixel headers and uploads over 10 MiB are refused")
+    func refusals() throws {
+        #expect(throws: FieldViolation.self) { _ = try PhotoNormalizer.normalize(Data("not an image".utf8)) }
+        #expect(throws: FieldViolation.self) {
+            _ = try PhotoNormalizer.normalize(Data(#"<svg xmlns="http://www.w3.org/2000/svg"/>"#.utf8))
+        }
+        do {
+            _ = try PhotoNormalizer.normalize(Images.pngHeader(width: 10_000, height: 6_000))
+            Issue.record("a 60-megapixel header was accepted")
+        } catch {
+            #expect(error.description.contains("60000000 pixels"))
+        }
+        #expect(throws: FieldViolation.self) {
+            _ = try PhotoNormalizer.normalize(Data(count: PhotoNormalizer.maxUploadBytes + 1))
+        }
+    }
+
+    @Test("a photo check-in: lists carry metadata but never bytes; both variants load; it goes with its check-in")
+    func photoCheckIn() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        var request = Hearth_Checkins_V1_CreateCheckInRequest()
+        request.sessionID = session.id
+        request.photo = Images.png(width: 640, height: 480) { _, _ in (10, 200, 30) }
+        request.photoAltText = "The dog asleep"
+        request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
+        request.clientRequestID = "photo-1"
+        let created = try await fixture.service.createCheckIn(request, fixture.context("sam"))
+        #expect(created.hasPhoto_p)
+        #expect(created.photo.width == 640 && created.photo.format == "png")
+
+        var list = Hearth_Checkins_V1_ListCheckInsRequest()
+        list.sessionID = session.id
+        let listed = try await fixture.service.listCheckIns(list, fixture.context("olivia")).checkIns[0]
+        #expect(listed.hasPhoto_p && listed.photo.height == 480)
+        #expect(try listed.serializedData().count < 1000, "no photo bytes in lists")
+
+        var get = Hearth_Checkins_V1_GetCheckInPhotoRequest()
+        get.checkInID = created.id
+        let full = try await fixture.service.getCheckInPhoto(get, fixture.context("olivia"))
+        #expect(full.contentType == "image/png" && full.metadata.width == 640)
+        get.variant = .thumbnail
+        let thumbnail = try await fixture.service.getCheckInPhoto(get, fixture.context("sam"))
+        #expect(thumbnail.metadata.width == 320 && thumbnail.metadata.height == 240)
+
+        var delete = Hearth_Checkins_V1_DeleteCheckInRequest()
+        delete.checkInID = created.id
+        _ = try await fixture.service.deleteCheckIn(delete, fixture.context("olivia"))
+        let left = try await fixture.service.store.base.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM photo")
+        }
+        #expect(left == 0)
+    }
+}
