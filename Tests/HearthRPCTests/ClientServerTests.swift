@@ -199,7 +199,14 @@ struct ClientServerTests {
             try await holder.send(.control(.ping, 1))
             _ = try #require(try await holder.waitFor { $0.kind == .pong })
 
-            let client = makeClient(port: port)
+            // A backoff long enough that the second call surely falls inside it.
+            let client = RPCClient(
+                configuration: .init(
+                    host: "127.0.0.1",
+                    port: port,
+                    backoff: Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+                )
+            )
             let echo = EchoClient(client: client)
             let first = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
             #expect(first?.code == .unavailable)
