@@ -1,7 +1,8 @@
 # Builds the `hearth` binary, then ships it on a slim Debian with the libraries it links.
-FROM swift:6.1-bookworm AS build
+FROM swift:6.3-bookworm AS build
 WORKDIR /src
-RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-dev && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-dev libvips-dev \
+    && rm -rf /var/lib/apt/lists/*
 COPY Package.swift ./
 COPY Sources Sources
 COPY services services
@@ -10,7 +11,7 @@ RUN swift build -c release --product hearth --static-swift-stdlib \
     && cp "$(swift build -c release --show-bin-path)/hearth" /usr/local/bin/hearth
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-0 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-0 libvips42 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/hearth /usr/local/bin/hearth
 VOLUME /data
