@@ -6,7 +6,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-dev 
 COPY Package.swift ./
 COPY Sources Sources
 COPY services services
-COPY Tests/StoreProbe Tests/StoreProbe
+COPY Tests Tests
 RUN swift build -c release --product hearth --static-swift-stdlib \
     && cp "$(swift build -c release --show-bin-path)/hearth" /usr/local/bin/hearth
 
