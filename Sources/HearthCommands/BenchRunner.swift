@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthRPC
 import Histogram
 import NIOCore
@@ -164,9 +165,8 @@ struct BenchRunner: Sendable {
             } catch {
                 code = RPCError(answering: error).code
             }
-            let micros = (clock.now - began).components
-            let value = UInt64(micros.seconds) * 1_000_000 + UInt64(micros.attoseconds / 1_000_000_000_000)
-            _ = result.histogram.record(min(value, 60_000_000))
+            let micros = UInt64(max((clock.now - began).microseconds, 0))
+            _ = result.histogram.record(min(micros, 60_000_000))
             result.codes[code, default: 0] += 1
             shared.finished.wrappingAdd(1, ordering: .relaxed)
         }
@@ -178,11 +178,4 @@ struct BenchRunner: Sendable {
 final class BenchCounters: Sendable {
     let issued = Atomic<Int>(0)
     let finished = Atomic<UInt64>(0)
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCore
 import Logging
 
 /// `--log-level`, shared by the commands that run servers.
@@ -88,10 +89,7 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
         return nil
     }
 
-    var seconds: Double {
-        let (seconds, attoseconds) = self.duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
+    var seconds: Double { self.duration.seconds }
 }
 
 /// Repeated `--metadata key=value`.

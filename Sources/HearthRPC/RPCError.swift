@@ -1,3 +1,5 @@
+import HearthCore
+
 /// One field that failed validation: which, and why. An `Error`, so that validation rules
 /// can return `Result<Value, FieldViolation>`.
 public struct FieldViolation: Error, Sendable, Hashable {

@@ -1,4 +1,5 @@
 public import Foundation
+import HearthCore
 public import NIOCore
 import NIOPosix
 public import SwiftProtobuf

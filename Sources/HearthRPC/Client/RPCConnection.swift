@@ -1,4 +1,5 @@
 public import Foundation
+import HearthCore
 public import NIOCore
 import NIOPosix
 
@@ -115,16 +116,5 @@ public final class RPCConnection: Sendable {
     /// Closes the connection; calls in flight fail with UNAVAILABLE.
     public func close() async {
         try? await self.channel.close()
-    }
-}
-
-extension Duration {
-    /// In nanoseconds, clamped to what `Int64` holds (about 292 years).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = self.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        guard !overflow, !overflowAgain else { return seconds < 0 ? .min : .max }
-        return total
     }
 }
