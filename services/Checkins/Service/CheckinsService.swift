@@ -188,6 +188,11 @@ public struct CheckinsService: RPCService, OutboxOwner {
             violations.append(timing)
         }
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        // A retry from an upload queue answers at once, without decoding its photo again.
+        if let earlier = try await self.store.earlierRequest(submitter: user, clientRequestID: request.clientRequestID)
+        {
+            return try Self.answer(earlier, request: request, session: session)
+        }
         // Decoded and re-encoded off the event loop; nothing of the upload is kept.
         let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
 
@@ -216,7 +221,16 @@ public struct CheckinsService: RPCService, OutboxOwner {
             data: ["session_id": session.id, "check_in_id": record.id],
             createdAt: now
         )
-        switch try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify) {
+        let outcome = try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify)
+        return try Self.answer(outcome, request: request, session: session)
+    }
+
+    private static func answer(
+        _ outcome: CheckinStore.CreateOutcome,
+        request: Hearth_Checkins_V1_CreateCheckInRequest,
+        session: SessionRecord
+    ) throws -> Hearth_Checkins_V1_CheckIn {
+        switch outcome {
         case .created(let checkIn), .repeated(let checkIn?):
             return checkIn.message
         case .repeated(nil):

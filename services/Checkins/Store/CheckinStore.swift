@@ -100,7 +100,7 @@ struct CheckinStore: Sendable {
 
     // MARK: Check-ins
 
-    enum CreateOutcome {
+    enum CreateOutcome: Sendable {
         case created(CheckInRecord)
         /// The same request was already handled: its check-in (nil if since deleted).
         case repeated(CheckInRecord?)
@@ -114,12 +114,8 @@ struct CheckinStore: Sendable {
         async throws -> CreateOutcome
     {
         try await self.db.write { db in
-            if let earlier = try String.fetchOne(
-                db,
-                sql: "SELECT check_in_id FROM check_in_request WHERE submitter_user_id = ? AND client_request_id = ?",
-                arguments: [checkIn.submitterUserID, checkIn.clientRequestID]
-            ) {
-                return .repeated(try CheckInRecord.fetchOne(db, key: earlier))
+            if let earlier = try Self.earlierRequest(checkIn.submitterUserID, checkIn.clientRequestID, in: db) {
+                return earlier
             }
             let count =
                 try Int.fetchOne(
@@ -156,6 +152,25 @@ struct CheckinStore: Sendable {
             try Outbox.enqueue(notify, in: db)
             return .created(checkIn)
         }
+    }
+
+    /// What an earlier request with this id produced, if the sitter sent it before: lets a
+    /// retry skip the photo work before the transaction checks again.
+    func earlierRequest(submitter: String, clientRequestID: String) async throws -> CreateOutcome? {
+        try await self.db.read { db in try Self.earlierRequest(submitter, clientRequestID, in: db) }
+    }
+
+    private static func earlierRequest(_ submitter: String, _ clientRequestID: String, in db: Database) throws
+        -> CreateOutcome?
+    {
+        guard
+            let earlier = try String.fetchOne(
+                db,
+                sql: "SELECT check_in_id FROM check_in_request WHERE submitter_user_id = ? AND client_request_id = ?",
+                arguments: [submitter, clientRequestID]
+            )
+        else { return nil }
+        return .repeated(try CheckInRecord.fetchOne(db, key: earlier))
     }
 
     func checkIn(_ id: String) async throws -> CheckInRecord? {
