@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import HearthPush
-import Logging
 
 /// The two secrets a Hearth deployment shares: the internal credential every service
 /// requires, and the HS256 key the gateway verifies client tokens with.
