@@ -255,6 +255,8 @@ let package = Package(
                 "HearthRPC",
                 "HearthTestSupport",
                 "EchoService",
+                "CheckinsService",
+                "HearthStore",
                 "hearth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

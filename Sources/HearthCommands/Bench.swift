@@ -78,7 +78,7 @@ struct Bench: AsyncParsableCommand {
         let runner = BenchRunner(
             client: client,
             method: self.method,
-            payload: payload,
+            request: { _ in payload },
             options: CallOptions(
                 timeout: self.timeout.duration,
                 metadata: try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
@@ -86,7 +86,7 @@ struct Bench: AsyncParsableCommand {
             concurrency: self.concurrency,
             limit: self.total.map { .total($0) } ?? .duration(self.duration?.duration ?? .seconds(10)),
             ratePerSecond: self.rps,
-            warmup: self.warmup.duration
+            warmup: .duration(self.warmup.duration)
         )
         let onTerminal = isatty(STDERR_FILENO) == 1
         let (histogram, codes, seconds) = await runner.run { finished, elapsed in
@@ -111,11 +111,6 @@ struct Bench: AsyncParsableCommand {
             histogram: histogram,
             codes: codes
         )
-        print(report.text)
-        if let json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(report).write(to: URL(fileURLWithPath: json))
-        }
+        try report.emit(json: self.json)
     }
 }

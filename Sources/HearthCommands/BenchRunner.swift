@@ -52,6 +52,15 @@ struct BenchReport: Codable, Sendable {
         self.codes = Dictionary(uniqueKeysWithValues: codes.map { ($0.key.name, $0.value) })
     }
 
+    /// Prints the report, and writes it as JSON to the file at `path` when one is given.
+    func emit(json path: String?) throws {
+        print(self.text)
+        guard let path else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: path))
+    }
+
     /// The report for people.
     var text: String {
         func ms(_ micros: UInt64) -> String { String(format: "%.3f ms", Double(micros) / 1000) }
@@ -75,24 +84,54 @@ struct BenchRunner: Sendable {
     enum Limit: Sendable {
         case duration(Duration)
         case total(Int)
+
+        var isEmpty: Bool {
+            switch self {
+            case .duration(let duration): duration <= .zero
+            case .total(let count): count <= 0
+            }
+        }
     }
 
     let client: RPCClient
     let method: String
-    let payload: Data
+    /// The serialized request of the call with this sequence number (0, 1, 2, ... over the
+    /// warm-up and the measured phase together, so no number is used twice).
+    let request: @Sendable (Int) -> Data
     let options: CallOptions
     let concurrency: Int
     let limit: Limit
     let ratePerSecond: Double?
-    let warmup: Duration
+    let warmup: Limit
+    private let sequence = BenchCounters()
+
+    init(
+        client: RPCClient,
+        method: String,
+        request: @escaping @Sendable (Int) -> Data,
+        options: CallOptions,
+        concurrency: Int,
+        limit: Limit,
+        ratePerSecond: Double? = nil,
+        warmup: Limit
+    ) {
+        self.client = client
+        self.method = method
+        self.request = request
+        self.options = options
+        self.concurrency = concurrency
+        self.limit = limit
+        self.ratePerSecond = ratePerSecond
+        self.warmup = warmup
+    }
 
     /// Runs the warm-up, then the measured phase; `progress` is told the count of finished
     /// calls about once a second.
     func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
         Histogram<UInt64>, [StatusCode: UInt64], Double
     ) {
-        if self.warmup > .zero {
-            _ = await self.phase(limit: .duration(self.warmup), progress: nil)
+        if !self.warmup.isEmpty {
+            _ = await self.phase(limit: self.warmup, progress: nil)
         }
         return await self.phase(limit: self.limit, progress: progress)
     }
@@ -157,10 +196,11 @@ struct BenchRunner: Sendable {
                 try? await Task.sleep(until: due, clock: clock)
             }
             if let stopAt, clock.now >= stopAt { break }
+            let payload = self.request(self.sequence.issued.wrappingAdd(1, ordering: .relaxed).oldValue)
             let began = clock.now
             let code: StatusCode
             do {
-                _ = try await self.client.callRaw(self.method, payload: self.payload, options: self.options)
+                _ = try await self.client.callRaw(self.method, payload: payload, options: self.options)
                 code = .ok
             } catch {
                 code = RPCError(answering: error).code

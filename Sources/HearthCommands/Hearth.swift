@@ -14,7 +14,9 @@ public struct Hearth: AsyncParsableCommand {
             Load-test the gateway or one process, like ghz:
               hearth bench --target 127.0.0.1:7100 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
             """,
-        subcommands: [Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, TokenCommand.self]
+        subcommands: [
+            Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, TokenCommand.self,
+        ]
     )
 
     public init() {}

@@ -1,4 +1,6 @@
+import CheckinsService
 import Foundation
+import HearthStore
 import HearthTestSupport
 import Testing
 
@@ -123,6 +125,38 @@ struct CLITests {
             #expect((json["codes"] as? [String: Int])?["OK"] == 500)
             let latency = try #require(json["latency"] as? [String: Int])
             #expect(latency["p50Micros"]! <= latency["p99Micros"]!)
+        }
+    }
+
+    @Test("bench-checkins makes every check-in a new one and walks every page of a timeline")
+    func benchCheckins() async throws {
+        try await withServer(services: [try CheckinsService(location: .inMemory)]) { _, port in
+            for (scenario, total) in [("create", 45), ("list", 30)] {
+                let report = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json")
+                defer { try? FileManager.default.removeItem(at: report) }
+                let result = try self.hearth(
+                    "bench-checkins",
+                    "--target",
+                    "127.0.0.1:\(port)",
+                    "--internal-secret",
+                    "unused-by-this-server",
+                    "--concurrency",
+                    "4",
+                    "--total",
+                    "\(total)",
+                    "--warmup",
+                    "5",
+                    "--json",
+                    report.path,
+                    scenario
+                )
+                #expect(result.status == 0, "\(scenario): \(result.stderr)")
+                let json = try #require(
+                    try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: Any]
+                )
+                // Any repeated request id or capture day past the cap would not be all OK.
+                #expect((json["codes"] as? [String: Int]) == ["OK": total], "\(scenario)")
+            }
         }
     }
 

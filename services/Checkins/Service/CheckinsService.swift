@@ -188,8 +188,10 @@ public struct CheckinsService: RPCService, OutboxOwner {
             violations.append(timing)
         }
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
-        // A retry from an upload queue answers at once, without decoding its photo again.
-        if let earlier = try await self.store.earlierRequest(submitter: user, clientRequestID: request.clientRequestID)
+        // A retry from an upload queue answers at once, without decoding its photo again
+        // (without a photo, the write transaction below finds the earlier request itself).
+        if hasPhoto,
+            let earlier = try await self.store.earlierRequest(submitter: user, clientRequestID: request.clientRequestID)
         {
             return try Self.answer(earlier, request: request, session: session)
         }

@@ -1,0 +1,249 @@
+import ArgumentParser
+import CheckinsService
+import Foundation
+import HearthRPC
+import SwiftProtobuf
+
+/// `hearth bench-checkins`: the checkins benchmark. Unlike `hearth bench`, every call is a
+/// different request: each CreateCheckIn has its own `client_request_id` and a capture time
+/// that keeps each session under its daily cap, and ListCheckIns walks the pages of a session
+/// of 1,000 check-ins.
+struct BenchCheckins: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-checkins",
+        abstract: "Load-test the checkins process: CreateCheckIn (with or without a photo) or ListCheckIns.",
+        discussion: """
+              hearth bench-checkins --internal-secret "$(cat data/secrets/internal.key)" create
+              hearth bench-checkins --internal-secret "$SECRET" --photo photo.jpg --concurrency 4 --total 200 create
+              hearth bench-checkins --internal-secret "$SECRET" list
+            """
+    )
+
+    enum Scenario: String, ExpressibleByArgument, CaseIterable {
+        /// CreateCheckIn, each a new check-in (with `--photo`, each carrying that photo).
+        case create
+        /// ListCheckIns, pages of 50 over one session of 1,000 check-ins, newest first.
+        case list
+    }
+
+    @Option(help: "HOST:PORT of the checkins process.")
+    var target = Target(host: "127.0.0.1", port: ProcessName.checkins.defaultPort)
+
+    @Option(help: "The internal credential (the benchmark calls the service directly).")
+    var internalSecret: String
+
+    @Option(help: "With create: a JPEG or PNG file that every check-in carries.")
+    var photo: String?
+
+    @Option(help: "Calls in flight at once.")
+    var concurrency = 16
+
+    @Option(help: "Measured calls.")
+    var total = 2000
+
+    @Option(help: "Calls made first and not recorded.")
+    var warmup = 200
+
+    @Option(help: "Also write the report as JSON to this file.")
+    var json: String?
+
+    @Argument(help: "create or list.")
+    var scenario: Scenario
+
+    func validate() throws {
+        guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard self.total >= 1 else { throw ValidationError("--total must be at least 1") }
+        guard self.warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
+        if self.photo != nil, self.scenario != .create { throw ValidationError("--photo goes with create") }
+    }
+
+    func run() async throws {
+        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let run = String(UUID().uuidString.prefix(8))
+        let owner = BenchUser(id: "bench-owner-\(run)", secret: self.internalSecret)
+        let sitter = BenchUser(id: "bench-sitter-\(run)", secret: self.internalSecret)
+        let setup = CheckinsBenchSetup(client: client, owner: owner, sitter: sitter)
+
+        let method: String
+        let request: @Sendable (Int) -> Data
+        let caller: BenchUser
+        switch self.scenario {
+        case .create:
+            let photo = try self.photo.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+            let plan = CheckInPlan(now: Date())
+            let sessions = try await setup.sessions(
+                count: plan.sessionsNeeded(forCalls: self.warmup + self.total),
+                startsAt: plan.startsAt,
+                endsAt: plan.endsAt
+            )
+            method = CheckinsMethod.createCheckIn
+            request = { index in plan.request(index, sessions: sessions, photo: photo, run: run) }
+            caller = sitter
+        case .list:
+            let pages = try await setup.pageRequests(overCheckIns: 1000, pageSize: 50)
+            method = CheckinsMethod.listCheckIns
+            request = { index in pages[index % pages.count] }
+            caller = owner
+        }
+
+        let runner = BenchRunner(
+            client: client,
+            method: method,
+            request: request,
+            options: caller.options,
+            concurrency: self.concurrency,
+            limit: .total(self.total),
+            warmup: .total(self.warmup)
+        )
+        let (histogram, codes, seconds) = await runner.run()
+        await client.close()
+        let name =
+            self.scenario == .create ? (self.photo == nil ? "CreateCheckIn" : "CreateCheckIn+photo") : "ListCheckIns"
+        let report = BenchReport(
+            method: name,
+            target: self.target.description,
+            concurrency: self.concurrency,
+            connections: 1,
+            seconds: seconds,
+            histogram: histogram,
+            codes: codes
+        )
+        try report.emit(json: self.json)
+        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
+            throw ValidationError("some calls failed: \(report.codes)")
+        }
+    }
+}
+
+private enum CheckinsMethod {
+    static let prefix = "hearth.checkins.v1.Checkins/"
+    static let createNest = prefix + "CreateNest"
+    static let createSession = prefix + "CreateSession"
+    static let createCheckIn = prefix + "CreateCheckIn"
+    static let listCheckIns = prefix + "ListCheckIns"
+}
+
+/// A user the benchmark acts as, calling the service directly.
+private struct BenchUser: Sendable {
+    let id: String
+    let secret: String
+
+    var options: CallOptions {
+        CallOptions(timeout: .seconds(30), metadata: ["x-hearth-internal": self.secret, "x-hearth-user": self.id])
+    }
+}
+
+/// Which session and capture time check-in number `index` gets: sessions that began 401
+/// days ago, 10 check-ins on each of their first 400 UTC days (the daily cap), one a minute
+/// from 01:00.
+private struct CheckInPlan: Sendable {
+    static let days = 400
+    /// The service's cap: check-ins per session per local day.
+    static let perDay = 10
+    static let perSession = days * perDay
+
+    let startsAt: Date
+    let endsAt: Date
+
+    init(now: Date) {
+        let today = Calendar(identifier: .gregorian).startOfDay(for: now)
+        self.startsAt = today.addingTimeInterval(-Double(Self.days + 1) * 86_400)
+        self.endsAt = now.addingTimeInterval(86_400)
+    }
+
+    func sessionsNeeded(forCalls calls: Int) -> Int { (calls + Self.perSession - 1) / Self.perSession }
+
+    func request(_ index: Int, sessions: [String], photo: Data?, run: String) -> Data {
+        let slot = index % Self.perSession
+        var request = Hearth_Checkins_V1_CreateCheckInRequest()
+        request.sessionID = sessions[index / Self.perSession]
+        request.caption = "Update \(index): all good, walk done"
+        request.clientRequestID = "bench-\(run)-\(index)"
+        let day = slot / Self.perDay
+        let minute = slot % Self.perDay
+        request.capturedAt = Google_Protobuf_Timestamp(
+            date: self.startsAt.addingTimeInterval(Double(day) * 86_400 + 3600 + Double(minute) * 60)
+        )
+        if let photo {
+            request.photo = photo
+            request.photoAltText = "The dog asleep on the sofa"
+        }
+        return try! request.serializedData()
+    }
+}
+
+/// Nests, sessions and check-ins the scenarios start from.
+private struct CheckinsBenchSetup {
+    let client: RPCClient
+    let owner: BenchUser
+    let sitter: BenchUser
+
+    func sessions(count: Int, startsAt: Date, endsAt: Date) async throws -> [String] {
+        var nest = Hearth_Checkins_V1_CreateNestRequest()
+        nest.name = "Benchmark home"
+        let nestID = try await self.client.call(
+            CheckinsMethod.createNest,
+            nest,
+            as: Hearth_Checkins_V1_Nest.self,
+            options: self.owner.options
+        ).id
+        var ids: [String] = []
+        for _ in 0..<count {
+            var session = Hearth_Checkins_V1_CreateSessionRequest()
+            session.nestID = nestID
+            session.sitterUserID = self.sitter.id
+            session.startsAt = Google_Protobuf_Timestamp(date: startsAt)
+            session.endsAt = Google_Protobuf_Timestamp(date: endsAt)
+            session.timeZone = "UTC"
+            ids.append(
+                try await self.client.call(
+                    CheckinsMethod.createSession,
+                    session,
+                    as: Hearth_Checkins_V1_Session.self,
+                    options: self.owner.options
+                ).id
+            )
+        }
+        return ids
+    }
+
+    /// The serialized ListCheckIns requests, newest first, for every page of a session with
+    /// `count` check-ins.
+    func pageRequests(overCheckIns count: Int, pageSize: Int) async throws -> [Data] {
+        let plan = CheckInPlan(now: Date())
+        let session = try await self.sessions(count: 1, startsAt: plan.startsAt, endsAt: plan.endsAt)
+        let run = String(UUID().uuidString.prefix(8))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let workers = 8
+            for worker in 0..<workers {
+                group.addTask {
+                    for index in stride(from: worker, to: count, by: workers) {
+                        _ = try await self.client.callRaw(
+                            CheckinsMethod.createCheckIn,
+                            payload: plan.request(index, sessions: session, photo: nil, run: run),
+                            options: self.sitter.options
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        var request = Hearth_Checkins_V1_ListCheckInsRequest()
+        request.sessionID = session[0]
+        request.order = .newestFirst
+        request.pageSize = UInt32(pageSize)
+        var pages: [Data] = []
+        while true {
+            pages.append(try request.serializedData())
+            let page = try await self.client.call(
+                CheckinsMethod.listCheckIns,
+                request,
+                as: Hearth_Checkins_V1_ListCheckInsResponse.self,
+                options: self.owner.options
+            )
+            guard !page.nextPageToken.isEmpty else { break }
+            request.pageToken = page.nextPageToken
+        }
+        return pages
+    }
+}
