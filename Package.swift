@@ -101,10 +101,19 @@ let package = Package(
         .target(name: "VipsShim", dependencies: ["CVips"]),
 
         // Services: one module each, model / store / service inside.
+        // The generated messages of every service's contract (proto/hearth/*/v1), public, so
+        // that services calling each other and the tools share one copy.
+        .target(
+            name: "HearthContracts",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: swiftSettings
+        ),
+
         .target(
             name: "EchoService",
             dependencies: [
                 "HearthRPC",
+                "HearthContracts",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "services/Echo",
@@ -115,6 +124,7 @@ let package = Package(
             name: "CheckinsService",
             dependencies: [
                 "HearthCore",
+                "HearthContracts",
                 "HearthPush",
                 "VipsShim",
                 .product(name: "Logging", package: "swift-log"),
@@ -138,6 +148,7 @@ let package = Package(
                 "HearthTLS",
                 "HearthPush",
                 "EchoService",
+                "HearthContracts",
                 "CheckinsService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,6 +191,7 @@ let package = Package(
                 "HearthRPC",
                 "HearthTestSupport",
                 "EchoService",
+                "HearthContracts",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -201,6 +213,7 @@ let package = Package(
                 "HearthCore",
                 "HearthTestSupport",
                 "EchoService",
+                "HearthContracts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -211,6 +224,7 @@ let package = Package(
             name: "CheckinsTests",
             dependencies: [
                 "CheckinsService",
+                "HearthContracts",
                 "VipsShim",
                 "HearthTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -255,6 +269,7 @@ let package = Package(
                 "HearthRPC",
                 "HearthTestSupport",
                 "EchoService",
+                "HearthContracts",
                 "CheckinsService",
                 "HearthStore",
                 "hearth",

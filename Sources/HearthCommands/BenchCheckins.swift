@@ -1,6 +1,7 @@
 import ArgumentParser
 import CheckinsService
 import Foundation
+import HearthContracts
 import HearthRPC
 import SwiftProtobuf
 

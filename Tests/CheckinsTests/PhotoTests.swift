@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthContracts
 import HearthCore
 import HearthRPC
 import HearthStore

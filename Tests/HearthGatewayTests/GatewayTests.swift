@@ -1,5 +1,6 @@
 import EchoService
 import Foundation
+import HearthContracts
 import HearthCore
 import HearthGateway
 import HearthRPC

@@ -1,5 +1,6 @@
 import EchoService
 import Foundation
+import HearthContracts
 import Histogram
 import Logging
 import NIOCore

@@ -1,3 +1,4 @@
+import HearthContracts
 public import HearthRPC
 
 /// `hearth.echo.v1.Echo`: answers with what it was sent. It proves the runtime end to end

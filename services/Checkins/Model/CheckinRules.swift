@@ -1,4 +1,5 @@
 import Foundation
+import HearthContracts
 import HearthRPC
 
 /// The rules of check-ins, as pure functions: no clock, no storage.

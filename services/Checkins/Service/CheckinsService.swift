@@ -1,4 +1,5 @@
 import Foundation
+import HearthContracts
 public import HearthCore
 public import HearthPush
 public import HearthRPC

@@ -1,4 +1,5 @@
 import Foundation
+import HearthContracts
 import SwiftProtobuf
 
 extension NestRecord {
