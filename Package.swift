@@ -101,11 +101,11 @@ let package = Package(
         .target(name: "VipsShim", dependencies: ["CVips"]),
 
         // Services: one module each, model / store / service inside.
-        // The generated messages of every service's contract (proto/hearth/*/v1), public, so
-        // that services calling each other and the tools share one copy.
+        // The generated messages of every service's contract (proto/hearth/*/v1) and typed
+        // clients, public, so that services calling each other and the tools share one copy.
         .target(
             name: "HearthContracts",
-            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["HearthRPC", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: swiftSettings
         ),
 

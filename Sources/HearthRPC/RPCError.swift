@@ -85,7 +85,17 @@ public protocol RPCErrorConvertible: Error {
     var rpcError: RPCError { get }
 }
 
+/// A handler may throw a single violation (e.g. `try rule(value).get()`): INVALID_ARGUMENT.
+extension FieldViolation: RPCErrorConvertible {
+    public var rpcError: RPCError { .invalidArgument([self]) }
+}
+
 extension RPCError {
+    /// NOT_FOUND naming what was asked for; also the answer for what the caller may not see.
+    public static func notFound(_ kind: String, _ id: String) -> RPCError {
+        RPCError(.notFound, "\(kind) \(id) not found")
+    }
+
     /// What any error thrown by a handler answers with. Errors that are not ``RPCError`` or
     /// ``RPCErrorConvertible`` become INTERNAL with a generic message; the detail stays in the log.
     public init(answering error: any Error) {

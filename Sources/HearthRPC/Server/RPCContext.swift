@@ -59,3 +59,14 @@ public struct RPCContext: Sendable {
         return deadline <= .now()
     }
 }
+
+extension RPCContext {
+    /// The verified user the call acts for.
+    /// - Throws: UNAUTHENTICATED when the call names no user (it did not come through the gateway).
+    public func verifiedUser() throws -> String {
+        guard let user = self.userID, !user.isEmpty else {
+            throw RPCError(.unauthenticated, "no user: call through the gateway")
+        }
+        return user
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import HearthContracts
+import HearthCore
 import HearthRPC
 
 /// The rules of check-ins, as pure functions: no clock, no storage.
@@ -53,14 +54,6 @@ enum CheckinRules {
         return nil
     }
 
-    /// The local calendar day, `yyyy-MM-dd`, of `date` in `timeZone`: the daily cap counts by it.
-    static func localDay(of date: Date, in timeZone: TimeZone) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let parts = calendar.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
-    }
-
     /// A trimmed nest name, 1-100 characters.
     static func nestName(_ raw: String) -> Result<String, FieldViolation> {
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -104,7 +97,7 @@ enum CheckinRules {
         if let startsAt, let endsAt, endsAt <= startsAt {
             violations.append(FieldViolation(field: "ends_at", description: "must be after starts_at"))
         }
-        if TimeZone(identifier: timeZone) == nil {
+        if TimeZone(iana: timeZone) == nil {
             violations.append(FieldViolation(field: "time_zone", description: "'\(timeZone)' is not an IANA time zone"))
         }
         return violations

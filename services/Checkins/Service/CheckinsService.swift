@@ -53,22 +53,22 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func createNest(_ request: Hearth_Checkins_V1_CreateNestRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Nest
     {
-        let user = try caller(context)
-        let name = try validated(CheckinRules.nestName(request.name))
+        let user = try context.verifiedUser()
+        let name = try CheckinRules.nestName(request.name).get()
         return try await self.store.createNest(name: name, owner: user).message
     }
 
     @Sendable func getNest(_ request: Hearth_Checkins_V1_GetNestRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Nest
     {
-        let nest = try await self.visibleNest(request.nestID, to: caller(context))
+        let nest = try await self.visibleNest(request.nestID, to: context.verifiedUser())
         return nest.message
     }
 
     @Sendable func listMyNests(_ request: Hearth_Checkins_V1_ListMyNestsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListMyNestsResponse
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         var response = Hearth_Checkins_V1_ListMyNestsResponse()
         response.nests = try await self.store.nests(of: user).map(\.message)
         return response
@@ -79,7 +79,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let nest = try await self.ownedNest(request.nestID, by: user)
         let violations = CheckinRules.sessionViolations(
             sitter: request.sitterUserID,
@@ -106,14 +106,14 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func getSession(_ request: Hearth_Checkins_V1_GetSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
-        let session = try await self.participantSession(request.sessionID, caller(context))
+        let session = try await self.participantSession(request.sessionID, context.verifiedUser())
         return session.message(now: self.store.now)
     }
 
     @Sendable func listSessions(_ request: Hearth_Checkins_V1_ListSessionsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListSessionsResponse
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let nest = try await self.visibleNest(request.nestID, to: user)
         let now = self.store.now
         var response = Hearth_Checkins_V1_ListSessionsResponse()
@@ -127,19 +127,21 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func endSession(_ request: Hearth_Checkins_V1_EndSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let session = try await self.participantSession(request.sessionID, user)
         guard session.ownerUserID == user else {
             throw RPCError(.permissionDenied, "only the nest's owner can end a session")
         }
-        guard let ended = try await self.store.endSession(session.id) else { throw notFound("session", session.id) }
+        guard let ended = try await self.store.endSession(session.id) else {
+            throw RPCError.notFound("session", session.id)
+        }
         return ended.message(now: self.store.now)
     }
 
     @Sendable func getNestRole(_ request: Hearth_Checkins_V1_GetNestRoleRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_GetNestRoleResponse
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         var response = Hearth_Checkins_V1_GetNestRoleResponse()
         guard let nest = try await self.store.nest(request.nestID) else {
             response.role = .none
@@ -162,7 +164,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func createCheckIn(_ request: Hearth_Checkins_V1_CreateCheckInRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_CheckIn
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let session = try await self.participantSession(request.sessionID, user)
         guard session.sitterUserID == user else {
             throw RPCError(.permissionDenied, "only the session's sitter posts check-ins")
@@ -214,8 +216,8 @@ public struct CheckinsService: RPCService, OutboxOwner {
             photoHeight: photo?.full.height,
             photoBytes: photo?.full.data.count
         )
-        let zone = TimeZone(identifier: session.timeZone) ?? .gmt
-        let localDay = CheckinRules.localDay(of: record.capturedAt, in: zone)
+        let zone = TimeZone(iana: session.timeZone) ?? .gmt
+        let localDay = LocalDate(record.capturedAt, in: zone).description
         let notify = PushMessage(
             userID: session.ownerUserID,
             kind: "checkin.created",
@@ -249,7 +251,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListCheckInsResponse
     {
-        let session = try await self.participantSession(request.sessionID, caller(context))
+        let session = try await self.participantSession(request.sessionID, context.verifiedUser())
         guard request.pageSize <= 100 else {
             throw RPCError.invalidArgument([FieldViolation(field: "page_size", description: "must be at most 100")])
         }
@@ -282,7 +284,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
         async throws
         -> Hearth_Checkins_V1_GetCheckInPhotoResponse
     {
-        let checkIn = try await self.visibleCheckIn(request.checkInID, to: caller(context))
+        let checkIn = try await self.visibleCheckIn(request.checkInID, to: context.verifiedUser())
         guard let image = try await self.store.photo(of: checkIn, thumbnail: request.variant == .thumbnail) else {
             throw RPCError(.notFound, "check-in \(checkIn.id) has no photo")
         }
@@ -301,7 +303,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_DeleteCheckInResponse
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
         let session = try await self.participantSession(checkIn.sessionID, user)
         guard checkIn.submitterUserID == user || session.ownerUserID == user else {
@@ -314,13 +316,15 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func markViewed(_ request: Hearth_Checkins_V1_MarkViewedRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_CheckIn
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
         let session = try await self.participantSession(checkIn.sessionID, user)
         guard session.ownerUserID == user else {
             throw RPCError(.permissionDenied, "only the nest's owner marks check-ins viewed")
         }
-        guard let viewed = try await self.store.markViewed(checkIn.id) else { throw notFound("check-in", checkIn.id) }
+        guard let viewed = try await self.store.markViewed(checkIn.id) else {
+            throw RPCError.notFound("check-in", checkIn.id)
+        }
         return viewed.message
     }
 
@@ -329,7 +333,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func listTemplates(_ request: Hearth_Checkins_V1_ListTemplatesRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListTemplatesResponse
     {
-        let nest = try await self.visibleNest(request.nestID, to: caller(context))
+        let nest = try await self.visibleNest(request.nestID, to: context.verifiedUser())
         var response = Hearth_Checkins_V1_ListTemplatesResponse()
         response.templates = try await self.store.templates(inNest: nest.id).map(\.message)
         return response
@@ -338,8 +342,8 @@ public struct CheckinsService: RPCService, OutboxOwner {
     @Sendable func addTemplate(_ request: Hearth_Checkins_V1_AddTemplateRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Template
     {
-        let nest = try await self.ownedNest(request.nestID, by: caller(context))
-        let text = try validated(CheckinRules.templateText(request.text))
+        let nest = try await self.ownedNest(request.nestID, by: context.verifiedUser())
+        let text = try CheckinRules.templateText(request.text).get()
         switch try await self.store.addTemplate(nestID: nest.id, text: text) {
         case .added(let template):
             return template.message
@@ -354,9 +358,9 @@ public struct CheckinsService: RPCService, OutboxOwner {
         async throws
         -> Hearth_Checkins_V1_RemoveTemplateResponse
     {
-        let user = try caller(context)
+        let user = try context.verifiedUser()
         guard let template = try await self.store.template(request.templateID) else {
-            throw notFound("template", request.templateID)
+            throw RPCError.notFound("template", request.templateID)
         }
         _ = try await self.ownedNest(template.nestID, by: user)
         try await self.store.removeTemplate(template.id)
@@ -367,10 +371,10 @@ public struct CheckinsService: RPCService, OutboxOwner {
 
     /// A nest its owner or one of its sitters (any session) may see; NOT_FOUND for anyone else.
     private func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
-        guard let nest = try await self.store.nest(id) else { throw notFound("nest", id) }
+        guard let nest = try await self.store.nest(id) else { throw RPCError.notFound("nest", id) }
         if nest.ownerUserID == user { return nest }
         guard try await !self.store.sittingWindows(of: user, inNest: nest.id).isEmpty else {
-            throw notFound("nest", id)
+            throw RPCError.notFound("nest", id)
         }
         return nest
     }
@@ -385,7 +389,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     /// A session whose owner or sitter `user` is; NOT_FOUND for anyone else.
     private func participantSession(_ id: String, _ user: String) async throws -> SessionRecord {
         guard let session = try await self.store.session(id), session.isParticipant(user) else {
-            throw notFound("session", id)
+            throw RPCError.notFound("session", id)
         }
         return session
     }
@@ -393,50 +397,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
     private func visibleCheckIn(_ id: String, to user: String) async throws -> CheckInRecord {
         guard let checkIn = try await self.store.checkIn(id),
             let session = try await self.store.session(checkIn.sessionID), session.isParticipant(user)
-        else { throw notFound("check-in", id) }
+        else { throw RPCError.notFound("check-in", id) }
         return checkIn
-    }
-}
-
-/// The verified user of the call.
-func caller(_ context: RPCContext) throws -> String {
-    guard let user = context.userID, !user.isEmpty else {
-        throw RPCError(.unauthenticated, "no user: call through the gateway")
-    }
-    return user
-}
-
-func notFound(_ kind: String, _ id: String) -> RPCError {
-    RPCError(.notFound, "\(kind) \(id) not found")
-}
-
-func validated<T>(_ result: Result<T, FieldViolation>) throws -> T {
-    switch result {
-    case .success(let value): return value
-    case .failure(let violation): throw RPCError.invalidArgument([violation])
-    }
-}
-
-/// Typed calls to `hearth.checkins.v1.Checkins`.
-public struct CheckinsClient: Sendable {
-    public let client: RPCClient
-
-    public init(client: RPCClient) {
-        self.client = client
-    }
-
-    /// The caller's role in a nest (for other services deciding access).
-    public func nestRole(nestID: String, userID: String, options: CallOptions) async throws
-        -> Hearth_Checkins_V1_NestRole
-    {
-        var request = Hearth_Checkins_V1_GetNestRoleRequest()
-        request.nestID = nestID
-        request.userID = userID
-        return try await self.client.call(
-            "\(CheckinsService.package)/GetNestRole",
-            request,
-            as: Hearth_Checkins_V1_GetNestRoleResponse.self,
-            options: options
-        ).role
     }
 }
