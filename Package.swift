@@ -137,6 +137,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "RoutinesService",
+            dependencies: [
+                "HearthCore",
+                "HearthContracts",
+                "HearthRPC",
+                "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "services/Routines",
+            swiftSettings: swiftSettings
+        ),
+
         // The `hearth` command line: commands in a library so tests can drive them, a thin executable.
         .target(
             name: "HearthCommands",
@@ -150,6 +164,7 @@ let package = Package(
                 "EchoService",
                 "HearthContracts",
                 "CheckinsService",
+                "RoutinesService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -232,6 +247,20 @@ let package = Package(
                 "HearthCore",
                 "HearthStore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoutinesTests",
+            dependencies: [
+                "RoutinesService",
+                "CheckinsService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthRPC",
+                "HearthStore",
+                "HearthTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

@@ -2,12 +2,15 @@ import ArgumentParser
 import CheckinsService
 import EchoService
 import Foundation
+import HearthContracts
+import HearthCore
 import HearthGateway
 import HearthPush
 import HearthRPC
 import HearthStore
 import Logging
 import NIOCore
+import RoutinesService
 import ServiceLifecycle
 import SwiftProtobuf
 
@@ -15,6 +18,7 @@ import SwiftProtobuf
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     case gateway
     case checkins
+    case routines
     case echo
 
     /// The loopback port `hearth up` gives it (DESIGN.md's table; echo after the services).
@@ -22,6 +26,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: 7100
         case .checkins: 7101
+        case .routines: 7104
         case .echo: 7105
         }
     }
@@ -31,17 +36,33 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: []
         case .checkins: ["hearth.checkins."]
+        case .routines: ["hearth.routines."]
         case .echo: ["hearth.echo."]
         }
     }
 
-    /// Builds the services of this process, with stores under `dataDirectory`.
-    func makeServices(dataDirectory: URL) throws -> [any RPCService] {
+    /// Builds the services of this process, with stores under the settings' data folder.
+    func makeServices(settings: ProcessSettings) throws -> [any RPCService] {
+        let store = { (name: String) in
+            StoreLocation.file(settings.dataDirectory.appendingPathComponent("\(name).sqlite").path)
+        }
         switch self {
-        case .gateway: []
+        case .gateway:
+            return []
         case .checkins:
-            [try CheckinsService(location: .file(dataDirectory.appendingPathComponent("checkins.sqlite").path))]
-        case .echo: [EchoService()]
+            return [try CheckinsService(location: store("checkins"))]
+        case .routines:
+            let checkins = RPCClient(
+                configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
+            )
+            let roles = CachedNestRoles(
+                source: CheckinsNestRoles(client: checkins, internalCredential: settings.secrets.internalCredential),
+                clock: SystemClock(),
+                lifetime: settings.peers.roleCache.duration
+            )
+            return [try RoutinesService(location: store("routines"), roles: roles)]
+        case .echo:
+            return [EchoService()]
         }
     }
 
@@ -64,9 +85,17 @@ enum MethodCatalog {
         let health = HealthService(state: HealthState(serving: []))
         // An in-memory store: the catalog only reads the methods' message types.
         let checkins = (try? CheckinsService(location: .inMemory))?.methods ?? []
-        let methods = [EchoService().methods, checkins, health.methods].flatMap { $0 }
+        let routines = (try? RoutinesService(location: .inMemory, roles: NoNestRoles()))?.methods ?? []
+        let methods = [EchoService().methods, checkins, routines, health.methods].flatMap { $0 }
         return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
     }()
+}
+
+/// The catalog's routines service never serves a call.
+private struct NoNestRoles: NestRoleSource {
+    func role(nestID: String, userID: String) async throws -> Hearth_Checkins_V1_NestRole {
+        throw RPCError(.unavailable, "not serving")
+    }
 }
 
 /// What every process is built from.
@@ -76,6 +105,8 @@ struct ProcessSettings: Sendable {
     var dataDirectory: URL
     var secrets: Secrets
     var gateway: GatewaySettings
+    /// Where the services this process calls listen.
+    var peers: PeerOptions
     /// TLS for the gateway's client-facing listener; nil: plaintext.
     var gatewayTLS: (@Sendable (any Channel) throws -> Void)?
     /// Where services' notifications go (a webhook, or the log).
@@ -149,7 +180,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         )
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
-        let services = try name.makeServices(dataDirectory: settings.dataDirectory)
+        let services = try name.makeServices(settings: settings)
         let deliverers = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
         }

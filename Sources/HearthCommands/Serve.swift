@@ -23,7 +23,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on. Example: --host 0.0.0.0")
     var host = "127.0.0.1"
 
-    @Option(help: "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, echo 7105).")
+    @Option(
+        help:
+            "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, checkins 7101, routines 7104, echo 7105)."
+    )
     var port: Int?
 
     @Option(help: "Folder for the process's SQLite file (and default secrets). Example: --data /var/lib/hearth")
@@ -35,6 +38,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var secrets: SecretOptions
     @OptionGroup var push: PushOptions
     @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
+    @OptionGroup(title: "Peers (services this one calls)") var peers: PeerOptions
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -49,6 +53,7 @@ struct Serve: AsyncParsableCommand {
                 dataDirectory: dataDirectory,
                 secrets: try self.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
                 gateway: self.gateway,
+                peers: self.peers,
                 gatewayTLS: try self.tls.connectionSetup(),
                 pushSender: self.push.sender(logger: logger),
                 logger: logger

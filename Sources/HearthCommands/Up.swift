@@ -41,6 +41,7 @@ struct Up: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let secrets = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
         let gatewayDefaults = try GatewaySettings.parse([])
+        let peers = try PeerOptions.parse([])
         let gatewayTLS = try self.tls.connectionSetup()
         var processes: [HearthProcess] = []
         for name in ProcessName.services + [.gateway] {
@@ -50,6 +51,7 @@ struct Up: AsyncParsableCommand {
                 dataDirectory: dataDirectory,
                 secrets: secrets,
                 gateway: gatewayDefaults,
+                peers: peers,
                 gatewayTLS: gatewayTLS,
                 pushSender: self.push.sender(logger: logger),
                 logger: logger

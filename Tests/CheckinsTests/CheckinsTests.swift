@@ -4,6 +4,7 @@ import HearthContracts
 import HearthCore
 import HearthRPC
 import HearthStore
+import HearthTestSupport
 import Logging
 import SwiftProtobuf
 import Testing
@@ -23,19 +24,7 @@ struct Fixture {
         self.service = try CheckinsService(location: .inMemory, clock: self.clock)
     }
 
-    func context(_ user: String) -> RPCContext {
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        return RPCContext(
-            method: "test",
-            metadata: [TrustedMetadata.user: user],
-            deadline: nil,
-            peer: "test",
-            callID: 1,
-            connectionTag: "t",
-            logger: logger
-        )
-    }
+    func context(_ user: String) -> RPCContext { callContext(user) }
 
     /// A nest owned by `owner` and a session for `sitter` from now for `hours`.
     func nestAndSession(
@@ -71,19 +60,6 @@ struct Fixture {
         request.capturedAt = Google_Protobuf_Timestamp(date: capturedAt ?? self.clock.now())
         request.clientRequestID = requestID
         return try await self.service.createCheckIn(request, self.context(user))
-    }
-}
-
-func expectCode(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void)
-    async
-{
-    do {
-        try await body()
-        Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
-    } catch let error as RPCError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected \(code.name), got \(error)", sourceLocation: sourceLocation)
     }
 }
 

@@ -104,3 +104,33 @@ public func withServer<T>(
         }
     }
 }
+
+/// Expects `body` to fail with `code`: what the runtime would answer for the error it throws.
+public func expectCode(
+    _ code: StatusCode,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
+    } catch {
+        let answer = RPCError(answering: error)
+        #expect(answer.code == code, "\(answer)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The context of a call that came through the gateway for `user`, for calling handlers directly.
+public func callContext(_ user: String) -> RPCContext {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    return RPCContext(
+        method: "test",
+        metadata: [TrustedMetadata.user: user],
+        deadline: nil,
+        peer: "test",
+        callID: 1,
+        connectionTag: "t",
+        logger: logger
+    )
+}

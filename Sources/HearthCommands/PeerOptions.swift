@@ -1,0 +1,17 @@
+import ArgumentParser
+import RoutinesService
+
+/// Where a service finds the services it calls (DESIGN.md: routines asks checkins for roles).
+struct PeerOptions: ParsableArguments, Sendable {
+    @Option(help: "HOST:PORT of the checkins process (routines asks it who may see a nest).")
+    var checkins = Target(host: "127.0.0.1", port: ProcessName.checkins.defaultPort)
+
+    @Option(help: "How long routines remembers a role, at most 30s; 0s asks checkins on every call.")
+    var roleCache = DurationArgument(CachedNestRoles.defaultLifetime)
+
+    func validate() throws {
+        guard self.roleCache.duration <= CachedNestRoles.defaultLifetime else {
+            throw ValidationError("--role-cache is at most 30s (a revoked sitter must lose access by then)")
+        }
+    }
+}

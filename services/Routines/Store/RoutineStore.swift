@@ -1,0 +1,220 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthStore
+
+/// The routines service's SQLite store. Each invariant is kept inside one write transaction.
+struct RoutineStore: Sendable {
+    let base: Store
+
+    init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        self.base = try Store(location: location, migrator: RoutineMigrations.migrator, clock: clock)
+    }
+
+    var now: Date { self.base.clock.now() }
+    private var db: any DatabaseWriter { self.base.writer }
+
+    // MARK: Routines
+
+    enum CreateOutcome: Sendable {
+        case created(RoutineWithActions)
+        case nestFull
+    }
+
+    /// Creates a routine with its actions, unless the nest already has the most it may.
+    func createRoutine(nestID: String, title: String, category: String, actions: [String]) async throws
+        -> CreateOutcome
+    {
+        let now = self.now
+        let routine = RoutineRecord(
+            id: UUID().uuidString.lowercased(),
+            nestID: nestID,
+            title: title,
+            category: category,
+            createdAt: now,
+            updatedAt: now
+        )
+        let records = actions.enumerated().map { position, text in
+            ActionRecord(
+                id: UUID().uuidString.lowercased(),
+                routineID: routine.id,
+                text: text,
+                position: position,
+                createdAt: now,
+                removedAt: nil
+            )
+        }
+        return try await self.db.write { db in
+            let count = try RoutineRecord.filter(Column("nest_id") == nestID).fetchCount(db)
+            guard count < RoutineRules.maxRoutinesPerNest else { return .nestFull }
+            try routine.insert(db)
+            for action in records { try action.insert(db) }
+            return .created(RoutineWithActions(routine: routine, actions: records))
+        }
+    }
+
+    func routine(_ id: String) async throws -> RoutineWithActions? {
+        try await self.db.read { db in try Self.routine(id, in: db) }
+    }
+
+    /// A nest's routines (in one folder when `category` is given), oldest first.
+    func routines(nestID: String, category: String?) async throws -> [RoutineWithActions] {
+        try await self.db.read { db in
+            var request = RoutineRecord.filter(Column("nest_id") == nestID)
+            if let category { request = request.filter(Column("category") == category) }
+            let routines = try request.order(Column("created_at"), Column("id")).fetchAll(db)
+            let actions = try ActionRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT action.* FROM action JOIN routine ON routine.id = action.routine_id
+                    WHERE routine.nest_id = ? AND action.removed_at IS NULL ORDER BY action.position
+                    """,
+                arguments: [nestID]
+            )
+            let byRoutine = Dictionary(grouping: actions, by: \.routineID)
+            return routines.map { RoutineWithActions(routine: $0, actions: byRoutine[$0.id] ?? []) }
+        }
+    }
+
+    func updateRoutine(_ id: String, title: String, category: String) async throws -> RoutineWithActions? {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var routine = try RoutineRecord.fetchOne(db, key: id) else { return nil }
+            routine.title = title
+            routine.category = category
+            routine.updatedAt = now
+            try routine.update(db)
+            return try Self.routine(id, in: db)
+        }
+    }
+
+    /// Deletes a routine with its actions and every completion of them.
+    func deleteRoutine(_ id: String) async throws {
+        _ = try await self.db.write { db in try RoutineRecord.deleteOne(db, key: id) }
+    }
+
+    // MARK: Actions
+
+    enum ActionOutcome: Sendable {
+        case changed(RoutineWithActions)
+        case routineMissing
+        case actionMissing
+        case full
+    }
+
+    /// Appends an action, unless the routine has its 10.
+    func addAction(routineID: String, text: String) async throws -> ActionOutcome {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var routine = try RoutineRecord.fetchOne(db, key: routineID) else { return .routineMissing }
+            let active = try Self.activeActions(routineID, in: db)
+            guard active.count < RoutineRules.maxActions else { return .full }
+            let last =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT MAX(position) FROM action WHERE routine_id = ?",
+                    arguments: [routineID]
+                )
+                ?? -1
+            let action = ActionRecord(
+                id: UUID().uuidString.lowercased(),
+                routineID: routineID,
+                text: text,
+                position: last + 1,
+                createdAt: now,
+                removedAt: nil
+            )
+            try action.insert(db)
+            routine.updatedAt = now
+            try routine.update(db)
+            return .changed(RoutineWithActions(routine: routine, actions: active + [action]))
+        }
+    }
+
+    /// Removes an action from now on: past days keep it in their counts.
+    func removeAction(routineID: String, actionID: String) async throws -> ActionOutcome {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var routine = try RoutineRecord.fetchOne(db, key: routineID) else { return .routineMissing }
+            guard var action = try ActionRecord.fetchOne(db, key: actionID), action.routineID == routineID,
+                action.removedAt == nil
+            else { return .actionMissing }
+            action.removedAt = now
+            try action.update(db)
+            routine.updatedAt = now
+            try routine.update(db)
+            return .changed(RoutineWithActions(routine: routine, actions: try Self.activeActions(routineID, in: db)))
+        }
+    }
+
+    // MARK: Completions
+
+    /// Records (or clears) `user`'s tick of an action on `date`; repeating it changes nothing.
+    /// Answers false when the action is not a current action of the routine.
+    func setDone(
+        routineID: String,
+        actionID: String,
+        user: String,
+        date: LocalDate,
+        done: Bool,
+        zone: String
+    ) async throws -> Bool {
+        let now = self.now
+        return try await self.db.write { db in
+            guard let action = try ActionRecord.fetchOne(db, key: actionID), action.routineID == routineID,
+                action.removedAt == nil
+            else { return false }
+            if done {
+                try db.execute(
+                    sql: """
+                        INSERT INTO completion (routine_id, action_id, user_id, local_date, done_at, time_zone)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT DO NOTHING
+                        """,
+                    arguments: [routineID, actionID, user, date.description, now, zone]
+                )
+            } else {
+                try db.execute(
+                    sql:
+                        "DELETE FROM completion WHERE routine_id = ? AND user_id = ? AND local_date = ? AND action_id = ?",
+                    arguments: [routineID, user, date.description, actionID]
+                )
+            }
+            return true
+        }
+    }
+
+    /// Every action the routine ever had (removed ones too) and `user`'s ticks from `from`
+    /// to `to`: what a day's progress is computed from, read together.
+    func days(routineID: String, user: String, from: LocalDate, to: LocalDate) async throws -> (
+        actions: [ActionRecord], completions: [CompletionRecord]
+    ) {
+        try await self.db.read { db in
+            let actions = try ActionRecord.filter(Column("routine_id") == routineID).order(Column("position"))
+                .fetchAll(db)
+            let completions = try CompletionRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM completion
+                    WHERE routine_id = ? AND user_id = ? AND local_date BETWEEN ? AND ?
+                    ORDER BY done_at
+                    """,
+                arguments: [routineID, user, from.description, to.description]
+            )
+            return (actions, completions)
+        }
+    }
+
+    // MARK: Queries in a transaction
+
+    private static func routine(_ id: String, in db: Database) throws -> RoutineWithActions? {
+        guard let routine = try RoutineRecord.fetchOne(db, key: id) else { return nil }
+        return RoutineWithActions(routine: routine, actions: try Self.activeActions(id, in: db))
+    }
+
+    private static func activeActions(_ routineID: String, in db: Database) throws -> [ActionRecord] {
+        try ActionRecord.filter(Column("routine_id") == routineID && Column("removed_at") == nil)
+            .order(Column("position"))
+            .fetchAll(db)
+    }
+}
