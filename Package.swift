@@ -137,6 +137,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The due-time scheduler: a timer to the earliest due item, no periodic scan (safety
+        // alerts, task prompts).
+        .target(
+            name: "HearthScheduler",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         .target(
             name: "RoutinesService",
             dependencies: [
@@ -248,6 +260,16 @@ let package = Package(
                 "HearthStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthSchedulerTests",
+            dependencies: [
+                "HearthScheduler",
+                "HearthCore",
+                "HearthTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

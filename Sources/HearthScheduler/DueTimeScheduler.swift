@@ -1,0 +1,123 @@
+public import Foundation
+public import HearthCore
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// What a ``DueTimeScheduler`` drives: items with due times, kept by their owner (typically a
+/// table with an index on the next due time).
+public protocol DueWork: Sendable {
+    /// The earliest due time of anything pending (already due or not); nil when nothing is.
+    func nextDueTime() async throws -> Date?
+    /// Handles every item due at or before `now`. Whatever it leaves due is asked for again at
+    /// once, so it may work in batches.
+    func runDue(now: Date) async throws
+}
+
+/// Fires due items on time without scanning: it asks the work for its earliest due time,
+/// sleeps until then (on the injected clock), runs what is due, and asks again. Code that
+/// schedules something earlier than what the scheduler sleeps for calls ``wake()``. On start
+/// it runs at once whatever became due while the process was down.
+public final class DueTimeScheduler: Service {
+    private let work: any DueWork
+    private let clock: any WallClock
+    private let logger: Logger
+    private let retryDelay: TimeInterval
+    private let signal = WakeSignal()
+    private let passes = Atomic<Int>(0)
+
+    /// - Parameter retryDelay: how long to wait after the work failed before trying again.
+    public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
+        self.work = work
+        self.clock = clock
+        self.logger = logger
+        self.retryDelay = retryDelay
+    }
+
+    /// Something may now be due earlier than the scheduler thought: look again.
+    public func wake() {
+        self.signal.raise()
+    }
+
+    /// How many times it has looked for due work (tests wait on it).
+    public var passCount: Int { self.passes.load(ordering: .relaxed) }
+
+    /// Runs until the task is cancelled or graceful shutdown begins.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let wakeAt: Date?
+                do {
+                    try await self.work.runDue(now: self.clock.now())
+                    wakeAt = try await self.work.nextDueTime()
+                } catch is CancellationError {
+                    return
+                } catch {
+                    self.logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
+                    wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
+                }
+                self.passes.add(1, ordering: .relaxed)
+                if let wakeAt, wakeAt <= self.clock.now() { continue }
+                await self.sleep(until: wakeAt)
+            }
+        }
+    }
+
+    /// Returns at `deadline` (never, when nil), on ``wake()``, or on cancellation.
+    private func sleep(until deadline: Date?) async {
+        await withTaskGroup(of: Void.self) { group in
+            if let deadline {
+                group.addTask { try? await self.clock.sleep(until: deadline) }
+            }
+            group.addTask { await self.signal.wait() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// A wake-up that is not lost when it comes while nobody waits: the next wait returns at once.
+private final class WakeSignal: Sendable {
+    private struct State {
+        var raised = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func raise() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.raised = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when raised (or at once if it was), or when the task is cancelled.
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = self.state.withLock { state in
+                    if state.raised {
+                        state.raised = false
+                        return true
+                    }
+                    if Task.isCancelled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
+}
