@@ -149,6 +149,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Email over SMTP (no SMTP library in the mirror): MIME messages and the conversation.
+        .target(
+            name: "HearthMail",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         .target(
             name: "RoutinesService",
             dependencies: [
@@ -271,6 +282,12 @@ let package = Package(
                 "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthMailTests",
+            dependencies: ["HearthMail", "HearthTestSupport"],
+            exclude: ["smtp_sink.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -9,28 +9,12 @@ import Testing
 
 @Suite("TLS", .timeLimit(.minutes(1)))
 struct TLSTests {
-    /// A self-signed certificate for localhost and 127.0.0.1, made by openssl for this test.
-    private func selfSigned(in folder: URL) throws -> (certificate: String, key: String) {
-        let certificate = folder.appendingPathComponent("cert.pem").path
-        let key = folder.appendingPathComponent("key.pem").path
-        let made = try runProcess(
-            URL(fileURLWithPath: "/usr/bin/openssl"),
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=localhost",
-                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            ]
-        )
-        try #require(made.status == 0, "openssl failed (scripts/bootstrap installs it): \(made.stderr)")
-        return (certificate, key)
-    }
-
     @Test("calls round-trip over TLS; a plaintext client gets nothing")
     func roundTrip() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tls-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (certificate, key) = try self.selfSigned(in: folder)
+        let (certificate, key) = try selfSignedCertificate(in: folder)
 
         let server = RPCServer(
             configuration: ServerConfiguration(

@@ -134,3 +134,19 @@ public func callContext(_ user: String) -> RPCContext {
         logger: logger
     )
 }
+
+/// A self-signed certificate for localhost and 127.0.0.1, made by openssl in `folder`.
+public func selfSignedCertificate(in folder: URL) throws -> (certificate: String, key: String) {
+    let certificate = folder.appendingPathComponent("cert.pem").path
+    let key = folder.appendingPathComponent("key.pem").path
+    let made = try runProcess(
+        URL(fileURLWithPath: "/usr/bin/openssl"),
+        [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ]
+    )
+    try #require(made.status == 0, "openssl failed (scripts/bootstrap installs it): \(made.stderr)")
+    return (certificate, key)
+}

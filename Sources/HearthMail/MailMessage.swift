@@ -1,0 +1,101 @@
+public import Foundation
+
+/// One plain-text email, rendered as RFC 5322 with MIME: a UTF-8 body (base64, so any
+/// language and line length travel intact), an RFC 2047 encoded subject, Date and Message-ID.
+public struct MailMessage: Sendable, Equatable {
+    public var from: MailAddress
+    public var to: MailAddress
+    public var subject: String
+    public var body: String
+    public var date: Date
+    /// Without angle brackets, e.g. `alert-123@hearth.local`. Stable per message, so that a
+    /// message sent again after a crash can be recognized as the same one.
+    public var messageID: String
+
+    public init(from: MailAddress, to: MailAddress, subject: String, body: String, date: Date, messageID: String) {
+        self.from = from
+        self.to = to
+        self.subject = subject
+        self.body = body
+        self.date = date
+        self.messageID = messageID
+    }
+
+    /// The message as sent after DATA, lines ending in CRLF (before dot-stuffing).
+    public var rendered: String {
+        let headers = [
+            "Date: \(Self.rfc5322Date(self.date))",
+            "From: \(self.from.header)",
+            "To: \(self.to.header)",
+            "Subject: \(EncodedWords.encode(self.subject))",
+            "Message-ID: <\(self.messageID)>",
+            "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=UTF-8",
+            "Content-Transfer-Encoding: base64",
+        ]
+        let body = Data(self.body.utf8).base64EncodedString(options: [
+            .lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed,
+        ])
+        return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + "\r\n"
+    }
+
+    /// `Sun, 22 Nov 2026 01:02:03 +0000`.
+    static func rfc5322Date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        return formatter.string(from: date)
+    }
+}
+
+/// An address with an optional display name.
+public struct MailAddress: Sendable, Equatable {
+    public var address: String
+    public var name: String?
+
+    public init(_ address: String, name: String? = nil) {
+        self.address = address
+        self.name = name
+    }
+
+    /// Whether it looks deliverable: one `@`, a local part and a dotted domain, no spaces or
+    /// characters that would break a header or an SMTP command.
+    public var isValid: Bool {
+        let parts = self.address.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 64, self.address.count <= 254 else { return false }
+        let domain = parts[1]
+        let forbidden = Set(" \t\r\n<>(),;:\"[]\\")
+        guard !self.address.contains(where: { forbidden.contains($0) || $0.asciiValue == nil }) else { return false }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }
+    }
+
+    var header: String {
+        guard let name, !name.isEmpty else { return "<\(self.address)>" }
+        return "\(EncodedWords.encode(name)) <\(self.address)>"
+    }
+}
+
+/// RFC 2047 encoded words: non-ASCII header text as `=?UTF-8?B?...?=`, split so that no
+/// word is over 75 characters and no character is cut in two.
+enum EncodedWords {
+    static func encode(_ text: String) -> String {
+        let plain = text.allSatisfy { $0.isASCII && !$0.isNewline } && !text.contains("=?")
+        if plain { return text }
+        var words: [Data] = []
+        var chunk = Data()
+        for character in text {
+            let bytes = Data(String(character).utf8)
+            // 42 bytes of UTF-8 make 56 of base64: with "=?UTF-8?B?" and "?=", 68, so that even
+            // the first word keeps "Subject: " under 78 characters.
+            if chunk.count + bytes.count > 42 {
+                words.append(chunk)
+                chunk = Data()
+            }
+            chunk.append(bytes)
+        }
+        if !chunk.isEmpty { words.append(chunk) }
+        return words.map { "=?UTF-8?B?\($0.base64EncodedString())?=" }.joined(separator: "\r\n ")
+    }
+}

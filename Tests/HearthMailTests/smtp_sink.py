@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""A real SMTP server for the tests (Debian's python3-aiosmtpd): accepts every message and
+writes each, decoded by Python's email package, as JSON into a folder.
+
+    smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD]
+
+Prints "PORT <n>" once it listens on a free loopback port; runs until its standard input
+closes (so it never outlives the test process that started it) or it is killed.
+"""
+import argparse, email, email.policy, json, os, socket, ssl, sys, time
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+
+class Sink:
+    def __init__(self, out):
+        self.out = out
+        self.count = 0
+
+    async def handle_DATA(self, server, session, envelope):
+        message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
+        body = message.get_body(preferencelist=("plain",))
+        record = {
+            "mail_from": envelope.mail_from,
+            "rcpt_tos": envelope.rcpt_tos,
+            "subject": str(message["subject"]),
+            "raw_subject": message.get("subject", "").__str__(),
+            "raw": envelope.original_content.decode("utf-8", "replace"),
+            "from": str(message["from"]),
+            "to": str(message["to"]),
+            "date": str(message["date"]),
+            "message_id": str(message["message-id"]),
+            "content_type": message.get_content_type(),
+            "charset": body.get_content_charset() if body else None,
+            "body": body.get_content() if body else None,
+            "tls": session.ssl is not None,
+            "authenticated": bool(session.authenticated),
+        }
+        self.count += 1
+        path = os.path.join(self.out, f"{time.time_ns()}-{self.count}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.rename(path + ".tmp", path)
+        return "250 Message accepted for delivery"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--tls", nargs=2)
+    parser.add_argument("--auth")
+    args = parser.parse_args()
+    kwargs = {}
+    if args.tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*args.tls)
+        kwargs["tls_context"] = context
+        kwargs["require_starttls"] = True
+    if args.auth:
+        user, password = args.auth.split(":", 1)
+
+        def authenticator(server, session, envelope, mechanism, auth_data):
+            ok = isinstance(auth_data, LoginPassword) and auth_data.login.decode() == user \
+                and auth_data.password.decode() == password
+            return AuthResult(success=ok, handled=False)
+
+        kwargs["authenticator"] = authenticator
+        kwargs["auth_required"] = True
+        kwargs["auth_require_tls"] = bool(args.tls)
+    # aiosmtpd's controller cannot listen on port 0: take a free port, and another if it was
+    # taken in between.
+    for attempt in range(20):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        controller = Controller(Sink(args.out), hostname="127.0.0.1", port=port, **kwargs)
+        try:
+            controller.start()
+            break
+        except Exception:
+            if attempt == 19:
+                raise
+    print(f"PORT {port}", flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        controller.stop()
+
+
+if __name__ == "__main__":
+    main()
