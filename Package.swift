@@ -174,6 +174,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "SafetyService",
+            dependencies: [
+                "HearthCore",
+                "HearthContracts",
+                "HearthMail",
+                "HearthPush",
+                "HearthRPC",
+                "HearthScheduler",
+                "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "services/Safety",
+            swiftSettings: swiftSettings
+        ),
+
         // The `hearth` command line: commands in a library so tests can drive them, a thin executable.
         .target(
             name: "HearthCommands",
@@ -188,6 +206,8 @@ let package = Package(
                 "HearthContracts",
                 "CheckinsService",
                 "RoutinesService",
+                "SafetyService",
+                "HearthMail",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -219,8 +239,11 @@ let package = Package(
                 "HearthRPC",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/HearthTestSupport",
+            exclude: ["smtp_sink.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -287,7 +310,23 @@ let package = Package(
         .testTarget(
             name: "HearthMailTests",
             dependencies: ["HearthMail", "HearthTestSupport"],
-            exclude: ["smtp_sink.py"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SafetyTests",
+            dependencies: [
+                "SafetyService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthMail",
+                "HearthPush",
+                "HearthRPC",
+                "HearthScheduler",
+                "HearthStore",
+                "HearthTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,12 +5,14 @@ import Foundation
 import HearthContracts
 import HearthCore
 import HearthGateway
+import HearthMail
 import HearthPush
 import HearthRPC
 import HearthStore
 import Logging
 import NIOCore
 import RoutinesService
+import SafetyService
 import ServiceLifecycle
 import SwiftProtobuf
 
@@ -18,6 +20,7 @@ import SwiftProtobuf
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     case gateway
     case checkins
+    case safety
     case routines
     case echo
 
@@ -26,6 +29,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: 7100
         case .checkins: 7101
+        case .safety: 7103
         case .routines: 7104
         case .echo: 7105
         }
@@ -36,6 +40,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: []
         case .checkins: ["hearth.checkins."]
+        case .safety: ["hearth.safety."]
         case .routines: ["hearth.routines."]
         case .echo: ["hearth.echo."]
         }
@@ -51,6 +56,13 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
             return []
         case .checkins:
             return [try CheckinsService(location: store("checkins"))]
+        case .safety:
+            let channels = AlertChannels(
+                mail: try settings.mail.transport(logger: settings.logger),
+                from: settings.mail.from,
+                push: settings.pushSender
+            )
+            return [try SafetyService(location: store("safety"), channels: channels, logger: settings.logger)]
         case .routines:
             let checkins = RPCClient(
                 configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
@@ -86,7 +98,15 @@ enum MethodCatalog {
         // An in-memory store: the catalog only reads the methods' message types.
         let checkins = (try? CheckinsService(location: .inMemory))?.methods ?? []
         let routines = (try? RoutinesService(location: .inMemory, roles: NoNestRoles()))?.methods ?? []
-        let methods = [EchoService().methods, checkins, routines, health.methods].flatMap { $0 }
+        let nowhere = AlertChannels(
+            mail: LogMailTransport(logger: Logger(label: "catalog")),
+            from: MailAddress("catalog@hearth.local"),
+            push: LogPushSender(logger: Logger(label: "catalog"))
+        )
+        let safety =
+            (try? SafetyService(location: .inMemory, channels: nowhere, logger: Logger(label: "catalog")))?.methods
+            ?? []
+        let methods = [EchoService().methods, checkins, safety, routines, health.methods].flatMap { $0 }
         return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
     }()
 }
@@ -107,6 +127,8 @@ struct ProcessSettings: Sendable {
     var gateway: GatewaySettings
     /// Where the services this process calls listen.
     var peers: PeerOptions
+    /// Where alert emails go.
+    var mail: MailOptions
     /// TLS for the gateway's client-facing listener; nil: plaintext.
     var gatewayTLS: (@Sendable (any Channel) throws -> Void)?
     /// Where services' notifications go (a webhook, or the log).
@@ -181,9 +203,10 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
         let services = try name.makeServices(settings: settings)
-        let deliverers = services.compactMap { $0 as? any OutboxOwner }.map {
+        let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
         }
+        let schedulers: [any Service] = services.compactMap { ($0 as? SafetyService)?.scheduler }
         let server = RPCServer(
             configuration: ServerConfiguration(
                 host: settings.host,
@@ -194,6 +217,6 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
-        return HearthProcess(name: name, server: server, companions: deliverers, metrics: metrics)
+        return HearthProcess(name: name, server: server, companions: deliverers + schedulers, metrics: metrics)
     }
 }

@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
-            "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, checkins 7101, routines 7104, echo 7105)."
+            "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, checkins 7101, safety 7103, routines 7104, echo 7105)."
     )
     var port: Int?
 
@@ -39,6 +39,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var push: PushOptions
     @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
     @OptionGroup(title: "Peers (services this one calls)") var peers: PeerOptions
+    @OptionGroup(title: "Email (safety)") var mail: MailOptions
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -54,6 +55,7 @@ struct Serve: AsyncParsableCommand {
                 secrets: try self.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
                 gateway: self.gateway,
                 peers: self.peers,
+                mail: self.mail,
                 gatewayTLS: try self.tls.connectionSetup(),
                 pushSender: self.push.sender(logger: logger),
                 logger: logger

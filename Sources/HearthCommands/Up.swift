@@ -32,6 +32,7 @@ struct Up: AsyncParsableCommand {
 
     @OptionGroup var secrets: SecretOptions
     @OptionGroup var push: PushOptions
+    @OptionGroup(title: "Email (safety)") var mail: MailOptions
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -52,6 +53,7 @@ struct Up: AsyncParsableCommand {
                 secrets: secrets,
                 gateway: gatewayDefaults,
                 peers: peers,
+                mail: self.mail,
                 gatewayTLS: gatewayTLS,
                 pushSender: self.push.sender(logger: logger),
                 logger: logger

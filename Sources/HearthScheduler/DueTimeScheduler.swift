@@ -25,6 +25,7 @@ public final class DueTimeScheduler: Service {
     private let retryDelay: TimeInterval
     private let signal = WakeSignal()
     private let passes = Atomic<Int>(0)
+    private let sleeping = Atomic<Bool>(false)
 
     /// - Parameter retryDelay: how long to wait after the work failed before trying again.
     public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
@@ -42,6 +43,9 @@ public final class DueTimeScheduler: Service {
     /// How many times it has looked for due work (tests wait on it).
     public var passCount: Int { self.passes.load(ordering: .relaxed) }
 
+    /// Whether it is waiting for the next due time or a wake-up (not running a pass).
+    public var isSleeping: Bool { self.sleeping.load(ordering: .relaxed) }
+
     /// Runs until the task is cancelled or graceful shutdown begins.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
@@ -56,9 +60,14 @@ public final class DueTimeScheduler: Service {
                     self.logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
                     wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
                 }
+                if let wakeAt, wakeAt <= self.clock.now() {
+                    self.passes.add(1, ordering: .relaxed)
+                    continue
+                }
+                self.sleeping.store(true, ordering: .relaxed)
                 self.passes.add(1, ordering: .relaxed)
-                if let wakeAt, wakeAt <= self.clock.now() { continue }
                 await self.sleep(until: wakeAt)
+                self.sleeping.store(false, ordering: .relaxed)
             }
         }
     }

@@ -3,6 +3,7 @@ import GRDB
 import HearthCore
 import HearthPush
 import HearthStore
+import HearthTestSupport
 import Logging
 import NIOCore
 import Testing

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -6,21 +6,21 @@ import Synchronization
 
 /// A real HTTP server on a free loopback port that records every request and answers with
 /// the statuses it is given, in order (then 200).
-final class WebhookListener: Sendable {
-    struct Received: Sendable {
-        var method: String
-        var path: String
-        var headers: [String: String]
-        var body: Data
+public final class WebhookListener: Sendable {
+    public struct Received: Sendable {
+        public var method: String
+        public var path: String
+        public var headers: [String: String]
+        public var body: Data
     }
 
     private let state: Mutex<(received: [Received], statuses: [Int])>
     private let channel: any Channel
 
-    var port: Int { self.channel.localAddress!.port! }
-    var received: [Received] { self.state.withLock { $0.received } }
+    public var port: Int { self.channel.localAddress!.port! }
+    public var received: [Received] { self.state.withLock { $0.received } }
 
-    init(statuses: [Int] = []) async throws {
+    public init(statuses: [Int] = []) async throws {
         let state = Mutex<(received: [Received], statuses: [Int])>(([], statuses))
         self.state = state
         let box = StateBox(listener: nil)
@@ -43,7 +43,7 @@ final class WebhookListener: Sendable {
         }
     }
 
-    func close() async {
+    public func close() async {
         try? await self.channel.close()
     }
 }

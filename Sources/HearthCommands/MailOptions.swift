@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import HearthMail
+import Logging
+import SafetyService
+
+/// Where the safety service sends email; without `--smtp-host`, emails go to the log.
+struct MailOptions: ParsableArguments, Sendable {
+    @Option(help: "SMTP server for alert emails. Default: none (emails are written to the log).")
+    var smtpHost: String?
+
+    @Option(help: "SMTP port. Default: 587 with STARTTLS, 25 without.")
+    var smtpPort: Int?
+
+    @Option(help: "starttls (upgrade, required) or none (a trusted local relay).")
+    var smtpSecurity: String = SMTPConfiguration.Security.startTLS.rawValue
+
+    @Option(help: "SMTP login user (AUTH PLAIN).")
+    var smtpUser: String?
+
+    @Option(help: "File holding the SMTP password. Default: $HEARTH_SMTP_PASSWORD.")
+    var smtpPasswordFile: String?
+
+    @Option(help: "Trust this CA (PEM) for the SMTP server instead of the system's roots.")
+    var smtpCAFile: String?
+
+    @Option(help: "The From address of alert emails.")
+    var mailFrom = "alerts@hearth.local"
+
+    func validate() throws {
+        guard SMTPConfiguration.Security(rawValue: self.smtpSecurity) != nil else {
+            throw ValidationError("--smtp-security is starttls or none")
+        }
+        guard MailAddress(self.mailFrom).isValid else { throw ValidationError("--mail-from is not an email address") }
+    }
+
+    func transport(logger: Logger) throws -> any MailTransport {
+        guard let host = self.smtpHost else { return LogMailTransport(logger: logger) }
+        let security = SMTPConfiguration.Security(rawValue: self.smtpSecurity) ?? .startTLS
+        var password = ProcessInfo.processInfo.environment["HEARTH_SMTP_PASSWORD"]
+        if let file = self.smtpPasswordFile {
+            password = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return SMTPClient(
+            configuration: SMTPConfiguration(
+                host: host,
+                port: self.smtpPort ?? (security == .startTLS ? 587 : 25),
+                security: security,
+                username: self.smtpUser,
+                password: password,
+                trustRootsFile: self.smtpCAFile
+            )
+        )
+    }
+
+    var from: MailAddress { MailAddress(self.mailFrom, name: "Hearth") }
+}

@@ -1,0 +1,379 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthMail
+import HearthPush
+import HearthRPC
+import HearthScheduler
+import HearthStore
+import HearthTestSupport
+import Logging
+import SwiftProtobuf
+import Testing
+
+@testable import SafetyService
+
+/// The safety service on a file store with its scheduler running on a clock the test moves;
+/// emails go to a real SMTP server (aiosmtpd), pushes to a real webhook.
+final class SafetySystem: @unchecked Sendable {
+    /// 2026-03-10 12:00 UTC.
+    static let start = Date(timeIntervalSince1970: 1_773_144_000)
+
+    let clock: ManualClock
+    let sink: SMTPSink
+    let webhook: WebhookListener
+    let folder: URL
+    private(set) var service: SafetyService
+    private var running: Task<Void, any Error>
+
+    init(start: Date = SafetySystem.start) async throws {
+        self.clock = ManualClock(start)
+        self.sink = try SMTPSink()
+        self.webhook = try await WebhookListener()
+        self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-safety-\(UUID())")
+        try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
+        (self.service, self.running) = try Self.start(self.folder, self.clock, self.sink, self.webhook)
+    }
+
+    private static func start(_ folder: URL, _ clock: ManualClock, _ sink: SMTPSink, _ webhook: WebhookListener)
+        throws -> (SafetyService, Task<Void, any Error>)
+    {
+        var logger = Logger(label: "safety-test")
+        logger.logLevel = .critical
+        let channels = AlertChannels(
+            mail: SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none)),
+            from: MailAddress("alerts@hearth.example", name: "Hearth"),
+            push: WebhookPushSender(url: "http://127.0.0.1:\(webhook.port)/push")
+        )
+        let service = try SafetyService(
+            location: .file(folder.appendingPathComponent("safety.sqlite").path),
+            channels: channels,
+            clock: clock,
+            logger: logger
+        )
+        let scheduler = service.scheduler
+        return (service, Task { try await scheduler.run() })
+    }
+
+    /// Stops the process (its scheduler) and starts it again on the same file.
+    func restart(after change: () -> Void = {}) async throws {
+        self.running.cancel()
+        _ = try? await self.running.value
+        change()
+        (self.service, self.running) = try Self.start(self.folder, self.clock, self.sink, self.webhook)
+    }
+
+    func stop() async {
+        self.running.cancel()
+        _ = try? await self.running.value
+        await self.webhook.close()
+        try? FileManager.default.removeItem(at: self.folder)
+    }
+
+    /// Moves the clock, then waits until the scheduler has handled everything due by then.
+    func advance(to date: Date) async throws {
+        self.clock.set(date)
+        try await self.settle()
+    }
+
+    /// Makes the scheduler look (as a change that schedules something does) and waits until
+    /// it has finished that pass and sleeps again.
+    func settle() async throws {
+        let scheduler = self.service.scheduler
+        let passes = scheduler.passCount
+        scheduler.wake()
+        try await eventually("the scheduler is idle again") { scheduler.passCount > passes && scheduler.isSleeping }
+    }
+
+    func profile(
+        _ user: String = "mei",
+        name: String = "Mei Chen",
+        threshold: UInt32 = 24,
+        language: String = "en",
+        zone: String = "America/Los_Angeles",
+        contacts: [String] = ["brother@example.com"]
+    ) async throws {
+        var request = Hearth_Safety_V1_UpsertProfileRequest()
+        request.name = name
+        request.email = "\(user)@example.com"
+        request.thresholdHours = threshold
+        request.preferredLanguage = language
+        request.timeZone = zone
+        request.pushToken = "device-\(user)"
+        _ = try await self.service.upsertProfile(request, callContext(user))
+        for email in contacts {
+            var contact = Hearth_Safety_V1_AddContactRequest()
+            contact.email = email
+            _ = try await self.service.addContact(contact, callContext(user))
+        }
+    }
+
+    @discardableResult
+    func checkIn(_ user: String = "mei", id: String = UUID().uuidString) async throws -> Hearth_Safety_V1_Status {
+        var request = Hearth_Safety_V1_RecordHeartbeatRequest()
+        request.clientRequestID = id
+        request.deviceInfo = "test phone"
+        return try await self.service.recordHeartbeat(request, callContext(user))
+    }
+
+    func status(_ user: String = "mei") async throws -> Hearth_Safety_V1_Status {
+        try await self.service.getStatus(Hearth_Safety_V1_GetStatusRequest(), callContext(user))
+    }
+
+    /// Push kinds received so far, e.g. `safety.warning_180`.
+    func pushes() throws -> [String] {
+        try self.webhook.received.map { request in
+            let json = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+            return json?["kind"] as? String ?? "?"
+        }
+    }
+
+    func emails() throws -> [(to: String, subject: String, body: String)] {
+        try self.sink.messages().map {
+            (($0["rcpt_tos"] as? [String])?.first ?? "", $0["subject"] as? String ?? "", $0["body"] as? String ?? "")
+        }
+    }
+}
+
+@Suite("Safety switch", .timeLimit(.minutes(2)), .serialized)
+struct SafetyTests {
+    let hour: TimeInterval = 3600
+
+    @Test("warnings at 3 h, 1 h and 10 min before the deadline, the email at it; GetStatus follows")
+    func onTime() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let t0 = system.clock.now()
+        try await system.checkIn()
+        try await system.settle()
+        #expect(try await system.status().state == .normal)
+
+        try await system.advance(to: t0 + 21 * hour - 1)
+        #expect(try system.pushes().isEmpty)
+        try await system.advance(to: t0 + 21 * hour)
+        try await eventually("the 3 h warning") { try system.pushes() == ["safety.warning_180"] }
+        #expect(try await system.status().state == .warning)
+        try await system.advance(to: t0 + 23 * hour)
+        try await eventually("the 1 h warning") { try system.pushes().count == 2 }
+        try await system.advance(to: t0 + 24 * hour - 600)
+        try await eventually("the 10 min warning") { try system.pushes().count == 3 }
+        #expect(try system.emails().isEmpty)
+        try await system.advance(to: t0 + 24 * hour)
+        try await eventually("the alert email") { try system.emails().count == 1 }
+        let email = try system.emails()[0]
+        #expect(email.to == "brother@example.com")
+        #expect(email.subject == "Mei Chen has not checked in for 24 hours")
+        #expect(email.body.contains("Mar 10, 2026 at 5:00 AM PDT"), "\(email.body)")
+        let status = try await system.status()
+        #expect(status.state == .expired)
+        #expect(status.warnings.map(\.minutesBefore) == [180, 60, 10])
+        #expect(status.emails.map(\.state) == [.sent])
+        // Nothing more fires in this period.
+        try await system.advance(to: t0 + 48 * hour)
+        #expect(try system.emails().count == 1 && system.pushes().count == 3)
+        await system.stop()
+    }
+
+    @Test("a check-in cancels the period's warnings; after an alert, the next check-in sends an all-clear")
+    func checkInCancelsAndClears() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(contacts: ["a@example.com", "b@example.com"])
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 21 * hour)
+        try await eventually("the 3 h warning") { try system.pushes().count == 1 }
+        try await system.checkIn()
+        try await system.advance(to: t0 + 23.5 * hour)
+        #expect(try system.pushes().count == 1, "the 1 h warning of the old period was cancelled")
+        #expect(try await system.status().state == .normal)
+
+        try await system.advance(to: t0 + 21 * hour + 24 * hour)
+        try await system.advance(to: t0 + 21 * hour + 24 * hour + 24 * hour)
+        try await eventually("both contacts alerted") { try system.emails().count == 2 }
+        try await system.checkIn()
+        try await system.settle()
+        try await eventually("all-clear to both") { try system.emails().count == 4 }
+        let clear = try system.emails().suffix(2)
+        #expect(Set(clear.map(\.to)) == ["a@example.com", "b@example.com"])
+        #expect(clear.allSatisfy { $0.subject == "All clear: Mei Chen checked in" })
+        let status = try await system.status()
+        #expect(status.state == .normal)
+        #expect(status.emails.map(\.kind) == ["ALL_CLEAR", "ALL_CLEAR"])
+        await system.stop()
+    }
+
+    @Test("changing the threshold moves the deadline from the last check-in")
+    func thresholdChange() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 48)
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 30 * hour)
+        #expect(try await system.status().state == .normal)
+        try await system.profile(threshold: 24, contacts: [])
+        try await system.settle()
+        // The deadline was t0 + 24 h: already past, so the alert goes at once, without warnings.
+        try await eventually("the alert") { try system.emails().count == 1 }
+        #expect(try system.pushes().isEmpty)
+        #expect(try await system.status().state == .expired)
+        await system.stop()
+    }
+
+    @Test("snooze adds 24 h at most 3 times in a row; pause stops everything; resume starts a new period")
+    func snoozePauseResume() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let t0 = system.clock.now()
+        try await system.settle()
+        for count in 1...3 {
+            let status = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei"))
+            #expect(status.snoozes == UInt32(count))
+            #expect(status.deadline.date == t0 + Double(24 + 24 * count) * hour)
+        }
+        await expectCode(.failedPrecondition) {
+            _ = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei"))
+        }
+        try await system.checkIn()
+        #expect(try await system.status().snoozes == 0)
+
+        var pause = Hearth_Safety_V1_PauseRequest()
+        pause.until = Google_Protobuf_Timestamp(date: system.clock.now() + 30 * 86_400 + 1)
+        await expectCode(.invalidArgument) { _ = try await system.service.pause(pause, callContext("mei")) }
+        pause.until = Google_Protobuf_Timestamp(date: system.clock.now() + 5 * 86_400)
+        let paused = try await system.service.pause(pause, callContext("mei"))
+        #expect(paused.state == .paused)
+        try await system.settle()
+        try await system.advance(to: t0 + 4 * 86_400)
+        #expect(try system.pushes().isEmpty && system.emails().isEmpty, "nothing fires while paused")
+        let resumed = try await system.service.resume(Hearth_Safety_V1_ResumeRequest(), callContext("mei"))
+        #expect(resumed.state == .normal)
+        #expect(resumed.deadline.date == t0 + 4 * 86_400 + 24 * hour)
+        await system.stop()
+    }
+
+    @Test("down at the deadline: on restart the email goes once, and no stale warnings")
+    func restartAfterMissedDeadline() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.restart { system.clock.set(t0 + 30 * hour) }
+        try await eventually("the alert after the restart") { try system.emails().count == 1 }
+        try await system.settle()
+        #expect(try system.pushes().isEmpty)
+        try await system.restart()
+        try await system.settle()
+        #expect(try system.emails().count == 1, "not sent again by the next start")
+        await system.stop()
+    }
+
+    @Test("emails in zh-Hant and zh-Hans: subject, body and local time; the time zone's DST name")
+    func languages() async throws {
+        let system = try await SafetySystem(start: Date(timeIntervalSince1970: 1_768_284_000))  // 2026-01-13 06:00 UTC
+        try await system.profile(
+            "wen",
+            name: "陳小文",
+            language: "zh-Hant",
+            zone: "Asia/Taipei",
+            contacts: ["a@example.com"]
+        )
+        try await system.profile(
+            "li",
+            name: "李华",
+            language: "zh-Hans",
+            zone: "America/Los_Angeles",
+            contacts: ["b@example.com"]
+        )
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 24 * hour)
+        try await eventually("two alerts") { try system.emails().count == 2 }
+        let byTo = Dictionary(uniqueKeysWithValues: try system.emails().map { ($0.to, $0) })
+        let hant = try #require(byTo["a@example.com"])
+        #expect(hant.subject == "陳小文 已 24 小時沒有報平安")
+        #expect(hant.body.contains("2026年1月13日 下午2:00 [GMT+8]"), "\(hant.body)")
+        let hans = try #require(byTo["b@example.com"])
+        #expect(hans.subject == "李华 已 24 小时没有报平安")
+        #expect(
+            hans.body.contains("2026年1月12日 晚上10:00 [PST]") || hans.body.contains("2026年1月12日 下午10:00 [PST]"),
+            "\(hans.body)"
+        )
+        await system.stop()
+
+        // In July Los Angeles is on daylight time.
+        let summer = AlertTexts(language: "en", name: "Mei", timeZone: TimeZone(identifier: "America/Los_Angeles")!)
+        #expect(summer.localTime(Date(timeIntervalSince1970: 1_783_915_200)) == "Jul 12, 2026 at 9:00 PM PDT")
+        let winter = AlertTexts(language: "en", name: "Mei", timeZone: TimeZone(identifier: "America/Los_Angeles")!)
+        #expect(winter.localTime(Date(timeIntervalSince1970: 1_768_284_000)) == "Jan 12, 2026 at 10:00 PM PST")
+    }
+
+    @Test("repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED")
+    func heartbeatLimits() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let first = try await system.checkIn(id: "r1")
+        system.clock.advance(by: 4)
+        let again = try await system.checkIn(id: "r2")
+        #expect(again.lastCheckInAt == first.lastCheckInAt)
+        system.clock.advance(by: 2)
+        let later = try await system.checkIn(id: "r1")
+        #expect(later.lastCheckInAt == first.lastCheckInAt, "a retry of r1 counts once")
+        for index in 0..<119 {
+            system.clock.advance(by: 6)
+            _ = try await system.checkIn(id: "n\(index)")
+        }
+        system.clock.advance(by: 6)
+        do {
+            _ = try await system.checkIn(id: "over")
+            Issue.record("the 121st check-in in an hour was not limited")
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted)
+            #expect(error.retryAfter != nil)
+        }
+        let status = try await system.status()
+        #expect(status.lastCheckInAt.date == system.clock.now(), "the limited check-in still reset the timer")
+        await system.stop()
+    }
+
+    @Test("profiles and contacts are validated field by field; at most 10 contacts, no duplicates by case")
+    func validation() async throws {
+        let system = try await SafetySystem()
+        var request = Hearth_Safety_V1_UpsertProfileRequest()
+        request.thresholdHours = 36
+        request.preferredLanguage = "fr"
+        request.timeZone = "Mars/Base"
+        request.email = "nope"
+        request.dailyReminder.hour = 24
+        do {
+            _ = try await system.service.upsertProfile(request, callContext("mei"))
+            Issue.record("accepted")
+        } catch let error as RPCError {
+            #expect(
+                Set(error.violations.map(\.field))
+                    == ["name", "email", "threshold_hours", "preferred_language", "time_zone", "daily_reminder.hour"]
+            )
+        }
+        #expect(try await system.status().state == .notArmed)
+        try await system.profile(contacts: [])
+        #expect(try await system.status().state == .notArmed, "no contact yet")
+        for index in 1...10 {
+            var contact = Hearth_Safety_V1_AddContactRequest()
+            contact.email = "c\(index)@example.com"
+            _ = try await system.service.addContact(contact, callContext("mei"))
+        }
+        var contact = Hearth_Safety_V1_AddContactRequest()
+        contact.email = "C1@Example.com"
+        await expectCode(.alreadyExists) { _ = try await system.service.addContact(contact, callContext("mei")) }
+        contact.email = "c11@example.com"
+        await expectCode(.failedPrecondition) { _ = try await system.service.addContact(contact, callContext("mei")) }
+        contact.email = "not an email"
+        await expectCode(.invalidArgument) { _ = try await system.service.addContact(contact, callContext("mei")) }
+        #expect(try await system.status().state == .normal)
+        _ = try await system.service.deleteAccount(Hearth_Safety_V1_DeleteAccountRequest(), callContext("mei"))
+        #expect(try await system.status().state == .notArmed)
+        await expectCode(.notFound) {
+            _ = try await system.service.getProfile(Hearth_Safety_V1_GetProfileRequest(), callContext("mei"))
+        }
+        await system.stop()
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthMail
+import HearthRPC
+
+/// The rules of the switch, as pure functions: no clock, no storage.
+enum SafetyRules {
+    static let thresholds: Set<UInt32> = [24, 48, 72]
+    static let languages: Set<String> = ["en", "zh-Hans", "zh-Hant"]
+    static let maxContacts = 10
+    static let maxNameCharacters = 100
+    static let maxSnoozesInARow = 3
+    static let snooze: TimeInterval = 24 * 3600
+    static let maxPause: TimeInterval = 30 * 86_400
+    /// Warning pushes, minutes before the deadline.
+    static let warningMinutes = [180, 60, 10]
+    /// Within this of the deadline the state is WARNING.
+    static let warningWindow: TimeInterval = 3 * 3600
+    /// Heartbeats this close to the previous one collapse into it.
+    static let coalesceWindow: TimeInterval = 5
+    static let maxHeartbeatsPerHour = 120
+
+    /// Every invalid field of a profile at once.
+    static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {
+        var violations: [FieldViolation] = []
+        let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        if name.isEmpty || name.count > Self.maxNameCharacters {
+            violations.append(
+                FieldViolation(field: "name", description: "must have 1 to \(Self.maxNameCharacters) characters")
+            )
+        }
+        if !MailAddress(request.email.trimmingCharacters(in: .whitespaces)).isValid {
+            violations.append(FieldViolation(field: "email", description: "'\(request.email)' is not an email address"))
+        }
+        if !Self.thresholds.contains(request.thresholdHours) {
+            violations.append(FieldViolation(field: "threshold_hours", description: "must be 24, 48 or 72"))
+        }
+        if !Self.languages.contains(request.preferredLanguage) {
+            violations.append(
+                FieldViolation(field: "preferred_language", description: "must be en, zh-Hans or zh-Hant")
+            )
+        }
+        if TimeZone(iana: request.timeZone) == nil {
+            violations.append(
+                FieldViolation(field: "time_zone", description: "'\(request.timeZone)' is not an IANA time zone")
+            )
+        }
+        if request.dailyReminder.hour > 23 {
+            violations.append(FieldViolation(field: "daily_reminder.hour", description: "must be 0 to 23"))
+        }
+        if request.dailyReminder.minute > 59 {
+            violations.append(FieldViolation(field: "daily_reminder.minute", description: "must be 0 to 59"))
+        }
+        if request.pushToken.count > 4096 {
+            violations.append(FieldViolation(field: "push_token", description: "at most 4096 characters"))
+        }
+        return violations
+    }
+
+    /// A contact's address, trimmed, or the violation.
+    static func contactEmail(_ raw: String) -> Result<String, FieldViolation> {
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard MailAddress(email).isValid else {
+            return .failure(FieldViolation(field: "email", description: "'\(raw)' is not an email address"))
+        }
+        return .success(email)
+    }
+}
+
+/// What can be due in one epoch of the switch (an epoch ends at a check-in, snooze or resume).
+enum DueItem: Hashable, Sendable {
+    case warning(minutesBefore: Int)
+    case alert
+
+    /// How the store names it.
+    var kind: String {
+        switch self {
+        case .warning(let minutes): "warning_\(minutes)"
+        case .alert: "alert"
+        }
+    }
+}
+
+/// The switch at one moment: when the deadline is, what is due, what state it shows.
+struct SwitchClock: Sendable, Equatable {
+    /// The last check-in, or when the switch was last resumed.
+    var periodStart: Date
+    var thresholdHours: Int
+    var snoozes: Int
+    var pausedUntil: Date?
+    /// Armed: a profile with at least one contact.
+    var armed: Bool
+
+    var deadline: Date {
+        self.periodStart.addingTimeInterval(
+            Double(self.thresholdHours) * 3600 + Double(self.snoozes) * SafetyRules.snooze
+        )
+    }
+
+    func isPaused(at now: Date) -> Bool { self.pausedUntil.map { $0 > now } ?? false }
+
+    func state(at now: Date) -> Hearth_Safety_V1_SwitchState {
+        if !self.armed { return .notArmed }
+        if self.isPaused(at: now) { return .paused }
+        let left = self.deadline.timeIntervalSince(now)
+        if left <= 0 { return .expired }
+        return left <= SafetyRules.warningWindow ? .warning : .normal
+    }
+
+    /// When each item falls due.
+    func dueTime(of item: DueItem) -> Date {
+        switch item {
+        case .warning(let minutes): self.deadline.addingTimeInterval(-Double(minutes) * 60)
+        case .alert: self.deadline
+        }
+    }
+
+    static let items: [DueItem] = SafetyRules.warningMinutes.map { .warning(minutesBefore: $0) } + [.alert]
+
+    /// What to decide now, given what this epoch already decided: a warning only while the
+    /// deadline is still ahead (after a restart past the deadline, warnings make no sense),
+    /// the alert once. Nothing while paused or not armed.
+    func itemsDue(at now: Date, decided: Set<DueItem>) -> [DueItem] {
+        guard self.armed, !self.isPaused(at: now) else { return [] }
+        let deadlinePassed = self.deadline <= now
+        return Self.items.filter { item in
+            guard !decided.contains(item), self.dueTime(of: item) <= now else { return false }
+            if case .warning = item { return !deadlinePassed }
+            return true
+        }
+    }
+
+    /// The next moment the scheduler must look at this switch: the next undecided item, or
+    /// the end of a pause. Nil when nothing is left.
+    func nextDue(after now: Date, decided: Set<DueItem>) -> Date? {
+        guard self.armed else { return nil }
+        if let pausedUntil, pausedUntil > now { return pausedUntil }
+        let deadlinePassed = self.deadline <= now
+        return Self.items
+            .filter { item in
+                if decided.contains(item) { return false }
+                if case .warning = item, deadlinePassed { return false }
+                return true
+            }
+            .map { max(self.dueTime(of: $0), now) }
+            .min()
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HearthCore
+public import HearthMail
+public import HearthPush
+import HearthScheduler
+import Logging
+
+/// Where alert emails go: an SMTP server, or the log when none is configured.
+public protocol MailTransport: Sendable {
+    func send(_ message: MailMessage) async throws
+}
+
+extension SMTPClient: MailTransport {}
+
+/// Without an SMTP server: each email is written to the log (development only).
+public struct LogMailTransport: MailTransport {
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func send(_ message: MailMessage) async throws {
+        self.logger.notice(
+            "email (no SMTP server configured)",
+            metadata: ["to": "\(message.to.address)", "subject": "\(message.subject)", "body": "\(message.body)"]
+        )
+    }
+}
+
+/// How alerts leave the building.
+public struct AlertChannels: Sendable {
+    public var mail: any MailTransport
+    public var from: MailAddress
+    public var push: any PushSender
+
+    public init(mail: any MailTransport, from: MailAddress, push: any PushSender) {
+        self.mail = mail
+        self.from = from
+        self.push = push
+    }
+}
+
+/// The switch's due work: decide what fell due (in batches, one transaction each), then send
+/// what is waiting in the alert outbox, several at a time, recording each outcome.
+struct AlertWorker: DueWork {
+    static let decideBatch = 500
+    static let sendBatch = 200
+    static let sendersAtOnce = 16
+
+    let store: SafetyStore
+    let channels: AlertChannels
+    let logger: Logger
+    /// The domain Message-IDs end in.
+    let messageDomain: String
+
+    func nextDueTime() async throws -> Date? {
+        try await self.store.nextDueTime()
+    }
+
+    func runDue(now: Date) async throws {
+        while try await self.store.decideDue(now: now, limit: Self.decideBatch, texts: Self.texts) == Self.decideBatch {
+        }
+        let due = try await self.store.messagesDue(now: now, limit: Self.sendBatch)
+        await withTaskGroup(of: Void.self) { group in
+            var next = due.makeIterator()
+            for _ in 0..<Self.sendersAtOnce {
+                guard let alert = next.next() else { break }
+                group.addTask { await self.deliver(alert) }
+            }
+            while await group.next() != nil {
+                guard let alert = next.next() else { continue }
+                group.addTask { await self.deliver(alert) }
+            }
+        }
+    }
+
+    /// The words of a decided item, in the user's language.
+    static func texts(_ profile: ProfileRecord, _ item: DueItem, _ now: Date) -> (subject: String, body: String) {
+        let texts = AlertTexts(
+            language: profile.language,
+            name: profile.name,
+            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
+        )
+        switch item {
+        case .warning(let minutes):
+            let push = texts.warningPush(minutesBefore: minutes)
+            return (push.title, push.body)
+        case .alert:
+            return texts.alertEmail(lastCheckIn: profile.lastCheckInAt ?? profile.periodStart, now: now)
+        }
+    }
+
+    private func deliver(_ alert: AlertRecord) async {
+        let outcome: Result<String, DeliveryFailure>
+        do {
+            switch alert.channel {
+            case .email:
+                try await self.channels.mail.send(
+                    MailMessage(
+                        from: self.channels.from,
+                        to: MailAddress(alert.address),
+                        subject: alert.subject,
+                        body: alert.body,
+                        date: self.store.now,
+                        // Stable across retries and restarts: a resend is recognizably the same message.
+                        messageID: "\(alert.id)@\(self.messageDomain)"
+                    )
+                )
+            case .push:
+                guard !alert.address.isEmpty else {
+                    throw DeliveryFailure(message: "no push token on the profile", isPermanent: true)
+                }
+                try await self.channels.push.send(
+                    PushMessage(
+                        id: alert.id,
+                        userID: alert.userID,
+                        kind: "safety.\(alert.kind)",
+                        title: alert.subject,
+                        body: alert.body,
+                        data: ["push_token": alert.address],
+                        createdAt: alert.createdAt
+                    )
+                )
+            }
+            outcome = .success("")
+        } catch let failure as DeliveryFailure {
+            outcome = .failure(failure)
+        } catch let error as SMTPError {
+            outcome = .failure(DeliveryFailure(message: error.description, isPermanent: error.isPermanent))
+        } catch let error as PushRejected {
+            outcome = .failure(DeliveryFailure(message: error.description, isPermanent: true))
+        } catch {
+            outcome = .failure(DeliveryFailure(message: "\(error)", isPermanent: false))
+        }
+        if case .failure(let failure) = outcome {
+            self.logger.warning(
+                "alert not delivered",
+                metadata: ["alert": "\(alert.id)", "kind": "\(alert.kind)", "error": "\(failure.message)"]
+            )
+        }
+        do {
+            try await self.store.record(alert.id, attempt: outcome, now: self.store.now)
+        } catch {
+            self.logger.error("could not record a delivery", metadata: ["alert": "\(alert.id)", "error": "\(error)"])
+        }
+    }
+}

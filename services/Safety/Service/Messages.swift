@@ -1,0 +1,80 @@
+import Foundation
+import HearthContracts
+import SwiftProtobuf
+
+extension ProfileRecord {
+    var message: Hearth_Safety_V1_Profile {
+        .with {
+            $0.userID = self.userID
+            $0.name = self.name
+            $0.email = self.email
+            $0.thresholdHours = UInt32(self.thresholdHours)
+            $0.preferredLanguage = self.language
+            $0.timeZone = self.timeZone
+            $0.dailyReminder = .with {
+                $0.enabled = self.reminderEnabled
+                $0.hour = UInt32(self.reminderHour)
+                $0.minute = UInt32(self.reminderMinute)
+            }
+            $0.pushToken = self.pushToken
+            $0.countActivityAsCheckIn = self.countActivity
+            $0.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+            $0.updatedAt = Google_Protobuf_Timestamp(date: self.updatedAt)
+        }
+    }
+}
+
+extension ContactRecord {
+    var message: Hearth_Safety_V1_Contact {
+        .with {
+            $0.id = self.id
+            $0.email = self.email
+            $0.name = self.name
+            $0.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+        }
+    }
+}
+
+extension SafetyStore.StatusSnapshot {
+    func message(now: Date) -> Hearth_Safety_V1_Status {
+        var status = Hearth_Safety_V1_Status()
+        status.state = self.clock.state(at: now)
+        if let last = self.profile.lastCheckInAt { status.lastCheckInAt = Google_Protobuf_Timestamp(date: last) }
+        if self.clock.armed {
+            status.deadline = Google_Protobuf_Timestamp(date: self.clock.deadline)
+            status.remainingSeconds = Int64(self.clock.deadline.timeIntervalSince(now).rounded(.down))
+        }
+        if let paused = self.profile.pausedUntil, paused > now {
+            status.pausedUntil = Google_Protobuf_Timestamp(date: paused)
+        }
+        status.snoozes = UInt32(self.profile.snoozes)
+        for alert in self.alerts {
+            if alert.kind.hasPrefix("warning_"), alert.state == .sent, let minutes = UInt32(alert.kind.dropFirst(8)) {
+                status.warnings.append(
+                    .with {
+                        $0.minutesBefore = minutes
+                        $0.sentAt = Google_Protobuf_Timestamp(date: alert.sentAt ?? alert.createdAt)
+                    }
+                )
+            } else if alert.channel == .email, alert.state != .cancelled {
+                status.emails.append(
+                    .with {
+                        $0.contactID = alert.contactID
+                        $0.email = alert.address
+                        $0.kind = alert.kind == AlertRecord.Kind.allClear ? "ALL_CLEAR" : "ALERT"
+                        $0.state =
+                            switch alert.state {
+                            case .pending, .cancelled: .pending
+                            case .sent: .sent
+                            case .failed: .failed
+                            }
+                        $0.attempts = UInt32(alert.attempts)
+                        $0.lastError = alert.lastError
+                        if let sent = alert.sentAt { $0.sentAt = Google_Protobuf_Timestamp(date: sent) }
+                    }
+                )
+            }
+        }
+        return status
+    }
+}

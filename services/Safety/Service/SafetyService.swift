@@ -1,0 +1,303 @@
+import Foundation
+import HearthContracts
+public import HearthCore
+public import HearthRPC
+public import HearthScheduler
+public import HearthStore
+public import Logging
+import SwiftProtobuf
+
+/// `hearth.safety.v1.Safety`: the check-in switch.
+///
+/// Every call acts for the verified user. Due warnings and alerts are found by the due-time
+/// scheduler (a timer to the earliest `next_due_at`), decided into the alert outbox in one
+/// transaction, and delivered with retries.
+public struct SafetyService: RPCService {
+    public static let package = "hearth.safety.v1.Safety"
+    let store: SafetyStore
+    /// Runs beside the server: fires what falls due.
+    public let scheduler: DueTimeScheduler
+
+    public init(
+        location: StoreLocation,
+        channels: AlertChannels,
+        clock: any WallClock = SystemClock(),
+        logger: Logger,
+        messageDomain: String = "hearth.local"
+    ) throws {
+        self.store = try SafetyStore(location: location, clock: clock)
+        self.scheduler = DueTimeScheduler(
+            work: AlertWorker(store: self.store, channels: channels, logger: logger, messageDomain: messageDomain),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    public var serviceName: String { Self.package }
+
+    public var methods: [RPCMethod] {
+        [
+            .unary("\(Self.package)/UpsertProfile", self.upsertProfile),
+            .unary("\(Self.package)/GetProfile", self.getProfile),
+            .unary("\(Self.package)/AddContact", self.addContact),
+            .unary("\(Self.package)/RemoveContact", self.removeContact),
+            .unary("\(Self.package)/ListContacts", self.listContacts),
+            .unary("\(Self.package)/DeleteAccount", self.deleteAccount),
+            .unary("\(Self.package)/RecordHeartbeat", self.recordHeartbeat),
+            .unary("\(Self.package)/GetStatus", self.getStatus),
+            .unary("\(Self.package)/Snooze", self.snooze),
+            .unary("\(Self.package)/Pause", self.pause),
+            .unary("\(Self.package)/Resume", self.resume),
+            .unary("\(Self.package)/SendTest", self.sendTest),
+            .unary("\(Self.package)/ForwardActivity", self.forwardActivity),
+        ]
+    }
+
+    // MARK: Profile and contacts
+
+    @Sendable func upsertProfile(_ request: Hearth_Safety_V1_UpsertProfileRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Profile
+    {
+        let user = try context.verifiedUser()
+        let violations = SafetyRules.profileViolations(request)
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        let profile = try await self.store.upsertProfile(user) { profile in
+            profile.name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
+            profile.email = request.email.trimmingCharacters(in: .whitespaces)
+            profile.thresholdHours = Int(request.thresholdHours)
+            profile.language = request.preferredLanguage
+            profile.timeZone = request.timeZone
+            profile.reminderEnabled = request.dailyReminder.enabled
+            profile.reminderHour = Int(request.dailyReminder.hour)
+            profile.reminderMinute = Int(request.dailyReminder.minute)
+            profile.pushToken = request.pushToken
+            profile.countActivity = request.countActivityAsCheckIn
+        }
+        self.scheduler.wake()
+        return profile.message
+    }
+
+    @Sendable func getProfile(_ request: Hearth_Safety_V1_GetProfileRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Profile
+    {
+        try await self.requireProfile(context.verifiedUser()).message
+    }
+
+    @Sendable func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Contact
+    {
+        let user = try context.verifiedUser()
+        let email = try SafetyRules.contactEmail(request.email).get()
+        let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard name.count <= SafetyRules.maxNameCharacters else {
+            throw FieldViolation(field: "name", description: "at most \(SafetyRules.maxNameCharacters) characters")
+        }
+        switch try await self.store.addContact(user, email: email, name: name) {
+        case .added(let contact):
+            self.scheduler.wake()
+            return contact.message
+        case .noProfile:
+            throw RPCError(.failedPrecondition, "create your profile (UpsertProfile) before adding contacts")
+        case .duplicate:
+            throw RPCError(.alreadyExists, "\(email) is already one of your contacts")
+        case .full:
+            throw RPCError(.failedPrecondition, "at most \(SafetyRules.maxContacts) emergency contacts")
+        }
+    }
+
+    @Sendable func removeContact(_ request: Hearth_Safety_V1_RemoveContactRequest, _ context: RPCContext)
+        async throws -> Hearth_Safety_V1_RemoveContactResponse
+    {
+        guard try await self.store.removeContact(context.verifiedUser(), id: request.contactID) else {
+            throw RPCError.notFound("contact", request.contactID)
+        }
+        return Hearth_Safety_V1_RemoveContactResponse()
+    }
+
+    @Sendable func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_ListContactsResponse
+    {
+        var response = Hearth_Safety_V1_ListContactsResponse()
+        response.contacts = try await self.store.contacts(context.verifiedUser()).map(\.message)
+        return response
+    }
+
+    @Sendable func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext)
+        async throws -> Hearth_Safety_V1_DeleteAccountResponse
+    {
+        try await self.store.deleteAccount(context.verifiedUser())
+        return Hearth_Safety_V1_DeleteAccountResponse()
+    }
+
+    // MARK: Check-ins and the switch
+
+    @Sendable func recordHeartbeat(_ request: Hearth_Safety_V1_RecordHeartbeatRequest, _ context: RPCContext)
+        async throws -> Hearth_Safety_V1_Status
+    {
+        let user = try context.verifiedUser()
+        var violations: [FieldViolation] = []
+        if !request.timeZone.isEmpty, TimeZone(iana: request.timeZone) == nil {
+            violations.append(
+                FieldViolation(field: "time_zone", description: "'\(request.timeZone)' is not an IANA time zone")
+            )
+        }
+        if request.clientRequestID.isEmpty || request.clientRequestID.count > 128 {
+            violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
+        }
+        if request.deviceInfo.count > 512 {
+            violations.append(FieldViolation(field: "device_info", description: "at most 512 characters"))
+        }
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        let outcome = try await self.store.recordHeartbeat(
+            user,
+            timeZone: request.timeZone.isEmpty ? nil : request.timeZone,
+            deviceInfo: request.deviceInfo,
+            requestID: request.clientRequestID,
+            source: "app",
+            allClear: Self.allClear
+        )
+        self.scheduler.wake()
+        if case .rateLimited(let retryAfter) = outcome {
+            throw RPCError(
+                .resourceExhausted,
+                "more than \(SafetyRules.maxHeartbeatsPerHour) check-ins in an hour; this one still reset your timer",
+                retryAfter: .milliseconds(Int64(max(retryAfter, 1) * 1000))
+            )
+        }
+        return try await self.status(user)
+    }
+
+    @Sendable func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Status
+    {
+        try await self.status(context.verifiedUser())
+    }
+
+    @Sendable func snooze(_ request: Hearth_Safety_V1_SnoozeRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Status
+    {
+        let user = try context.verifiedUser()
+        try self.changed(await self.store.snooze(user))
+        return try await self.status(user)
+    }
+
+    @Sendable func pause(_ request: Hearth_Safety_V1_PauseRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Status
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        guard request.hasUntil, request.until.date > now else {
+            throw FieldViolation(field: "until", description: "must be a time in the future")
+        }
+        guard request.until.date <= now.addingTimeInterval(SafetyRules.maxPause) else {
+            throw FieldViolation(field: "until", description: "at most 30 days from now")
+        }
+        try self.changed(await self.store.pause(user, until: request.until.date))
+        return try await self.status(user)
+    }
+
+    @Sendable func resume(_ request: Hearth_Safety_V1_ResumeRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_Status
+    {
+        let user = try context.verifiedUser()
+        try self.changed(await self.store.resume(user))
+        return try await self.status(user)
+    }
+
+    @Sendable func sendTest(_ request: Hearth_Safety_V1_SendTestRequest, _ context: RPCContext) async throws
+        -> Hearth_Safety_V1_SendTestResponse
+    {
+        let user = try context.verifiedUser()
+        let profile = try await self.requireProfile(user)
+        let text = AlertTexts(
+            language: profile.language,
+            name: profile.name,
+            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
+        ).test()
+        var response = Hearth_Safety_V1_SendTestResponse()
+        switch request.channel {
+        case .email:
+            try await self.store.enqueueTest(
+                user,
+                channel: .email,
+                address: profile.email,
+                subject: text.subject,
+                body: text.body
+            )
+            response.sentTo = profile.email
+        case .push:
+            guard !profile.pushToken.isEmpty else {
+                throw RPCError(.failedPrecondition, "no push token on your profile")
+            }
+            try await self.store.enqueueTest(
+                user,
+                channel: .push,
+                address: profile.pushToken,
+                subject: text.subject,
+                body: text.body
+            )
+            response.sentTo = "push"
+        default:
+            throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
+        }
+        self.scheduler.wake()
+        return response
+    }
+
+    @Sendable func forwardActivity(_ request: Hearth_Safety_V1_ForwardActivityRequest, _ context: RPCContext)
+        async throws -> Hearth_Safety_V1_ForwardActivityResponse
+    {
+        let user = try context.verifiedUser()
+        guard ["checkins", "tasks", "routines"].contains(request.source) else {
+            throw FieldViolation(field: "source", description: "must be checkins, tasks or routines")
+        }
+        guard !request.eventID.isEmpty, request.eventID.count <= 128 else {
+            throw FieldViolation(field: "event_id", description: "must have 1 to 128 characters")
+        }
+        var response = Hearth_Safety_V1_ForwardActivityResponse()
+        guard let profile = try await self.store.profile(user), profile.countActivity else { return response }
+        let outcome = try await self.store.recordHeartbeat(
+            user,
+            timeZone: nil,
+            deviceInfo: "",
+            requestID: "\(request.source):\(request.eventID)",
+            source: request.source,
+            allClear: Self.allClear
+        )
+        self.scheduler.wake()
+        if case .recorded = outcome { response.counted = true }
+        if case .rateLimited = outcome { response.counted = true }
+        return response
+    }
+
+    // MARK: Helpers
+
+    private static func allClear(_ profile: ProfileRecord, _ at: Date) -> (subject: String, body: String) {
+        AlertTexts(language: profile.language, name: profile.name, timeZone: TimeZone(iana: profile.timeZone) ?? .gmt)
+            .allClearEmail(checkedInAt: at)
+    }
+
+    private func requireProfile(_ user: String) async throws -> ProfileRecord {
+        guard let profile = try await self.store.profile(user) else {
+            throw RPCError(.notFound, "no safety profile yet: create one with UpsertProfile")
+        }
+        return profile
+    }
+
+    private func changed(_ change: SafetyStore.SwitchChange) throws {
+        switch change {
+        case .changed: self.scheduler.wake()
+        case .noProfile: throw RPCError(.failedPrecondition, "no safety profile yet: create one with UpsertProfile")
+        case .refused(let why): throw RPCError(.failedPrecondition, why)
+        }
+    }
+
+    private func status(_ user: String) async throws -> Hearth_Safety_V1_Status {
+        var status = Hearth_Safety_V1_Status()
+        guard let snapshot = try await self.store.status(user) else {
+            status.state = .notArmed
+            return status
+        }
+        return snapshot.message(now: self.store.now)
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import GRDB
+
+struct ProfileRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "profile"
+    var userID: String
+    var name: String
+    var email: String
+    var thresholdHours: Int
+    var language: String
+    var timeZone: String
+    var reminderEnabled: Bool
+    var reminderHour: Int
+    var reminderMinute: Int
+    var pushToken: String
+    var countActivity: Bool
+    /// The last check-in, or the last resume: the deadline counts from it.
+    var periodStart: Date
+    var lastCheckInAt: Date?
+    var snoozes: Int
+    var pausedUntil: Date?
+    /// Bumped at every check-in, snooze and resume: due items are decided once per epoch.
+    var epoch: Int
+    /// The epoch the last check-in began (alerts since then get an all-clear at the next).
+    var checkInEpoch: Int
+    /// When the scheduler must look at this profile next; nil when nothing is left.
+    var nextDueAt: Date?
+    var createdAt: Date
+    var updatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case name, email, language, snoozes, epoch
+        case userID = "user_id"
+        case thresholdHours = "threshold_hours"
+        case timeZone = "time_zone"
+        case reminderEnabled = "reminder_enabled"
+        case reminderHour = "reminder_hour"
+        case reminderMinute = "reminder_minute"
+        case pushToken = "push_token"
+        case countActivity = "count_activity"
+        case periodStart = "period_start"
+        case lastCheckInAt = "last_check_in_at"
+        case pausedUntil = "paused_until"
+        case checkInEpoch = "check_in_epoch"
+        case nextDueAt = "next_due_at"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}
+
+struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "contact"
+    var id: String
+    var userID: String
+    var email: String
+    var emailKey: String
+    var name: String
+    var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, email, name
+        case userID = "user_id"
+        case emailKey = "email_key"
+        case createdAt = "created_at"
+    }
+}
+
+/// One decided message: a warning push, an alert or all-clear email, or a test. The table is
+/// the switch's outbox: a row is written in the transaction that decides it, then delivered
+/// (and retried) until the server accepts it.
+struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "alert"
+
+    enum Kind {
+        static let alert = "alert"
+        static let allClear = "all_clear"
+        static let test = "test"
+    }
+
+    enum Channel: String, Codable, Sendable {
+        case email, push
+    }
+
+    enum State: String, Codable, Sendable {
+        case pending, sent, failed, cancelled
+    }
+
+    var id: String
+    var userID: String
+    var epoch: Int
+    /// `warning_180`, `warning_60`, `warning_10`, `alert`, `all_clear` or `test`.
+    var kind: String
+    var channel: Channel
+    /// The contact it goes to; empty for the user's own push or test.
+    var contactID: String
+    /// An email address or a push token.
+    var address: String
+    var subject: String
+    var body: String
+    var state: State
+    var attempts: Int
+    var lastError: String
+    var nextAttemptAt: Date?
+    var sentAt: Date?
+    var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, epoch, kind, channel, address, subject, body, state, attempts
+        case userID = "user_id"
+        case contactID = "contact_id"
+        case lastError = "last_error"
+        case nextAttemptAt = "next_attempt_at"
+        case sentAt = "sent_at"
+        case createdAt = "created_at"
+    }
+}
+
+enum SafetyMigrations {
+    /// Named and append-only: a shipped migration is never edited.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: profiles, contacts, heartbeats, alerts") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE profile (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        email TEXT NOT NULL,
+                        threshold_hours INTEGER NOT NULL,
+                        language TEXT NOT NULL,
+                        time_zone TEXT NOT NULL,
+                        reminder_enabled BOOLEAN NOT NULL,
+                        reminder_hour INTEGER NOT NULL,
+                        reminder_minute INTEGER NOT NULL,
+                        push_token TEXT NOT NULL,
+                        count_activity BOOLEAN NOT NULL,
+                        period_start DATETIME NOT NULL,
+                        last_check_in_at DATETIME,
+                        snoozes INTEGER NOT NULL,
+                        paused_until DATETIME,
+                        epoch INTEGER NOT NULL,
+                        check_in_epoch INTEGER NOT NULL,
+                        next_due_at DATETIME,
+                        created_at DATETIME NOT NULL,
+                        updated_at DATETIME NOT NULL
+                    );
+                    CREATE INDEX profile_due ON profile(next_due_at) WHERE next_due_at IS NOT NULL;
+
+                    CREATE TABLE contact (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        email TEXT NOT NULL,
+                        email_key TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        created_at DATETIME NOT NULL,
+                        UNIQUE (user_id, email_key)
+                    );
+
+                    CREATE TABLE heartbeat (
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        at DATETIME NOT NULL,
+                        time_zone TEXT NOT NULL,
+                        device_info TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        request_id TEXT NOT NULL,
+                        PRIMARY KEY (user_id, request_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX heartbeat_time ON heartbeat(user_id, at);
+
+                    CREATE TABLE alert (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        epoch INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        channel TEXT NOT NULL,
+                        contact_id TEXT NOT NULL,
+                        address TEXT NOT NULL,
+                        subject TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL,
+                        last_error TEXT NOT NULL,
+                        next_attempt_at DATETIME,
+                        sent_at DATETIME,
+                        created_at DATETIME NOT NULL
+                    );
+                    CREATE UNIQUE INDEX alert_once ON alert(user_id, epoch, kind, contact_id) WHERE kind != 'test';
+                    CREATE INDEX alert_due ON alert(next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX alert_user ON alert(user_id, epoch);
+                    """
+            )
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,505 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthStore
+
+/// The safety service's SQLite store. Deciding what fires and recording it in the alert
+/// outbox happen in one write transaction, so a decision is never lost or taken twice.
+struct SafetyStore: Sendable {
+    let base: Store
+
+    init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
+    }
+
+    var now: Date { self.base.clock.now() }
+    private var db: any DatabaseWriter { self.base.writer }
+
+    // MARK: Profile and contacts
+
+    /// Creates or updates the profile; a new profile starts its first period now. Changing
+    /// the threshold moves the deadline (it counts from the last check-in).
+    func upsertProfile(_ user: String, _ apply: @Sendable @escaping (inout ProfileRecord) -> Void) async throws
+        -> ProfileRecord
+    {
+        let now = self.now
+        return try await self.db.write { db in
+            var profile =
+                try ProfileRecord.fetchOne(db, key: user)
+                ?? ProfileRecord(
+                    userID: user,
+                    name: "",
+                    email: "",
+                    thresholdHours: 24,
+                    language: "en",
+                    timeZone: "UTC",
+                    reminderEnabled: false,
+                    reminderHour: 9,
+                    reminderMinute: 0,
+                    pushToken: "",
+                    countActivity: false,
+                    periodStart: now,
+                    lastCheckInAt: nil,
+                    snoozes: 0,
+                    pausedUntil: nil,
+                    epoch: 1,
+                    checkInEpoch: 1,
+                    nextDueAt: nil,
+                    createdAt: now,
+                    updatedAt: now
+                )
+            apply(&profile)
+            profile.updatedAt = now
+            try profile.save(db)
+            return try Self.reschedule(profile, at: now, in: db)
+        }
+    }
+
+    func profile(_ user: String) async throws -> ProfileRecord? {
+        try await self.db.read { db in try ProfileRecord.fetchOne(db, key: user) }
+    }
+
+    enum ContactOutcome: Sendable {
+        case added(ContactRecord)
+        case noProfile
+        case duplicate
+        case full
+    }
+
+    func addContact(_ user: String, email: String, name: String) async throws -> ContactOutcome {
+        let now = self.now
+        return try await self.db.write { db in
+            guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            let key = email.lowercased()
+            let existing = try ContactRecord.filter(Column("user_id") == user).fetchAll(db)
+            if existing.contains(where: { $0.emailKey == key }) { return .duplicate }
+            guard existing.count < SafetyRules.maxContacts else { return .full }
+            let contact = ContactRecord(
+                id: UUID().uuidString.lowercased(),
+                userID: user,
+                email: email,
+                emailKey: key,
+                name: name,
+                createdAt: now
+            )
+            try contact.insert(db)
+            _ = try Self.reschedule(profile, at: now, in: db)
+            return .added(contact)
+        }
+    }
+
+    /// Removes a contact; false when the user has none with that id.
+    func removeContact(_ user: String, id: String) async throws -> Bool {
+        let now = self.now
+        return try await self.db.write { db in
+            let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
+            if deleted, let profile = try ProfileRecord.fetchOne(db, key: user) {
+                _ = try Self.reschedule(profile, at: now, in: db)
+            }
+            return deleted
+        }
+    }
+
+    func contacts(_ user: String) async throws -> [ContactRecord] {
+        try await self.db.read { db in
+            try ContactRecord.filter(Column("user_id") == user).order(Column("created_at"), Column("id")).fetchAll(db)
+        }
+    }
+
+    /// Removes the profile, contacts, heartbeats and every alert for good.
+    func deleteAccount(_ user: String) async throws {
+        _ = try await self.db.write { db in try ProfileRecord.deleteOne(db, key: user) }
+    }
+
+    // MARK: Check-ins
+
+    enum HeartbeatOutcome: Sendable {
+        /// Counted: a new period began.
+        case recorded
+        /// The same request id, or within 5 s of the previous heartbeat: nothing changed.
+        case repeated
+        /// Over 120 in the last hour: the switch was reset, the heartbeat not kept.
+        case rateLimited(retryAfter: TimeInterval)
+        case noProfile
+    }
+
+    /// A check-in: a new period starts, every pending warning and alert of the old one is
+    /// cancelled, and contacts who were alerted get an all-clear email.
+    func recordHeartbeat(
+        _ user: String,
+        timeZone: String?,
+        deviceInfo: String,
+        requestID: String,
+        source: String,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+    ) async throws -> HeartbeatOutcome {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            if try Bool.fetchOne(
+                db,
+                sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?",
+                arguments: [user, requestID]
+            ) != nil {
+                return .repeated
+            }
+            let recent = try Date.fetchAll(
+                db,
+                sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at",
+                arguments: [user, now.addingTimeInterval(-3600)]
+            )
+            if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
+                return .repeated
+            }
+            let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
+            if !limited {
+                try db.execute(
+                    sql: """
+                        INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
+                )
+            }
+            if let timeZone { profile.timeZone = timeZone }
+            try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db)
+            _ = try Self.reschedule(profile, at: now, in: db)
+            if limited, let oldest = recent.first {
+                return .rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now))
+            }
+            return .recorded
+        }
+    }
+
+    enum SwitchChange: Sendable {
+        case changed(ProfileRecord)
+        case noProfile
+        case refused(String)
+    }
+
+    /// Moves the deadline 24 h later, at most three times without a check-in, never after it passed.
+    func snooze(_ user: String) async throws -> SwitchChange {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            let clock = try Self.switchClock(profile, in: db)
+            guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
+                return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
+            }
+            guard clock.deadline > now else { return .refused("the deadline has passed; check in instead") }
+            profile.snoozes += 1
+            try Self.newEpoch(&profile, at: now, in: db)
+            return .changed(try Self.reschedule(profile, at: now, in: db))
+        }
+    }
+
+    /// Nothing fires until `until` (or a resume); then a new period starts.
+    func pause(_ user: String, until: Date) async throws -> SwitchChange {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            profile.pausedUntil = until
+            try Self.cancelPending(profile, onlyWarnings: true, in: db)
+            return .changed(try Self.reschedule(profile, at: now, in: db))
+        }
+    }
+
+    func resume(_ user: String) async throws -> SwitchChange {
+        let now = self.now
+        return try await self.db.write { db in
+            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            guard profile.pausedUntil.map({ $0 > now }) == true else { return .refused("the switch is not paused") }
+            profile.pausedUntil = nil
+            try Self.startPeriod(&profile, at: now, checkIn: false, allClear: nil, in: db)
+            return .changed(try Self.reschedule(profile, at: now, in: db))
+        }
+    }
+
+    // MARK: Status
+
+    struct StatusSnapshot: Sendable {
+        var profile: ProfileRecord
+        var clock: SwitchClock
+        var alerts: [AlertRecord]
+    }
+
+    /// The profile, its switch, and the messages of this period (since the last check-in).
+    func status(_ user: String) async throws -> StatusSnapshot? {
+        try await self.db.read { db in
+            guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return nil }
+            let alerts = try AlertRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id",
+                arguments: [user, profile.checkInEpoch]
+            )
+            return StatusSnapshot(profile: profile, clock: try Self.switchClock(profile, in: db), alerts: alerts)
+        }
+    }
+
+    /// Records a test message for delivery.
+    func enqueueTest(_ user: String, channel: AlertRecord.Channel, address: String, subject: String, body: String)
+        async throws
+    {
+        let now = self.now
+        try await self.db.write { db in
+            let epoch = try Int.fetchOne(db, sql: "SELECT epoch FROM profile WHERE user_id = ?", arguments: [user]) ?? 0
+            try AlertRecord(
+                id: UUID().uuidString.lowercased(),
+                userID: user,
+                epoch: epoch,
+                kind: AlertRecord.Kind.test,
+                channel: channel,
+                contactID: "",
+                address: address,
+                subject: subject,
+                body: body,
+                state: .pending,
+                attempts: 0,
+                lastError: "",
+                nextAttemptAt: now,
+                sentAt: nil,
+                createdAt: now
+            ).insert(db)
+        }
+    }
+
+    // MARK: The scheduler's side
+
+    /// The earliest time anything is due: a switch to look at, or a message to (re)send.
+    func nextDueTime() async throws -> Date? {
+        try await self.db.read { db in
+            let profile = try Date.fetchOne(
+                db,
+                sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL"
+            )
+            let alert = try Date.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM alert WHERE state = 'pending'")
+            return [profile, alert].compactMap { $0 }.min()
+        }
+    }
+
+    /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
+    /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
+    /// switches it looked at.
+    func decideDue(
+        now: Date,
+        limit: Int,
+        texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String)
+    ) async throws -> Int {
+        try await self.db.write { db in
+            let due = try ProfileRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?",
+                arguments: [now, limit]
+            )
+            for var profile in due {
+                if let pausedUntil = profile.pausedUntil, pausedUntil <= now {
+                    // The pause ran out: a new period starts when it ended.
+                    profile.pausedUntil = nil
+                    try Self.startPeriod(&profile, at: pausedUntil, checkIn: false, allClear: nil, in: db)
+                }
+                let clock = try Self.switchClock(profile, in: db)
+                let decided = try Self.decidedItems(profile, in: db)
+                for item in clock.itemsDue(at: now, decided: decided) {
+                    let text = texts(profile, item, now)
+                    switch item {
+                    case .warning:
+                        try Self.enqueue(
+                            profile,
+                            kind: item.kind,
+                            channel: .push,
+                            contactID: "",
+                            address: profile.pushToken,
+                            text: text,
+                            at: now,
+                            in: db
+                        )
+                    case .alert:
+                        for contact in try ContactRecord.filter(Column("user_id") == profile.userID).fetchAll(db) {
+                            try Self.enqueue(
+                                profile,
+                                kind: item.kind,
+                                channel: .email,
+                                contactID: contact.id,
+                                address: contact.email,
+                                text: text,
+                                at: now,
+                                in: db
+                            )
+                        }
+                    }
+                }
+                _ = try Self.reschedule(profile, at: now, in: db)
+            }
+            return due.count
+        }
+    }
+
+    /// Messages due for (another) attempt, oldest first.
+    func messagesDue(now: Date, limit: Int) async throws -> [AlertRecord] {
+        try await self.db.read { db in
+            try AlertRecord.fetchAll(
+                db,
+                sql:
+                    "SELECT * FROM alert WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                arguments: [now, limit]
+            )
+        }
+    }
+
+    /// What became of one attempt. A message cancelled meanwhile (a check-in) stays cancelled.
+    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
+        try await self.db.write { db in
+            guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .pending else { return }
+            alert.attempts += 1
+            switch attempt {
+            case .success(let note):
+                alert.state = .sent
+                alert.sentAt = now
+                alert.nextAttemptAt = nil
+                alert.lastError = note
+            case .failure(let failure):
+                alert.lastError = failure.message
+                if failure.isPermanent || alert.attempts >= DeliveryFailure.maxAttempts {
+                    alert.state = .failed
+                    alert.nextAttemptAt = nil
+                } else {
+                    alert.nextAttemptAt = now.addingTimeInterval(DeliveryFailure.backoff(afterAttempts: alert.attempts))
+                }
+            }
+            try alert.update(db)
+        }
+    }
+
+    // MARK: Inside a transaction
+
+    private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
+        let contacts = try ContactRecord.filter(Column("user_id") == profile.userID).fetchCount(db)
+        return SwitchClock(
+            periodStart: profile.periodStart,
+            thresholdHours: profile.thresholdHours,
+            snoozes: profile.snoozes,
+            pausedUntil: profile.pausedUntil,
+            armed: contacts > 0
+        )
+    }
+
+    private static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
+        let kinds = try String.fetchAll(
+            db,
+            sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?",
+            arguments: [profile.userID, profile.epoch]
+        )
+        return Set(SwitchClock.items.filter { kinds.contains($0.kind) })
+    }
+
+    /// Sets when the scheduler looks at this switch next, and saves the profile.
+    @discardableResult
+    private static func reschedule(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> ProfileRecord {
+        var profile = profile
+        let clock = try Self.switchClock(profile, in: db)
+        profile.nextDueAt = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
+        try profile.update(db)
+        return profile
+    }
+
+    private static func newEpoch(_ profile: inout ProfileRecord, at now: Date, in db: Database) throws {
+        try Self.cancelPending(profile, onlyWarnings: true, in: db)
+        profile.epoch += 1
+        profile.updatedAt = now
+    }
+
+    /// A new period from `start`: a check-in (cancels what is pending, sends all-clears) or
+    /// the end of a pause.
+    private static func startPeriod(
+        _ profile: inout ProfileRecord,
+        at start: Date,
+        checkIn: Bool,
+        allClear: (@Sendable (ProfileRecord, Date) -> (subject: String, body: String))?,
+        in db: Database
+    ) throws {
+        let previousCheckInEpoch = profile.checkInEpoch
+        try Self.cancelPending(profile, onlyWarnings: false, in: db)
+        profile.epoch += 1
+        profile.periodStart = start
+        profile.snoozes = 0
+        profile.updatedAt = start
+        guard checkIn else { return }
+        profile.lastCheckInAt = start
+        profile.checkInEpoch = profile.epoch
+        if let allClear {
+            let alerted = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT contact_id FROM alert
+                    WHERE user_id = ? AND kind = 'alert' AND state = 'sent' AND epoch >= ?
+                    """,
+                arguments: [profile.userID, previousCheckInEpoch]
+            )
+            let text = allClear(profile, start)
+            for contact in try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db) {
+                try Self.enqueue(
+                    profile,
+                    kind: AlertRecord.Kind.allClear,
+                    channel: .email,
+                    contactID: contact.id,
+                    address: contact.email,
+                    text: text,
+                    at: start,
+                    in: db
+                )
+            }
+        }
+    }
+
+    private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+                WHERE user_id = ? AND state = 'pending' AND kind \(onlyWarnings ? "LIKE 'warning_%'" : "IN ('alert', 'warning_180', 'warning_60', 'warning_10')")
+                """,
+            arguments: [profile.userID]
+        )
+    }
+
+    private static func enqueue(
+        _ profile: ProfileRecord,
+        kind: String,
+        channel: AlertRecord.Channel,
+        contactID: String,
+        address: String,
+        text: (subject: String, body: String),
+        at now: Date,
+        in db: Database
+    ) throws {
+        try AlertRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: profile.userID,
+            epoch: profile.epoch,
+            kind: kind,
+            channel: channel,
+            contactID: contactID,
+            address: address,
+            subject: text.subject,
+            body: text.body,
+            state: .pending,
+            attempts: 0,
+            lastError: "",
+            nextAttemptAt: now,
+            sentAt: nil,
+            createdAt: now
+        ).insert(db, onConflict: .ignore)
+    }
+}
+
+/// Why an attempt failed, and whether to try again.
+struct DeliveryFailure: Error, Sendable {
+    static let maxAttempts = 12
+
+    var message: String
+    var isPermanent: Bool
+
+    /// 30 s, 1 min, 2 min, ... at most 1 h.
+    static func backoff(afterAttempts attempts: Int) -> TimeInterval {
+        min(30 * pow(2, Double(max(attempts - 1, 0))), 3600)
+    }
+}
