@@ -298,6 +298,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HearthCoreTests",
+            dependencies: ["HearthCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HearthSchedulerTests",
             dependencies: [
                 "HearthScheduler",

@@ -62,6 +62,20 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         )
     }
 
+    /// The instant this date shows `hour:minute` in `zone`. A time the clocks skip (a DST
+    /// gap) moves to the first minute after the gap; a time that occurs twice is its first.
+    public func instant(hour: Int, minute: Int, in zone: TimeZone) -> Date {
+        let calendar = Self.calendar(zone)
+        let start = self.start(in: zone)
+        return calendar.nextDate(
+            after: start.addingTimeInterval(-1),
+            matching: DateComponents(hour: hour, minute: minute, second: 0),
+            matchingPolicy: .nextTime,
+            repeatedTimePolicy: .first,
+            direction: .forward
+        ) ?? start
+    }
+
     private var noonUTC: Date {
         Self.calendar(.gmt).date(from: DateComponents(year: self.year, month: self.month, day: self.day, hour: 12))!
     }

@@ -91,9 +91,17 @@ final class SafetySystem: @unchecked Sendable {
         threshold: UInt32 = 24,
         language: String = "en",
         zone: String = "America/Los_Angeles",
-        contacts: [String] = ["brother@example.com"]
+        contacts: [String] = ["brother@example.com"],
+        reminder: (hour: UInt32, minute: UInt32)? = nil
     ) async throws {
         var request = Hearth_Safety_V1_UpsertProfileRequest()
+        if let reminder {
+            request.dailyReminder = .with {
+                $0.enabled = true
+                $0.hour = reminder.hour
+                $0.minute = reminder.minute
+            }
+        }
         request.name = name
         request.email = "\(user)@example.com"
         request.thresholdHours = threshold
@@ -305,6 +313,28 @@ struct SafetyTests {
         #expect(summer.localTime(Date(timeIntervalSince1970: 1_783_915_200)) == "Jul 12, 2026 at 9:00 PM PDT")
         let winter = AlertTexts(language: "en", name: "Mei", timeZone: TimeZone(identifier: "America/Los_Angeles")!)
         #expect(winter.localTime(Date(timeIntervalSince1970: 1_768_284_000)) == "Jan 12, 2026 at 10:00 PM PST")
+    }
+
+    @Test("the daily reminder comes at the local time, not on a day with a check-in")
+    func dailyReminder() async throws {
+        let system = try await SafetySystem()
+        // 2026-03-10 05:00 in Los Angeles; the reminder is at 21:00 there (04:00 UTC).
+        try await system.profile(threshold: 72, reminder: (21, 0))
+        let t0 = system.clock.now()
+        let reminders = { try system.pushes().filter { $0 == "safety.reminder" }.count }
+        try await system.settle()
+        try await system.advance(to: t0 + 16 * hour - 1)
+        #expect(try reminders() == 0)
+        try await system.advance(to: t0 + 16 * hour)
+        try await eventually("the first reminder") { try reminders() == 1 }
+        // The next day she checks in at 10:00: no reminder that evening.
+        try await system.advance(to: t0 + 29 * hour)
+        try await system.checkIn()
+        try await system.advance(to: t0 + 40 * hour + 1)
+        #expect(try reminders() == 1)
+        try await system.advance(to: t0 + 64 * hour)
+        try await eventually("the third day's reminder") { try reminders() == 2 }
+        await system.stop()
     }
 
     @Test("repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED")

@@ -134,6 +134,15 @@ struct AlertTexts: Sendable {
         }
     }
 
+    /// The daily reminder push.
+    func reminderPush() -> (title: String, body: String) {
+        switch self.language {
+        case .english: ("Daily check-in", "Tap to let your people know you're OK.")
+        case .simplifiedChinese: ("每日报平安", "点按一下，让关心您的人知道您一切安好。")
+        case .traditionalChinese: ("每日報平安", "點按一下，讓關心您的人知道您一切安好。")
+        }
+    }
+
     /// A message to the user's own email or device, clearly a test.
     func test() -> (subject: String, body: String) {
         switch self.language {

@@ -147,3 +147,19 @@ struct SwitchClock: Sendable, Equatable {
             .min()
     }
 }
+
+/// The optional daily reminder: a push at the chosen local time, skipped on a day the user
+/// has already checked in (or was already reminded).
+struct DailyReminderRule: Sendable {
+    var hour: Int
+    var minute: Int
+    var zone: TimeZone
+
+    /// When the next reminder falls due: today's time (possibly already past, so due now)
+    /// unless today is done, else tomorrow's. `done` says whether a local date needs none.
+    func next(at now: Date, done: (LocalDate) -> Bool) -> (date: LocalDate, time: Date) {
+        let today = LocalDate(now, in: self.zone)
+        let date = done(today) ? today.adding(days: 1) : today
+        return (date, date.instant(hour: self.hour, minute: self.minute, in: self.zone))
+    }
+}

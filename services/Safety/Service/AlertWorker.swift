@@ -59,8 +59,12 @@ struct AlertWorker: DueWork {
     }
 
     func runDue(now: Date) async throws {
-        while try await self.store.decideDue(now: now, limit: Self.decideBatch, texts: Self.texts) == Self.decideBatch {
-        }
+        while try await self.store.decideDue(
+            now: now,
+            limit: Self.decideBatch,
+            texts: Self.texts,
+            reminderText: Self.reminderText
+        ) == Self.decideBatch {}
         let due = try await self.store.messagesDue(now: now, limit: Self.sendBatch)
         await withTaskGroup(of: Void.self) { group in
             var next = due.makeIterator()
@@ -89,6 +93,16 @@ struct AlertWorker: DueWork {
         case .alert:
             return texts.alertEmail(lastCheckIn: profile.lastCheckInAt ?? profile.periodStart, now: now)
         }
+    }
+
+    static func reminderText(_ profile: ProfileRecord) -> (subject: String, body: String) {
+        let push = AlertTexts(
+            language: profile.language,
+            name: profile.name,
+            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
+        )
+        .reminderPush()
+        return (push.title, push.body)
     }
 
     private func deliver(_ alert: AlertRecord) async {

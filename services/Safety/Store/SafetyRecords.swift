@@ -75,6 +75,7 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
         static let alert = "alert"
         static let allClear = "all_clear"
         static let test = "test"
+        static let reminder = "reminder"
     }
 
     enum Channel: String, Codable, Sendable {

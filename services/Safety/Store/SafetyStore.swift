@@ -283,7 +283,8 @@ struct SafetyStore: Sendable {
     func decideDue(
         now: Date,
         limit: Int,
-        texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String)
+        texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String),
+        reminderText: @Sendable @escaping (ProfileRecord) -> (subject: String, body: String)
     ) async throws -> Int {
         try await self.db.write { db in
             let due = try ProfileRecord.fetchAll(
@@ -327,6 +328,18 @@ struct SafetyStore: Sendable {
                             )
                         }
                     }
+                }
+                if let reminder = try Self.reminderDue(profile, at: now, in: db), reminder.time <= now {
+                    try Self.enqueue(
+                        profile,
+                        kind: AlertRecord.Kind.reminder,
+                        channel: .push,
+                        contactID: "\(AlertRecord.Kind.reminder):\(reminder.date)",
+                        address: profile.pushToken,
+                        text: reminderText(profile),
+                        at: now,
+                        in: db
+                    )
                 }
                 _ = try Self.reschedule(profile, at: now, in: db)
             }
@@ -397,9 +410,32 @@ struct SafetyStore: Sendable {
     private static func reschedule(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> ProfileRecord {
         var profile = profile
         let clock = try Self.switchClock(profile, in: db)
-        profile.nextDueAt = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
+        let next = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
+        let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
+        profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
         try profile.update(db)
         return profile
+    }
+
+    /// The next daily reminder (nil when off or paused): a day needs none once the user
+    /// checked in that day or was reminded.
+    private static func reminderDue(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> (
+        date: LocalDate, time: Date
+    )? {
+        guard profile.reminderEnabled, !(profile.pausedUntil.map { $0 > now } ?? false) else { return nil }
+        let zone = TimeZone(iana: profile.timeZone) ?? .gmt
+        let rule = DailyReminderRule(hour: profile.reminderHour, minute: profile.reminderMinute, zone: zone)
+        let sent = Set(
+            try String.fetchAll(
+                db,
+                sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?",
+                arguments: [profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400)]
+            )
+        )
+        let checkedIn = profile.lastCheckInAt.map { LocalDate($0, in: zone) }
+        return rule.next(at: now) { date in
+            date == checkedIn || sent.contains("\(AlertRecord.Kind.reminder):\(date)")
+        }
     }
 
     private static func newEpoch(_ profile: inout ProfileRecord, at now: Date, in db: Database) throws {
