@@ -125,6 +125,7 @@ let package = Package(
             dependencies: [
                 "HearthCore",
                 "HearthContracts",
+                "HearthRelay",
                 "HearthPush",
                 "VipsShim",
                 .product(name: "Logging", package: "swift-log"),
@@ -149,6 +150,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // A durable outbox of calls to other services (activity forwarded to safety).
+        .target(
+            name: "HearthRelay",
+            dependencies: [
+                "HearthCore",
+                "HearthRPC",
+                "HearthScheduler",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Email over SMTP (no SMTP library in the mirror): MIME messages and the conversation.
         .target(
             name: "HearthMail",
@@ -165,6 +179,7 @@ let package = Package(
             dependencies: [
                 "HearthCore",
                 "HearthContracts",
+                "HearthRelay",
                 "HearthRPC",
                 "HearthStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -208,6 +223,7 @@ let package = Package(
                 "RoutinesService",
                 "SafetyService",
                 "HearthMail",
+                "HearthRelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -321,6 +337,8 @@ let package = Package(
             name: "SafetyTests",
             dependencies: [
                 "SafetyService",
+                "CheckinsService",
+                "HearthRelay",
                 "HearthContracts",
                 "HearthCore",
                 "HearthMail",
@@ -338,6 +356,7 @@ let package = Package(
             name: "RoutinesTests",
             dependencies: [
                 "RoutinesService",
+                "HearthRelay",
                 "CheckinsService",
                 "HearthContracts",
                 "HearthCore",

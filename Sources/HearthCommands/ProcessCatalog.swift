@@ -8,6 +8,7 @@ import HearthGateway
 import HearthMail
 import HearthPush
 import HearthRPC
+import HearthRelay
 import HearthStore
 import Logging
 import NIOCore
@@ -206,7 +207,18 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
         }
-        let schedulers: [any Service] = services.compactMap { ($0 as? SafetyService)?.scheduler }
+        var schedulers: [any Service] = services.compactMap { ($0 as? SafetyService)?.scheduler }
+        let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }
+        if !relays.isEmpty {
+            let safety = RPCClient(
+                configuration: .init(host: settings.peers.safety.host, port: settings.peers.safety.port)
+            )
+            for relay in relays {
+                schedulers.append(
+                    relay.deliverer(client: safety, credential: settings.secrets.internalCredential, logger: logger)
+                )
+            }
+        }
         let server = RPCServer(
             configuration: ServerConfiguration(
                 host: settings.host,

@@ -2,6 +2,7 @@ import Foundation
 import HearthContracts
 import HearthCore
 import HearthRPC
+import HearthRelay
 import HearthStore
 import HearthTestSupport
 import SwiftProtobuf
@@ -237,6 +238,23 @@ struct RoutinesTests {
                 #expect(undone.doneCount == 0)
                 #expect(try await system.progress(routine, zone: zone, date: "2026-03-12").doneCount == 1)
             }
+        }
+    }
+
+    @Test("a tick is recorded for safety in the same transaction, once per action and day")
+    func forwardedToSafety() async throws {
+        try await System.with { system in
+            let (nest, _) = try await system.nest()
+            let routine = try await system.routine(in: nest)
+            try await system.tick(routine, 0)
+            try await system.tick(routine, 0)
+            try await system.tick(routine, 0, done: false)
+            try await system.tick(routine, 0)
+            #expect(try await system.routines.relay.pending() == 1)
+            try await system.tick(routine, 1)
+            system.clock.advance(by: 86_400)
+            try await system.tick(routine, 0)
+            #expect(try await system.routines.relay.pending() == 3)
         }
     }
 

@@ -3,6 +3,7 @@ import HearthContracts
 public import HearthCore
 public import HearthPush
 public import HearthRPC
+public import HearthRelay
 public import HearthStore
 public import Logging
 import SwiftProtobuf
@@ -11,7 +12,7 @@ import SwiftProtobuf
 ///
 /// The caller is always the verified user of the call context. Only a session's owner and
 /// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
-public struct CheckinsService: RPCService, OutboxOwner {
+public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     public static let package = "hearth.checkins.v1.Checkins"
     let store: CheckinStore
 
@@ -21,6 +22,9 @@ public struct CheckinsService: RPCService, OutboxOwner {
     }
 
     public var serviceName: String { Self.package }
+
+    /// Calls this service owes other services (activity for safety).
+    public var relay: Relay { self.store.relay }
 
     /// The part that sends this service's notifications from its outbox.
     public func outboxDeliverer(sender: any PushSender, logger: Logger) -> OutboxDeliverer {
@@ -227,6 +231,7 @@ public struct CheckinsService: RPCService, OutboxOwner {
             createdAt: now
         )
         let outcome = try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify)
+        if case .created = outcome { self.relay.wake() }
         return try Self.answer(outcome, request: request, session: session)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HearthPush
+import HearthRelay
 
 struct NestRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "nest"
@@ -178,6 +179,7 @@ enum CheckinMigrations {
                     """
             )
         }
+        Relay.registerMigration(in: &migrator)
         return migrator
     }
 }

@@ -1,16 +1,21 @@
 import Foundation
 import GRDB
+import HearthContracts
 import HearthCore
 import HearthPush
 import HearthRPC
+import HearthRelay
 import HearthStore
 
 /// The checkins service's SQLite store. Each invariant is kept inside one write transaction.
 struct CheckinStore: Sendable {
     let base: Store
+    /// Activity forwarded to safety, recorded with each check-in.
+    let relay: Relay
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: CheckinMigrations.migrator, clock: clock)
+        self.relay = Relay(writer: self.base.writer, clock: clock)
     }
 
     var now: Date { self.base.clock.now() }
@@ -150,6 +155,15 @@ struct CheckinStore: Sendable {
                 )
             }
             try Outbox.enqueue(notify, in: db)
+            // A check-in is a sign of life: safety counts it when the sitter opted in.
+            try Relay.enqueue(
+                id: "safety:\(checkIn.id)",
+                method: SafetyActivity.method,
+                payload: SafetyActivity.request(source: "checkins", eventID: checkIn.id, occurredAt: checkIn.createdAt),
+                user: checkIn.submitterUserID,
+                at: checkIn.createdAt,
+                in: db
+            )
             return .created(checkIn)
         }
     }

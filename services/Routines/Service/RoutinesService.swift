@@ -2,6 +2,7 @@ import Foundation
 import HearthContracts
 public import HearthCore
 public import HearthRPC
+public import HearthRelay
 public import HearthStore
 import SwiftProtobuf
 
@@ -9,7 +10,7 @@ import SwiftProtobuf
 ///
 /// Access comes from the checkins service (`GetNestRole`, cached briefly): OWNER edits, SITTER
 /// reads and ticks, anyone else gets NOT_FOUND. When checkins cannot answer, UNAVAILABLE.
-public struct RoutinesService: RPCService {
+public struct RoutinesService: RPCService, RelayOwner {
     public static let package = "hearth.routines.v1.Routines"
     let store: RoutineStore
     let roles: any NestRoleSource
@@ -21,6 +22,9 @@ public struct RoutinesService: RPCService {
     }
 
     public var serviceName: String { Self.package }
+
+    /// Calls this service owes other services (activity for safety).
+    public var relay: Relay { self.store.relay }
 
     public var methods: [RPCMethod] {
         [
@@ -165,6 +169,7 @@ public struct RoutinesService: RPCService {
                 zone: request.timeZone
             )
         else { throw RPCError.notFound("action", request.actionID) }
+        if request.done { self.relay.wake() }
         return try await self.progress(routine.routine.id, user: user, date: today, zone: zone)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthRelay
 
 struct RoutineRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "routine"
@@ -103,6 +104,7 @@ enum RoutineMigrations {
                     """
             )
         }
+        Relay.registerMigration(in: &migrator)
         return migrator
     }
 }

@@ -1,14 +1,19 @@
 import Foundation
 import GRDB
+import HearthContracts
 import HearthCore
+import HearthRelay
 import HearthStore
 
 /// The routines service's SQLite store. Each invariant is kept inside one write transaction.
 struct RoutineStore: Sendable {
     let base: Store
+    /// Activity forwarded to safety, recorded with each tick.
+    let relay: Relay
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: RoutineMigrations.migrator, clock: clock)
+        self.relay = Relay(writer: self.base.writer, clock: clock)
     }
 
     var now: Date { self.base.clock.now() }
@@ -173,6 +178,18 @@ struct RoutineStore: Sendable {
                         """,
                     arguments: [routineID, actionID, user, date.description, now, zone]
                 )
+                if db.changesCount > 0 {
+                    // A tick is a sign of life: safety counts it when the user opted in.
+                    let event = "\(routineID):\(actionID):\(user):\(date)"
+                    try Relay.enqueue(
+                        id: "safety:\(event)",
+                        method: SafetyActivity.method,
+                        payload: SafetyActivity.request(source: "routines", eventID: event, occurredAt: now),
+                        user: user,
+                        at: now,
+                        in: db
+                    )
+                }
             } else {
                 try db.execute(
                     sql:

@@ -262,6 +262,7 @@ public struct SafetyService: RPCService {
             deviceInfo: "",
             requestID: "\(request.source):\(request.eventID)",
             source: request.source,
+            occurredAt: request.hasOccurredAt ? request.occurredAt.date : nil,
             allClear: Self.allClear
         )
         self.scheduler.wake()

@@ -131,11 +131,14 @@ struct SafetyStore: Sendable {
         deviceInfo: String,
         requestID: String,
         source: String,
+        occurredAt: Date? = nil,
         allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
     ) async throws -> HeartbeatOutcome {
-        let now = self.now
+        // A forwarded activity counts from when it happened (never from the future).
+        let now = min(occurredAt ?? self.now, self.now)
         return try await self.db.write { db in
             guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            if let last = profile.lastCheckInAt, now <= last { return .repeated }
             if try Bool.fetchOne(
                 db,
                 sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?",

@@ -1,0 +1,18 @@
+public import Foundation
+import SwiftProtobuf
+
+/// Activity other services forward to safety (`ForwardActivity`): with the user's opt-in, a
+/// check-in elsewhere counts as a check-in there.
+public enum SafetyActivity {
+    public static let method = "hearth.safety.v1.Safety/ForwardActivity"
+
+    /// The serialized request; `eventID` is unique within `source`, so a retry counts once.
+    public static func request(source: String, eventID: String, occurredAt: Date) -> Data {
+        var request = Hearth_Safety_V1_ForwardActivityRequest()
+        request.source = source
+        request.eventID = eventID
+        request.occurredAt = Google_Protobuf_Timestamp(date: occurredAt)
+        // A message of strings and a timestamp always serializes.
+        return (try? request.serializedData()) ?? Data()
+    }
+}

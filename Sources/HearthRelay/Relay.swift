@@ -1,0 +1,177 @@
+public import Foundation
+public import GRDB
+public import HearthCore
+public import HearthRPC
+public import HearthScheduler
+public import Logging
+import Synchronization
+
+/// A durable outbox of calls to another service, in the caller's own SQLite file: a service
+/// records the call in the same transaction as its own write, so the write never fails or
+/// waits because the other service is down, and the call is made later, retried with backoff
+/// until the other service answers OK. (DESIGN.md: checkins, tasks and routines forward
+/// activity to safety this way.)
+public final class Relay: Sendable {
+    /// Answers that will never change on retry: the call is dropped (and logged).
+    static let permanent: Set<StatusCode> = [
+        .invalidArgument, .notFound, .permissionDenied, .unimplemented, .failedPrecondition, .alreadyExists,
+    ]
+    static let batch = 100
+
+    private let writer: any DatabaseWriter
+    private let clock: any WallClock
+    private let scheduler = Mutex<DueTimeScheduler?>(nil)
+
+    public init(writer: any DatabaseWriter, clock: any WallClock) {
+        self.writer = writer
+        self.clock = clock
+    }
+
+    /// Adds the relay table to a service's migrations (append this once, in order).
+    public static func registerMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("relay v1: relay_outbox") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE relay_outbox (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        method TEXT NOT NULL,
+                        payload BLOB NOT NULL,
+                        user_id TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        next_attempt_at DATETIME NOT NULL,
+                        delivered_at DATETIME,
+                        failed_at DATETIME,
+                        last_error TEXT
+                    );
+                    CREATE INDEX relay_outbox_due ON relay_outbox(next_attempt_at)
+                        WHERE delivered_at IS NULL AND failed_at IS NULL;
+                    """
+            )
+        }
+    }
+
+    /// Records a call inside the caller's write transaction; a second call with the same id
+    /// is ignored. Call ``wake()`` after the transaction commits.
+    public static func enqueue(id: String, method: String, payload: Data, user: String, at now: Date, in db: Database)
+        throws
+    {
+        try db.execute(
+            sql: """
+                INSERT INTO relay_outbox (id, method, payload, user_id, next_attempt_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO NOTHING
+                """,
+            arguments: [id, method, payload, user, now]
+        )
+    }
+
+    /// Calls still waiting to be made.
+    public func pending() async throws -> Int {
+        try await self.writer.read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM relay_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
+            ) ?? 0
+        }
+    }
+
+    /// Something was enqueued: deliver it now (when the deliverer runs).
+    public func wake() {
+        self.scheduler.withLock { $0 }?.wake()
+    }
+
+    /// The part that makes the calls, with `client` (to the other service) and the internal
+    /// credential, acting for each call's user. Run it beside the server.
+    public func deliverer(client: RPCClient, credential: String, logger: Logger) -> DueTimeScheduler {
+        let scheduler = DueTimeScheduler(
+            work: RelayWork(
+                writer: self.writer,
+                clock: self.clock,
+                client: client,
+                credential: credential,
+                logger: logger
+            ),
+            clock: self.clock,
+            logger: logger
+        )
+        self.scheduler.withLock { $0 = scheduler }
+        return scheduler
+    }
+}
+
+/// A service that forwards calls through a ``Relay``.
+public protocol RelayOwner: Sendable {
+    var relay: Relay { get }
+}
+
+private struct RelayWork: DueWork {
+    let writer: any DatabaseWriter
+    let clock: any WallClock
+    let client: RPCClient
+    let credential: String
+    let logger: Logger
+
+    func nextDueTime() async throws -> Date? {
+        try await self.writer.read { db in
+            try Date.fetchOne(
+                db,
+                sql: "SELECT MIN(next_attempt_at) FROM relay_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
+            )
+        }
+    }
+
+    func runDue(now: Date) async throws {
+        let due = try await self.writer.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, method, payload, user_id, attempts FROM relay_outbox
+                    WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, id LIMIT ?
+                    """,
+                arguments: [now, Relay.batch]
+            ).map { row -> (id: String, method: String, payload: Data, user: String, attempts: Int) in
+                (row["id"], row["method"], row["payload"], row["user_id"], row["attempts"])
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for call in due {
+                group.addTask { await self.make(call) }
+            }
+        }
+    }
+
+    private func make(_ call: (id: String, method: String, payload: Data, user: String, attempts: Int)) async {
+        let options = CallOptions(
+            timeout: .seconds(5),
+            metadata: [TrustedMetadata.credential: self.credential, TrustedMetadata.user: call.user]
+        )
+        let sql: String
+        let arguments: StatementArguments
+        do {
+            _ = try await self.client.callRaw(call.method, payload: call.payload, options: options)
+            sql = "UPDATE relay_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
+            arguments = [self.clock.now(), call.id]
+        } catch {
+            let answer = RPCError(answering: error)
+            if Relay.permanent.contains(answer.code) {
+                self.logger.warning(
+                    "relayed call refused; dropped",
+                    metadata: ["method": "\(call.method)", "error": "\(answer)"]
+                )
+                sql = "UPDATE relay_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?"
+                arguments = [self.clock.now(), "\(answer)", call.id]
+            } else {
+                // 1 s, 2 s, 4 s, ... at most 5 min.
+                let delay = min(pow(2, Double(call.attempts)), 300)
+                sql =
+                    "UPDATE relay_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?"
+                arguments = [self.clock.now().addingTimeInterval(delay), "\(answer)", call.id]
+            }
+        }
+        do {
+            try await self.writer.write { db in try db.execute(sql: sql, arguments: arguments) }
+        } catch {
+            self.logger.error("could not record a relayed call", metadata: ["id": "\(call.id)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthMail
+import HearthPush
+import HearthRPC
+import HearthRelay
+import HearthScheduler
+import HearthStore
+import HearthTestSupport
+import Logging
+import SwiftProtobuf
+import Testing
+
+@testable import CheckinsService
+@testable import SafetyService
+
+/// Checkins forwards each check-in to safety through its relay; safety counts it for a user
+/// who opted in. Real RPC servers, a manual clock.
+@Suite("Activity forwarded to safety", .timeLimit(.minutes(1)), .serialized)
+struct ForwardingTests {
+    static let secret = "forwarding-test-internal-credential-0123456789"
+
+    func safetyService(_ clock: ManualClock) throws -> SafetyService {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let channels = AlertChannels(
+            mail: LogMailTransport(logger: logger),
+            from: MailAddress("alerts@hearth.example"),
+            push: LogPushSender(logger: logger)
+        )
+        return try SafetyService(location: .inMemory, channels: channels, clock: clock, logger: logger)
+    }
+
+    func optIn(_ safety: SafetyService, _ user: String, counts: Bool) async throws {
+        var profile = Hearth_Safety_V1_UpsertProfileRequest()
+        profile.name = "Sam"
+        profile.email = "sam@example.com"
+        profile.thresholdHours = 24
+        profile.preferredLanguage = "en"
+        profile.timeZone = "Asia/Taipei"
+        profile.countActivityAsCheckIn = counts
+        _ = try await safety.upsertProfile(profile, callContext(user))
+    }
+
+    /// A nest, a session for sam, and a check-in by sam.
+    func checkIn(_ checkins: CheckinsService, _ clock: ManualClock) async throws {
+        var nest = Hearth_Checkins_V1_CreateNestRequest()
+        nest.name = "Home"
+        let created = try await checkins.createNest(nest, callContext("olivia"))
+        var session = Hearth_Checkins_V1_CreateSessionRequest()
+        session.nestID = created.id
+        session.sitterUserID = "sam"
+        session.startsAt = Google_Protobuf_Timestamp(date: clock.now())
+        session.endsAt = Google_Protobuf_Timestamp(date: clock.now() + 86_400)
+        session.timeZone = "Asia/Taipei"
+        let sitting = try await checkins.createSession(session, callContext("olivia"))
+        var request = Hearth_Checkins_V1_CreateCheckInRequest()
+        request.sessionID = sitting.id
+        request.caption = "All good"
+        request.capturedAt = Google_Protobuf_Timestamp(date: clock.now())
+        request.clientRequestID = UUID().uuidString
+        _ = try await checkins.createCheckIn(request, callContext("sam"))
+    }
+
+    func lastCheckIn(_ safety: SafetyService, _ user: String) async throws -> Date? {
+        let status = try await safety.getStatus(Hearth_Safety_V1_GetStatusRequest(), callContext(user))
+        return status.hasLastCheckInAt ? status.lastCheckInAt.date : nil
+    }
+
+    @Test("a check-in counts at safety for a user who opted in, not for one who did not")
+    func forwarded() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
+        let safety = try self.safetyService(clock)
+        try await self.optIn(safety, "sam", counts: true)
+        try await withServer(configuration: ServerConfiguration(internalCredential: Self.secret), services: [safety]) {
+            _,
+            port in
+            let checkins = try CheckinsService(location: .inMemory, clock: clock)
+            let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+            let deliverer = checkins.relay.deliverer(
+                client: client,
+                credential: Self.secret,
+                logger: Logger(label: "relay")
+            )
+            let running = Task { try await deliverer.run() }
+            clock.advance(by: 60)
+            try await self.checkIn(checkins, clock)
+            try await eventually("safety counted the check-in") {
+                try await self.lastCheckIn(safety, "sam") == clock.now()
+            }
+            try await eventually("nothing left to relay") { try await checkins.relay.pending() == 0 }
+
+            try await self.optIn(safety, "sam", counts: false)
+            clock.advance(by: 3600)
+            try await self.checkIn(checkins, clock)
+            try await eventually("relayed") { try await checkins.relay.pending() == 0 }
+            #expect(try await self.lastCheckIn(safety, "sam") == clock.now() - 3600, "not opted in: not counted")
+            running.cancel()
+            await client.close()
+        }
+    }
+
+    @Test("with safety down the check-in still succeeds; the forward waits and goes through once safety is back")
+    func safetyDown() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
+        let safety = try self.safetyService(clock)
+        try await self.optIn(safety, "sam", counts: true)
+        // A port nobody listens on yet.
+        let port = try await withServer(services: []) { _, port in port }
+        let checkins = try CheckinsService(location: .inMemory, clock: clock)
+        let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+        let deliverer = checkins.relay.deliverer(
+            client: client,
+            credential: Self.secret,
+            logger: Logger(label: "relay")
+        )
+        let running = Task { try await deliverer.run() }
+        clock.advance(by: 60)
+        let checkedInAt = clock.now()
+        try await self.checkIn(checkins, clock)
+        try await eventually("the first attempt failed and waits") { deliverer.passCount >= 2 && deliverer.isSleeping }
+        #expect(try await checkins.relay.pending() == 1)
+        try await withServer(
+            configuration: ServerConfiguration(port: port, internalCredential: Self.secret),
+            services: [safety]
+        ) { _, _ in
+            // The relay retries on its clock; the client reconnects after its own (real) backoff.
+            try await eventually("delivered after safety came back") {
+                clock.advance(by: 10)
+                return try await checkins.relay.pending() == 0
+            }
+            #expect(try await self.lastCheckIn(safety, "sam") == checkedInAt)
+        }
+        running.cancel()
+        await client.close()
+    }
+}
