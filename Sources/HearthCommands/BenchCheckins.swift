@@ -125,7 +125,7 @@ private enum CheckinsMethod {
 }
 
 /// A user the benchmark acts as, calling the service directly.
-private struct BenchUser: Sendable {
+struct BenchUser: Sendable {
     let id: String
     let secret: String
 

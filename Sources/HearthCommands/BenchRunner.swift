@@ -99,6 +99,8 @@ struct BenchRunner: Sendable {
     /// warm-up and the measured phase together, so no number is used twice).
     let request: @Sendable (Int) -> Data
     let options: CallOptions
+    /// The user a call acts for, when calls act for different users (direct calls only).
+    let user: (@Sendable (Int) -> String)?
     let concurrency: Int
     let limit: Limit
     let ratePerSecond: Double?
@@ -110,6 +112,7 @@ struct BenchRunner: Sendable {
         method: String,
         request: @escaping @Sendable (Int) -> Data,
         options: CallOptions,
+        user: (@Sendable (Int) -> String)? = nil,
         concurrency: Int,
         limit: Limit,
         ratePerSecond: Double? = nil,
@@ -118,6 +121,7 @@ struct BenchRunner: Sendable {
         self.client = client
         self.method = method
         self.request = request
+        self.user = user
         self.options = options
         self.concurrency = concurrency
         self.limit = limit
@@ -196,11 +200,14 @@ struct BenchRunner: Sendable {
                 try? await Task.sleep(until: due, clock: clock)
             }
             if let stopAt, clock.now >= stopAt { break }
-            let payload = self.request(self.sequence.issued.wrappingAdd(1, ordering: .relaxed).oldValue)
+            let number = self.sequence.issued.wrappingAdd(1, ordering: .relaxed).oldValue
+            let payload = self.request(number)
+            var options = self.options
+            if let user = self.user { options.metadata[TrustedMetadata.user] = user(number) }
             let began = clock.now
             let code: StatusCode
             do {
-                _ = try await self.client.callRaw(self.method, payload: payload, options: self.options)
+                _ = try await self.client.callRaw(self.method, payload: payload, options: options)
                 code = .ok
             } catch {
                 code = RPCError(answering: error).code

@@ -15,7 +15,8 @@ public struct Hearth: AsyncParsableCommand {
               hearth bench --target 127.0.0.1:7100 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
             """,
         subcommands: [
-            Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, TokenCommand.self,
+            Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, BenchSafety.self,
+            TokenCommand.self,
         ]
     )
 

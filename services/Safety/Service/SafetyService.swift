@@ -148,7 +148,7 @@ public struct SafetyService: RPCService {
             violations.append(FieldViolation(field: "device_info", description: "at most 512 characters"))
         }
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
-        let outcome = try await self.store.recordHeartbeat(
+        let result = try await self.store.recordHeartbeat(
             user,
             timeZone: request.timeZone.isEmpty ? nil : request.timeZone,
             deviceInfo: request.deviceInfo,
@@ -156,15 +156,17 @@ public struct SafetyService: RPCService {
             source: "app",
             allClear: Self.allClear
         )
-        self.scheduler.wake()
-        if case .rateLimited(let retryAfter) = outcome {
+        // A check-in only moves the deadline later; the scheduler needs to look only when
+        // all-clear emails wait to be sent.
+        if result.enqueued { self.scheduler.wake() }
+        if case .rateLimited(let retryAfter) = result.outcome {
             throw RPCError(
                 .resourceExhausted,
                 "more than \(SafetyRules.maxHeartbeatsPerHour) check-ins in an hour; this one still reset your timer",
                 retryAfter: .milliseconds(Int64(max(retryAfter, 1) * 1000))
             )
         }
-        return try await self.status(user)
+        return result.status.map { $0.message(now: self.store.now) } ?? Self.notArmed
     }
 
     @Sendable func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest, _ context: RPCContext) async throws
@@ -256,7 +258,7 @@ public struct SafetyService: RPCService {
         }
         var response = Hearth_Safety_V1_ForwardActivityResponse()
         guard let profile = try await self.store.profile(user), profile.countActivity else { return response }
-        let outcome = try await self.store.recordHeartbeat(
+        let result = try await self.store.recordHeartbeat(
             user,
             timeZone: nil,
             deviceInfo: "",
@@ -265,9 +267,11 @@ public struct SafetyService: RPCService {
             occurredAt: request.hasOccurredAt ? request.occurredAt.date : nil,
             allClear: Self.allClear
         )
-        self.scheduler.wake()
-        if case .recorded = outcome { response.counted = true }
-        if case .rateLimited = outcome { response.counted = true }
+        if result.enqueued { self.scheduler.wake() }
+        switch result.outcome {
+        case .recorded, .rateLimited: response.counted = true
+        case .repeated, .noProfile: break
+        }
         return response
     }
 
@@ -294,11 +298,8 @@ public struct SafetyService: RPCService {
     }
 
     private func status(_ user: String) async throws -> Hearth_Safety_V1_Status {
-        var status = Hearth_Safety_V1_Status()
-        guard let snapshot = try await self.store.status(user) else {
-            status.state = .notArmed
-            return status
-        }
-        return snapshot.message(now: self.store.now)
+        try await self.store.status(user).map { $0.message(now: self.store.now) } ?? Self.notArmed
     }
+
+    private static let notArmed = Hearth_Safety_V1_Status.with { $0.state = .notArmed }
 }

@@ -133,45 +133,84 @@ struct SafetyStore: Sendable {
         source: String,
         occurredAt: Date? = nil,
         allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
-    ) async throws -> HeartbeatOutcome {
+    ) async throws -> HeartbeatResult {
         // A forwarded activity counts from when it happened (never from the future).
-        let now = min(occurredAt ?? self.now, self.now)
+        let clockNow = self.now
+        let now = min(occurredAt ?? clockNow, clockNow)
         return try await self.db.write { db in
-            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
-            if let last = profile.lastCheckInAt, now <= last { return .repeated }
-            if try Bool.fetchOne(
-                db,
-                sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?",
-                arguments: [user, requestID]
-            ) != nil {
-                return .repeated
-            }
-            let recent = try Date.fetchAll(
-                db,
-                sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at",
-                arguments: [user, now.addingTimeInterval(-3600)]
+            var enqueued = false
+            let outcome = try Self.heartbeat(
+                user,
+                at: now,
+                timeZone: timeZone,
+                deviceInfo: deviceInfo,
+                requestID: requestID,
+                source: source,
+                allClear: allClear,
+                enqueued: &enqueued,
+                in: db
             )
-            if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
-                return .repeated
-            }
-            let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
-            if !limited {
-                try db.execute(
-                    sql: """
-                        INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
-                )
-            }
-            if let timeZone { profile.timeZone = timeZone }
-            try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db)
-            _ = try Self.reschedule(profile, at: now, in: db)
-            if limited, let oldest = recent.first {
-                return .rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now))
-            }
-            return .recorded
+            return HeartbeatResult(
+                outcome: outcome,
+                status: try Self.snapshot(user, in: db),
+                enqueued: enqueued
+            )
         }
+    }
+
+    struct HeartbeatResult: Sendable {
+        var outcome: HeartbeatOutcome
+        /// The status right after it, read in the same transaction.
+        var status: StatusSnapshot?
+        /// Whether it put something in the outbox (all-clear emails): the scheduler must look.
+        var enqueued: Bool
+    }
+
+    private static func heartbeat(
+        _ user: String,
+        at now: Date,
+        timeZone: String?,
+        deviceInfo: String,
+        requestID: String,
+        source: String,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
+        enqueued: inout Bool,
+        in db: Database
+    ) throws -> HeartbeatOutcome {
+        guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+        if let last = profile.lastCheckInAt, now <= last { return .repeated }
+        if try Bool.fetchOne(
+            db,
+            sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?",
+            arguments: [user, requestID]
+        ) != nil {
+            return .repeated
+        }
+        let recent = try Date.fetchAll(
+            db,
+            sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at",
+            arguments: [user, now.addingTimeInterval(-3600)]
+        )
+        if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
+            return .repeated
+        }
+        let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
+        if !limited {
+            try db.execute(
+                sql: """
+                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
+            )
+        }
+        if let timeZone { profile.timeZone = timeZone }
+        enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
+        _ = try Self.reschedule(profile, at: now, in: db)
+        if limited, let oldest = recent.first {
+            return .rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now))
+        }
+        return .recorded
     }
 
     enum SwitchChange: Sendable {
@@ -228,15 +267,17 @@ struct SafetyStore: Sendable {
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
     func status(_ user: String) async throws -> StatusSnapshot? {
-        try await self.db.read { db in
-            guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return nil }
-            let alerts = try AlertRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id",
-                arguments: [user, profile.checkInEpoch]
-            )
-            return StatusSnapshot(profile: profile, clock: try Self.switchClock(profile, in: db), alerts: alerts)
-        }
+        try await self.db.read { db in try Self.snapshot(user, in: db) }
+    }
+
+    private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
+        guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return nil }
+        let alerts = try AlertRecord.fetchAll(
+            db,
+            sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id",
+            arguments: [user, profile.checkInEpoch]
+        )
+        return StatusSnapshot(profile: profile, clock: try Self.switchClock(profile, in: db), alerts: alerts)
     }
 
     /// Records a test message for delivery.
@@ -289,7 +330,13 @@ struct SafetyStore: Sendable {
         texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String),
         reminderText: @Sendable @escaping (ProfileRecord) -> (subject: String, body: String)
     ) async throws -> Int {
-        try await self.db.write { db in
+        // Most passes find nothing: look with a read before taking the writer.
+        let anyDue = try await self.db.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1", arguments: [now])
+                ?? false
+        }
+        guard anyDue else { return 0 }
+        return try await self.db.write { db in
             let due = try ProfileRecord.fetchAll(
                 db,
                 sql: "SELECT * FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?",
@@ -449,20 +496,21 @@ struct SafetyStore: Sendable {
 
     /// A new period from `start`: a check-in (cancels what is pending, sends all-clears) or
     /// the end of a pause.
+    @discardableResult
     private static func startPeriod(
         _ profile: inout ProfileRecord,
         at start: Date,
         checkIn: Bool,
         allClear: (@Sendable (ProfileRecord, Date) -> (subject: String, body: String))?,
         in db: Database
-    ) throws {
+    ) throws -> Int {
         let previousCheckInEpoch = profile.checkInEpoch
         try Self.cancelPending(profile, onlyWarnings: false, in: db)
         profile.epoch += 1
         profile.periodStart = start
         profile.snoozes = 0
         profile.updatedAt = start
-        guard checkIn else { return }
+        guard checkIn else { return 0 }
         profile.lastCheckInAt = start
         profile.checkInEpoch = profile.epoch
         if let allClear {
@@ -475,7 +523,8 @@ struct SafetyStore: Sendable {
                 arguments: [profile.userID, previousCheckInEpoch]
             )
             let text = allClear(profile, start)
-            for contact in try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db) {
+            let contacts = try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db)
+            for contact in contacts {
                 try Self.enqueue(
                     profile,
                     kind: AlertRecord.Kind.allClear,
@@ -487,7 +536,9 @@ struct SafetyStore: Sendable {
                     in: db
                 )
             }
+            return contacts.count
         }
+        return 0
     }
 
     private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import HearthContracts
+import HearthRPC
+import SwiftProtobuf
+
+/// `hearth bench-safety`: RecordHeartbeat, a durable write, from many armed users (each with
+/// a profile and a contact), each call a new request; users are taken round-robin, so none
+/// checks in twice within the 5 s coalescing window unless the rate is very high.
+struct BenchSafety: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-safety",
+        abstract: "Load-test the safety process with RecordHeartbeat from many armed users.",
+        discussion: """
+              hearth bench-safety --internal-secret "$(cat data/secrets/internal.key)" --users 20000 --total 20000
+            """
+    )
+
+    @Option(help: "HOST:PORT of the safety process.")
+    var target = Target(host: "127.0.0.1", port: ProcessName.safety.defaultPort)
+
+    @Option(help: "The internal credential (the benchmark calls the service directly).")
+    var internalSecret: String
+
+    @Option(help: "Armed users to check in for, round-robin.")
+    var users = 20_000
+
+    @Option(help: "User ids are PREFIX-0, PREFIX-1, ... Default: a new prefix each run.")
+    var prefix: String?
+
+    @Flag(inversion: .prefixedNo, help: "Create the users' profiles and contacts first (--no-arm: an earlier run did).")
+    var arm = true
+
+    @Option(help: "Calls in flight at once.")
+    var concurrency = 16
+
+    @Option(help: "Measured calls.")
+    var total = 20_000
+
+    @Option(help: "Calls made first and not recorded.")
+    var warmup = 1000
+
+    @Option(help: "Also write the report as JSON to this file.")
+    var json: String?
+
+    func validate() throws {
+        guard self.users >= 1, self.concurrency >= 1, self.total >= 1, self.warmup >= 0 else {
+            throw ValidationError("--users, --concurrency and --total must be at least 1")
+        }
+    }
+
+    func run() async throws {
+        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let run = String(UUID().uuidString.prefix(8))
+        let prefix = self.prefix ?? "bench-\(run)"
+        let users = (0..<self.users).map { "\(prefix)-\($0)" }
+        if self.arm { try await self.arm(users, client: client) }
+
+        let count = users.count
+        let runner = BenchRunner(
+            client: client,
+            method: "hearth.safety.v1.Safety/RecordHeartbeat",
+            request: { index in
+                var request = Hearth_Safety_V1_RecordHeartbeatRequest()
+                request.clientRequestID = "\(run)-\(index)"
+                request.deviceInfo = "bench"
+                return try! request.serializedData()
+            },
+            options: BenchUser(id: users[0], secret: self.internalSecret).options,
+            user: { index in users[index % count] },
+            concurrency: self.concurrency,
+            limit: .total(self.total),
+            warmup: .total(self.warmup)
+        )
+        let (histogram, codes, seconds) = await runner.run()
+        await client.close()
+        let report = BenchReport(
+            method: "RecordHeartbeat",
+            target: self.target.description,
+            concurrency: self.concurrency,
+            connections: 1,
+            seconds: seconds,
+            histogram: histogram,
+            codes: codes
+        )
+        try report.emit(json: self.json)
+        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
+            throw ValidationError("some calls failed: \(report.codes)")
+        }
+    }
+
+    /// A profile and a contact for every user, 32 at a time.
+    private func arm(_ users: [String], client: RPCClient) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let workers = 32
+            for worker in 0..<workers {
+                group.addTask {
+                    for index in stride(from: worker, to: users.count, by: workers) {
+                        let options = BenchUser(id: users[index], secret: self.internalSecret).options
+                        var profile = Hearth_Safety_V1_UpsertProfileRequest()
+                        profile.name = "Bench \(index)"
+                        profile.email = "user\(index)@bench.example"
+                        profile.thresholdHours = 72
+                        profile.preferredLanguage = "en"
+                        profile.timeZone = "UTC"
+                        _ = try await client.call(
+                            "hearth.safety.v1.Safety/UpsertProfile",
+                            profile,
+                            as: Hearth_Safety_V1_Profile.self,
+                            options: options
+                        )
+                        var contact = Hearth_Safety_V1_AddContactRequest()
+                        contact.email = "contact\(index)@bench.example"
+                        _ = try await client.call(
+                            "hearth.safety.v1.Safety/AddContact",
+                            contact,
+                            as: Hearth_Safety_V1_Contact.self,
+                            options: options
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}
