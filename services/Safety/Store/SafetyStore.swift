@@ -25,7 +25,10 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             var profile =
-                try ProfileRecord.fetchOne(db, key: user)
+                try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
                 ?? ProfileRecord(
                     userID: user,
                     name: "",
@@ -56,7 +59,12 @@ struct SafetyStore: Sendable {
     }
 
     func profile(_ user: String) async throws -> ProfileRecord? {
-        try await self.db.read { db in try ProfileRecord.fetchOne(db, key: user) }
+        try await self.db.read { db in
+            try ProfileRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                arguments: [user]
+            )
+        }
     }
 
     enum ContactOutcome: Sendable {
@@ -69,7 +77,12 @@ struct SafetyStore: Sendable {
     func addContact(_ user: String, email: String, name: String) async throws -> ContactOutcome {
         let now = self.now
         return try await self.db.write { db in
-            guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            guard
+                let profile = try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
+            else { return .noProfile }
             let key = email.lowercased()
             let existing = try ContactRecord.filter(Column("user_id") == user).fetchAll(db)
             if existing.contains(where: { $0.emailKey == key }) { return .duplicate }
@@ -93,7 +106,12 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
-            if deleted, let profile = try ProfileRecord.fetchOne(db, key: user) {
+            if deleted,
+                let profile = try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
+            {
                 _ = try Self.reschedule(profile, at: now, in: db)
             }
             return deleted
@@ -177,18 +195,21 @@ struct SafetyStore: Sendable {
         enqueued: inout Bool,
         in db: Database
     ) throws -> HeartbeatOutcome {
-        guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+        guard
+            var profile = try ProfileRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                arguments: [user]
+            )
+        else { return .noProfile }
         if let last = profile.lastCheckInAt, now <= last { return .repeated }
         if try Bool.fetchOne(
-            db,
-            sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?",
+            db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
             arguments: [user, requestID]
         ) != nil {
             return .repeated
         }
         let recent = try Date.fetchAll(
-            db,
-            sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at",
+            db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
             arguments: [user, now.addingTimeInterval(-3600)]
         )
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
@@ -196,12 +217,12 @@ struct SafetyStore: Sendable {
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
         if !limited {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
                     VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
+                    """
+            ).execute(arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
             )
         }
         if let timeZone { profile.timeZone = timeZone }
@@ -223,7 +244,12 @@ struct SafetyStore: Sendable {
     func snooze(_ user: String) async throws -> SwitchChange {
         let now = self.now
         return try await self.db.write { db in
-            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            guard
+                var profile = try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
+            else { return .noProfile }
             let clock = try Self.switchClock(profile, in: db)
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
@@ -239,7 +265,12 @@ struct SafetyStore: Sendable {
     func pause(_ user: String, until: Date) async throws -> SwitchChange {
         let now = self.now
         return try await self.db.write { db in
-            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            guard
+                var profile = try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
+            else { return .noProfile }
             profile.pausedUntil = until
             try Self.cancelPending(profile, onlyWarnings: true, in: db)
             return .changed(try Self.reschedule(profile, at: now, in: db))
@@ -249,7 +280,12 @@ struct SafetyStore: Sendable {
     func resume(_ user: String) async throws -> SwitchChange {
         let now = self.now
         return try await self.db.write { db in
-            guard var profile = try ProfileRecord.fetchOne(db, key: user) else { return .noProfile }
+            guard
+                var profile = try ProfileRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                )
+            else { return .noProfile }
             guard profile.pausedUntil.map({ $0 > now }) == true else { return .refused("the switch is not paused") }
             profile.pausedUntil = nil
             try Self.startPeriod(&profile, at: now, checkIn: false, allClear: nil, in: db)
@@ -271,10 +307,16 @@ struct SafetyStore: Sendable {
     }
 
     private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
-        guard let profile = try ProfileRecord.fetchOne(db, key: user) else { return nil }
+        guard
+            let profile = try ProfileRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+                arguments: [user]
+            )
+        else { return nil }
         let alerts = try AlertRecord.fetchAll(
-            db,
-            sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id",
+            db.cachedStatement(
+                sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id"
+            ),
             arguments: [user, profile.checkInEpoch]
         )
         return StatusSnapshot(profile: profile, clock: try Self.switchClock(profile, in: db), alerts: alerts)
@@ -286,7 +328,11 @@ struct SafetyStore: Sendable {
     {
         let now = self.now
         try await self.db.write { db in
-            let epoch = try Int.fetchOne(db, sql: "SELECT epoch FROM profile WHERE user_id = ?", arguments: [user]) ?? 0
+            let epoch =
+                try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT epoch FROM profile WHERE user_id = ?"),
+                    arguments: [user]
+                ) ?? 0
             try AlertRecord(
                 id: UUID().uuidString.lowercased(),
                 userID: user,
@@ -332,14 +378,16 @@ struct SafetyStore: Sendable {
     ) async throws -> Int {
         // Most passes find nothing: look with a read before taking the writer.
         let anyDue = try await self.db.read { db in
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1", arguments: [now])
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1"),
+                arguments: [now]
+            )
                 ?? false
         }
         guard anyDue else { return 0 }
         return try await self.db.write { db in
             let due = try ProfileRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?",
+                db.cachedStatement(sql: "SELECT * FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"),
                 arguments: [now, limit]
             )
             for var profile in due {
@@ -401,9 +449,10 @@ struct SafetyStore: Sendable {
     func messagesDue(now: Date, limit: Int) async throws -> [AlertRecord] {
         try await self.db.read { db in
             try AlertRecord.fetchAll(
-                db,
-                sql:
-                    "SELECT * FROM alert WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT * FROM alert WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
+                ),
                 arguments: [now, limit]
             )
         }
@@ -436,7 +485,11 @@ struct SafetyStore: Sendable {
     // MARK: Inside a transaction
 
     private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
-        let contacts = try ContactRecord.filter(Column("user_id") == profile.userID).fetchCount(db)
+        let contacts =
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM contact WHERE user_id = ?"),
+                arguments: [profile.userID]
+            ) ?? 0
         return SwitchClock(
             periodStart: profile.periodStart,
             thresholdHours: profile.thresholdHours,
@@ -448,8 +501,7 @@ struct SafetyStore: Sendable {
 
     private static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
         let kinds = try String.fetchAll(
-            db,
-            sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?",
+            db.cachedStatement(sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?"),
             arguments: [profile.userID, profile.epoch]
         )
         return Set(SwitchClock.items.filter { kinds.contains($0.kind) })
@@ -477,8 +529,9 @@ struct SafetyStore: Sendable {
         let rule = DailyReminderRule(hour: profile.reminderHour, minute: profile.reminderMinute, zone: zone)
         let sent = Set(
             try String.fetchAll(
-                db,
-                sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?",
+                db.cachedStatement(
+                    sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
+                ),
                 arguments: [profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400)]
             )
         )
@@ -515,13 +568,15 @@ struct SafetyStore: Sendable {
         profile.checkInEpoch = profile.epoch
         if let allClear {
             let alerted = try String.fetchAll(
-                db,
-                sql: """
-                    SELECT DISTINCT contact_id FROM alert
-                    WHERE user_id = ? AND kind = 'alert' AND state = 'sent' AND epoch >= ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT DISTINCT contact_id FROM alert
+                        WHERE user_id = ? AND kind = 'alert' AND state = 'sent' AND epoch >= ?
+                        """
+                ),
                 arguments: [profile.userID, previousCheckInEpoch]
             )
+            guard !alerted.isEmpty else { return 0 }
             let text = allClear(profile, start)
             let contacts = try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db)
             for contact in contacts {
@@ -542,12 +597,12 @@ struct SafetyStore: Sendable {
     }
 
     private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
                 WHERE user_id = ? AND state = 'pending' AND kind \(onlyWarnings ? "LIKE 'warning_%'" : "IN ('alert', 'warning_180', 'warning_60', 'warning_10')")
-                """,
-            arguments: [profile.userID]
+                """
+        ).execute(arguments: [profile.userID]
         )
     }
 
