@@ -249,6 +249,25 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // A child process for the safety kill -9 test: seeds overdue switches, or runs the scheduler.
+        .executableTarget(
+            name: "hearth-safety-probe",
+            dependencies: [
+                "SafetyService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthMail",
+                "HearthPush",
+                "HearthRPC",
+                "HearthScheduler",
+                "HearthStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/SafetyProbe",
+            swiftSettings: swiftSettings
+        ),
+
         .target(
             name: "HearthTestSupport",
             dependencies: [
@@ -337,6 +356,7 @@ let package = Package(
             name: "SafetyTests",
             dependencies: [
                 "SafetyService",
+                "hearth-safety-probe",
                 "CheckinsService",
                 "HearthRelay",
                 "HearthContracts",

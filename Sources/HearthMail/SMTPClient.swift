@@ -58,7 +58,7 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Sends each message over its own SMTP conversation (EHLO, STARTTLS, AUTH, MAIL, RCPT, DATA,
-/// QUIT) on SwiftNIO.
+/// QUIT) on SwiftNIO; `send` returns as soon as the server accepted the message.
 public struct SMTPClient: Sendable {
     public let configuration: SMTPConfiguration
     private let group: any EventLoopGroup
@@ -92,7 +92,6 @@ public struct SMTPClient: Sendable {
         let conversation = SMTPConversation(channel: channel, replies: replies, timeout: self.configuration.timeout)
         do {
             try await self.converse(conversation, message)
-            try? await channel.close()
         } catch {
             try? await channel.close()
             throw error
@@ -119,7 +118,10 @@ public struct SMTPClient: Sendable {
         try await smtp.expect([250, 251], after: "RCPT TO:<\(message.to.address)>")
         try await smtp.expect(354, after: "DATA")
         try await smtp.expect(250, after: Self.dotStuffed(message.rendered) + ".")
-        _ = try? await smtp.expect(221, after: "QUIT")
+        // Accepted: return now, so the caller records it at once (a crash between the server's
+        // 250 and that record is the one moment a message can be sent twice). QUIT and close
+        // go on without us.
+        smtp.quit()
     }
 
     /// A line that begins with a dot gets another, so that the server does not read it as the end.
@@ -169,6 +171,14 @@ private struct SMTPConversation {
             throw SMTPError(code: answer.code, message: "\(answer.lines.joined(separator: " ")) (after \(what))")
         }
         return answer
+    }
+
+    /// Says goodbye and closes once that is written, without waiting for the reply.
+    func quit() {
+        var buffer = self.channel.allocator.buffer(capacity: 6)
+        buffer.writeString("QUIT\r\n")
+        let channel = self.channel
+        channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
     }
 
     func startTLS(trustRootsFile: String?, host: String) async throws {

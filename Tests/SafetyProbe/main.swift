@@ -1,0 +1,85 @@
+// A child process for the kill -9 test of the safety switch (Tests/SafetyTests).
+//
+//   hearth-safety-probe seed PATH COUNT    COUNT armed users whose deadline passed an hour ago
+//   hearth-safety-probe run PATH SMTP_PORT  the switch's scheduler, sending to that SMTP server
+//
+// `seed` goes through the service's real RPC methods (an in-process server on a free port),
+// on a clock set 25 hours back. `run` is what `hearth serve safety` runs beside its server:
+// on start it decides what fell due while it was down and sends it. The test kills it at
+// random moments and starts it again.
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthMail
+import HearthPush
+import HearthRPC
+import HearthScheduler
+import HearthStore
+import Logging
+import NIOCore
+import SafetyService
+
+let arguments = CommandLine.arguments
+guard arguments.count == 4, let number = Int(arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: hearth-safety-probe seed PATH COUNT | run PATH SMTP_PORT\n".utf8))
+    exit(2)
+}
+let path = arguments[2]
+var logger = Logger(label: "safety-probe")
+logger.logLevel = .error
+
+switch arguments[1] {
+case "seed":
+    let clock = ManualClock(Date().addingTimeInterval(-25 * 3600))
+    let channels = AlertChannels(
+        mail: LogMailTransport(logger: logger),
+        from: MailAddress("alerts@hearth.example"),
+        push: LogPushSender(logger: logger)
+    )
+    let service = try SafetyService(location: .file(path), channels: channels, clock: clock, logger: logger)
+    let server = RPCServer(configuration: ServerConfiguration(), services: [service], logger: logger)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await server.run() }
+        let port = try await server.localAddress.port!
+        let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+        for index in 0..<number {
+            let options = CallOptions(timeout: .seconds(10), metadata: [TrustedMetadata.user: "user-\(index)"])
+            var profile = Hearth_Safety_V1_UpsertProfileRequest()
+            profile.name = "User \(index)"
+            profile.email = "user\(index)@example.com"
+            profile.thresholdHours = 24
+            profile.preferredLanguage = "en"
+            profile.timeZone = "UTC"
+            _ = try await client.call(
+                "hearth.safety.v1.Safety/UpsertProfile",
+                profile,
+                as: Hearth_Safety_V1_Profile.self,
+                options: options
+            )
+            var contact = Hearth_Safety_V1_AddContactRequest()
+            contact.email = "contact\(index)@example.com"
+            _ = try await client.call(
+                "hearth.safety.v1.Safety/AddContact",
+                contact,
+                as: Hearth_Safety_V1_Contact.self,
+                options: options
+            )
+        }
+        await client.close()
+        server.beginShutdown()
+        try await group.waitForAll()
+    }
+    print("seeded \(number)")
+case "run":
+    let channels = AlertChannels(
+        mail: SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: number, security: .none)),
+        from: MailAddress("alerts@hearth.example"),
+        push: LogPushSender(logger: logger)
+    )
+    let service = try SafetyService(location: .file(path), channels: channels, logger: logger)
+    print("running")
+    try await service.scheduler.run()
+default:
+    FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
+    exit(2)
+}
