@@ -167,6 +167,7 @@ let package = Package(
         .target(
             name: "HearthMail",
             dependencies: [
+                "HearthCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -261,6 +262,7 @@ let package = Package(
                 "HearthRPC",
                 "HearthScheduler",
                 "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -1,4 +1,5 @@
 public import Foundation
+import HearthCore
 
 /// One plain-text email, rendered as RFC 5322 with MIME: a UTF-8 body (base64, so any
 /// language and line length travel intact), an RFC 2047 encoded subject, Date and Message-ID.
@@ -41,11 +42,7 @@ public struct MailMessage: Sendable, Equatable {
 
     /// `Sun, 22 Nov 2026 01:02:03 +0000`.
     static func rfc5322Date(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
-        return formatter.string(from: date)
+        DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)
     }
 }
 

@@ -2,12 +2,16 @@
 //
 //   hearth-safety-probe seed PATH COUNT    COUNT armed users whose deadline passed an hour ago
 //   hearth-safety-probe run PATH SMTP_PORT  the switch's scheduler, sending to that SMTP server
+//   hearth-safety-probe bulk PATH COUNT LEAD WINDOW   for the alert benchmark: COUNT armed
+//       users (their warnings already sent) whose deadlines fall evenly between LEAD and
+//       LEAD + WINDOW seconds from now, written straight into the tables in large batches
 //
 // `seed` goes through the service's real RPC methods (an in-process server on a free port),
 // on a clock set 25 hours back. `run` is what `hearth serve safety` runs beside its server:
 // on start it decides what fell due while it was down and sends it. The test kills it at
 // random moments and starts it again.
 import Foundation
+import GRDB
 import HearthContracts
 import HearthCore
 import HearthMail
@@ -20,7 +24,7 @@ import NIOCore
 import SafetyService
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let number = Int(arguments[3]) else {
+guard arguments.count >= 4, let number = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: hearth-safety-probe seed PATH COUNT | run PATH SMTP_PORT\n".utf8))
     exit(2)
 }
@@ -79,6 +83,57 @@ case "run":
     let service = try SafetyService(location: .file(path), channels: channels, logger: logger)
     print("running")
     try await service.scheduler.run()
+case "bulk":
+    guard arguments.count == 6, let lead = Double(arguments[4]), let window = Double(arguments[5]) else {
+        FileHandle.standardError.write(Data("usage: hearth-safety-probe bulk PATH COUNT LEAD WINDOW\n".utf8))
+        exit(2)
+    }
+    // Creates the file with the service's own migrations, then fills the tables directly.
+    let channels = AlertChannels(
+        mail: LogMailTransport(logger: logger),
+        from: MailAddress("alerts@hearth.example"),
+        push: LogPushSender(logger: logger)
+    )
+    _ = try SafetyService(location: .file(path), channels: channels, logger: logger)
+    let store = try Store(location: .file(path), migrator: DatabaseMigrator())
+    let now = Date()
+    let batch = 20_000
+    for first in stride(from: 0, to: number, by: batch) {
+        try store.writer.write { db in
+            let profile = try db.makeStatement(
+                sql: """
+                    INSERT INTO profile (user_id, name, email, threshold_hours, language, time_zone, reminder_enabled,
+                      reminder_hour, reminder_minute, push_token, count_activity, period_start, last_check_in_at,
+                      snoozes, paused_until, epoch, check_in_epoch, next_due_at, created_at, updated_at)
+                    VALUES (?, ?, ?, 24, 'en', 'UTC', 0, 9, 0, 'token', 0, ?, ?, 0, NULL, 1, 1, ?, ?, ?)
+                    """
+            )
+            let contact = try db.makeStatement(
+                sql: "INSERT INTO contact (id, user_id, email, email_key, name, created_at) VALUES (?, ?, ?, ?, '', ?)"
+            )
+            let warning = try db.makeStatement(
+                sql: """
+                    INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, subject, body, state,
+                      attempts, last_error, next_attempt_at, sent_at, created_at)
+                    VALUES (?, ?, 1, ?, 'push', '', 'token', 'w', 'w', 'sent', 1, '', NULL, ?, ?)
+                    """
+            )
+            for index in first..<min(first + batch, number) {
+                let user = "user-\(index)"
+                let deadline = now.addingTimeInterval(lead + window * Double(index) / Double(max(number, 1)))
+                let start = deadline.addingTimeInterval(-24 * 3600)
+                try profile.execute(arguments: [
+                    user, "User \(index)", "\(user)@example.com", start, start, deadline, start, start,
+                ])
+                let email = "contact\(index)@example.com"
+                try contact.execute(arguments: ["c-\(index)", user, email, email, start])
+                for minutes in [180, 60, 10] {
+                    try warning.execute(arguments: ["w\(minutes)-\(index)", user, "warning_\(minutes)", start, start])
+                }
+            }
+        }
+    }
+    print("bulk \(number)")
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)

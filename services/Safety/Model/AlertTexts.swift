@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// What the switch says, in the user's language: the emails to contacts and the pushes to
 /// the user. Pure: everything it needs is passed in.
@@ -22,22 +23,20 @@ struct AlertTexts: Sendable {
 
     /// "Jan 12, 2026 at 10:00 PM PST"; "2026年1月12日 下午10:00 [PST]" in Chinese.
     func localTime(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.timeZone = self.timeZone
         switch self.language {
         case .english:
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.dateFormat = "MMM d, yyyy 'at' h:mm a zzz"
+            return DateFormats.string(
+                date,
+                pattern: "MMM d, yyyy 'at' h:mm a zzz",
+                locale: "en_US_POSIX",
+                zone: self.timeZone
+            )
         case .simplifiedChinese, .traditionalChinese:
-            formatter.locale = Locale(identifier: self.language == .simplifiedChinese ? "zh_Hans" : "zh_Hant")
-            formatter.dateFormat = "yyyy年M月d日 ah:mm"
-            let zone = DateFormatter()
-            zone.locale = Locale(identifier: "en_US_POSIX")
-            zone.timeZone = self.timeZone
-            zone.dateFormat = "zzz"
-            return "\(formatter.string(from: date)) [\(zone.string(from: date))]"
+            let locale = self.language == .simplifiedChinese ? "zh_Hans" : "zh_Hant"
+            let time = DateFormats.string(date, pattern: "yyyy年M月d日 ah:mm", locale: locale, zone: self.timeZone)
+            let zone = DateFormats.string(date, pattern: "zzz", locale: "en_US_POSIX", zone: self.timeZone)
+            return "\(time) [\(zone)]"
         }
-        return formatter.string(from: date)
     }
 
     /// Whole hours from the last check-in to `now`.

@@ -45,8 +45,8 @@ public struct AlertChannels: Sendable {
 /// what is waiting in the alert outbox, several at a time, recording each outcome.
 struct AlertWorker: DueWork {
     static let decideBatch = 500
-    static let sendBatch = 200
-    static let sendersAtOnce = 16
+    static let sendBatch = 1000
+    static let sendersAtOnce = 64
 
     let store: SafetyStore
     let channels: AlertChannels
