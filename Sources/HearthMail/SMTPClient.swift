@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Where and how to send email.
 public struct SMTPConfiguration: Sendable {
@@ -57,11 +58,18 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible {
     public var description: String { self.code == 0 ? self.message : "\(self.code) \(self.message)" }
 }
 
-/// Sends each message over its own SMTP conversation (EHLO, STARTTLS, AUTH, MAIL, RCPT, DATA,
-/// QUIT) on SwiftNIO; `send` returns as soon as the server accepted the message.
-public struct SMTPClient: Sendable {
+/// Sends messages over SMTP on SwiftNIO. A session (EHLO, STARTTLS, AUTH) is kept open after a
+/// message and reused for the next ones (MAIL, RCPT, DATA again), up to `maxMessagesPerSession`;
+/// `send` returns as soon as the server accepted its message.
+public final class SMTPClient: Sendable {
     public let configuration: SMTPConfiguration
     private let group: any EventLoopGroup
+    private let idle = Mutex<[SMTPSession]>([])
+    /// Idle sessions kept open at most.
+    static let maxIdleSessions = 64
+    static let maxMessagesPerSession = 100
+    /// A session idle longer than this is not reused (servers drop idle clients).
+    static let maxIdleTime: TimeAmount = .seconds(20)
 
     public init(configuration: SMTPConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.configuration = configuration
@@ -71,6 +79,63 @@ public struct SMTPClient: Sendable {
     /// Delivers `message` to the server; returns once the server accepted it (250 after DATA).
     /// - Throws: ``SMTPError``.
     public func send(_ message: MailMessage) async throws {
+        while let session = self.takeIdle() {
+            do {
+                try await self.transact(session, message)
+                self.release(session)
+                return
+            } catch let error as SMTPError where error.code == 0 && !session.dataSent {
+                // The kept session had gone away before the message was sent: try a new one.
+                session.close()
+            } catch {
+                session.close()
+                throw error
+            }
+        }
+        let session = try await self.open()
+        do {
+            try await self.transact(session, message)
+            self.release(session)
+        } catch {
+            session.close()
+            throw error
+        }
+    }
+
+    /// Says goodbye to every idle session.
+    public func close() {
+        for session in self.idle.withLock({ sessions in
+            defer { sessions = [] }
+            return sessions
+        }) {
+            session.conversation.quit()
+        }
+    }
+
+    private func takeIdle() -> SMTPSession? {
+        let now = NIODeadline.now()
+        while let session = self.idle.withLock({ $0.popLast() }) {
+            if now - session.lastUsed < Self.maxIdleTime { return session }
+            session.conversation.quit()
+        }
+        return nil
+    }
+
+    private func release(_ session: SMTPSession) {
+        session.lastUsed = .now()
+        session.dataSent = false
+        let kept =
+            session.messages < Self.maxMessagesPerSession
+            && self.idle.withLock { sessions in
+                guard sessions.count < Self.maxIdleSessions else { return false }
+                sessions.append(session)
+                return true
+            }
+        if !kept { session.conversation.quit() }
+    }
+
+    /// Connects and greets: EHLO, STARTTLS and EHLO again, AUTH.
+    private func open() async throws -> SMTPSession {
         let replies = SMTPReplyReader()
         let channel: any Channel
         do {
@@ -89,39 +154,41 @@ public struct SMTPClient: Sendable {
                 message: "cannot connect to \(self.configuration.host):\(self.configuration.port): \(error)"
             )
         }
-        let conversation = SMTPConversation(channel: channel, replies: replies, timeout: self.configuration.timeout)
+        let smtp = SMTPConversation(channel: channel, replies: replies, timeout: self.configuration.timeout)
         do {
-            try await self.converse(conversation, message)
+            try await smtp.expect(220, after: nil)
+            let capabilities = try await smtp.expect(250, after: "EHLO \(self.configuration.heloName)").lines
+            if self.configuration.security == .startTLS {
+                guard capabilities.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) else {
+                    throw SMTPError(code: 0, message: "the server does not offer STARTTLS")
+                }
+                try await smtp.expect(220, after: "STARTTLS")
+                try await smtp.startTLS(
+                    trustRootsFile: self.configuration.trustRootsFile,
+                    host: self.configuration.host
+                )
+                try await smtp.expect(250, after: "EHLO \(self.configuration.heloName)")
+            }
+            if let username = self.configuration.username {
+                let token = Data("\u{0}\(username)\u{0}\(self.configuration.password ?? "")".utf8).base64EncodedString()
+                try await smtp.expect(235, after: "AUTH PLAIN \(token)", redacted: "AUTH PLAIN ***")
+            }
         } catch {
             try? await channel.close()
             throw error
         }
+        return SMTPSession(conversation: smtp)
     }
 
-    private func converse(_ smtp: SMTPConversation, _ message: MailMessage) async throws {
-        try await smtp.expect(220, after: nil)
-        var capabilities = try await smtp.expect(250, after: "EHLO \(self.configuration.heloName)").lines
-        if self.configuration.security == .startTLS {
-            guard capabilities.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) else {
-                throw SMTPError(code: 0, message: "the server does not offer STARTTLS")
-            }
-            try await smtp.expect(220, after: "STARTTLS")
-            try await smtp.startTLS(trustRootsFile: self.configuration.trustRootsFile, host: self.configuration.host)
-            capabilities = try await smtp.expect(250, after: "EHLO \(self.configuration.heloName)").lines
-        }
-        if let username = self.configuration.username {
-            let token = Data("\u{0}\(username)\u{0}\(self.configuration.password ?? "")".utf8).base64EncodedString()
-            try await smtp.expect(235, after: "AUTH PLAIN \(token)", redacted: "AUTH PLAIN ***")
-        }
-        _ = capabilities
+    /// One message on an open session.
+    private func transact(_ session: SMTPSession, _ message: MailMessage) async throws {
+        let smtp = session.conversation
         try await smtp.expect(250, after: "MAIL FROM:<\(message.from.address)>")
         try await smtp.expect([250, 251], after: "RCPT TO:<\(message.to.address)>")
         try await smtp.expect(354, after: "DATA")
+        session.dataSent = true
         try await smtp.expect(250, after: Self.dotStuffed(message.rendered) + ".")
-        // Accepted: return now, so the caller records it at once (a crash between the server's
-        // 250 and that record is the one moment a message can be sent twice). QUIT and close
-        // go on without us.
-        smtp.quit()
+        session.messages += 1
     }
 
     /// A line that begins with a dot gets another, so that the server does not read it as the end.
@@ -132,6 +199,24 @@ public struct SMTPClient: Sendable {
     }
 }
 
+/// An open, greeted connection; used by one message at a time.
+private final class SMTPSession: @unchecked Sendable {
+    let conversation: SMTPConversation
+    var messages = 0
+    var lastUsed = NIODeadline.now()
+    /// Whether the current message's content went out (after that, a lost connection may
+    /// still have delivered it: never retried).
+    var dataSent = false
+
+    init(conversation: SMTPConversation) {
+        self.conversation = conversation
+    }
+
+    func close() {
+        self.conversation.channel.close(promise: nil)
+    }
+}
+
 /// One SMTP reply: its code and its lines (without the code).
 struct SMTPReply: Sendable {
     var code: Int
@@ -139,7 +224,7 @@ struct SMTPReply: Sendable {
 }
 
 /// Sends commands and waits for replies on one connection.
-private struct SMTPConversation {
+private struct SMTPConversation: Sendable {
     let channel: any Channel
     let replies: SMTPReplyReader
     let timeout: TimeAmount

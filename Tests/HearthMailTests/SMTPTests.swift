@@ -77,6 +77,27 @@ struct SMTPTests {
         #expect(try sink.messages().count == 1)
     }
 
+    @Test("one client sends many messages over a kept session, several at a time")
+    func sessionReuse() async throws {
+        let sink = try SMTPSink()
+        let client = SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none))
+        for round in 0..<3 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<4 {
+                    group.addTask {
+                        try await client.send(
+                            Self.message(subject: "Round \(round)", body: "Message \(index)", id: "m-\(round)-\(index)")
+                        )
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        client.close()
+        let ids = Set(try sink.messages().map { $0["message_id"] as? String ?? "" })
+        #expect(ids.count == 12)
+    }
+
     @Test("STARTTLS required but not offered, or nobody listening: an error, nothing sent")
     func failures() async throws {
         let sink = try SMTPSink()
