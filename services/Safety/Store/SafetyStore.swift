@@ -461,6 +461,17 @@ struct SafetyStore: Sendable {
     /// What became of one attempt. A message cancelled meanwhile (a check-in) stays cancelled.
     func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
         try await self.db.write { db in
+            if case .success(let note) = attempt {
+                // The common case, in one prepared statement.
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = ?,
+                          attempts = attempts + 1
+                        WHERE id = ? AND state = 'pending'
+                        """
+                ).execute(arguments: [now, note, id])
+                return
+            }
             guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .pending else { return }
             alert.attempts += 1
             switch attempt {
