@@ -155,6 +155,7 @@ let package = Package(
             name: "HearthRelay",
             dependencies: [
                 "HearthCore",
+                "HearthContracts",
                 "HearthRPC",
                 "HearthScheduler",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,5 +1,6 @@
 public import Foundation
 public import GRDB
+import HearthContracts
 public import HearthCore
 public import HearthRPC
 public import HearthScheduler
@@ -173,5 +174,27 @@ private struct RelayWork: DueWork {
         } catch {
             self.logger.error("could not record a relayed call", metadata: ["id": "\(call.id)", "error": "\(error)"])
         }
+    }
+}
+
+extension Relay {
+    /// Records, in the caller's transaction, that `user` was active (a check-in, an answered
+    /// prompt, a ticked routine): safety counts it as a check-in when the user opted in.
+    /// `eventID` is unique within `source`, so recording it twice forwards it once.
+    public static func forwardActivity(
+        source: String,
+        eventID: String,
+        user: String,
+        at occurredAt: Date,
+        in db: Database
+    ) throws {
+        try Self.enqueue(
+            id: "safety:\(source):\(eventID)",
+            method: SafetyActivity.method,
+            payload: SafetyActivity.request(source: source, eventID: eventID, occurredAt: occurredAt),
+            user: user,
+            at: occurredAt,
+            in: db
+        )
     }
 }

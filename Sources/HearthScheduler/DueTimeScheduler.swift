@@ -60,12 +60,9 @@ public final class DueTimeScheduler: Service {
                     self.logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
                     wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
                 }
-                if let wakeAt, wakeAt <= self.clock.now() {
-                    self.passes.add(1, ordering: .relaxed)
-                    continue
-                }
-                self.sleeping.store(true, ordering: .relaxed)
                 self.passes.add(1, ordering: .relaxed)
+                if let wakeAt, wakeAt <= self.clock.now() { continue }
+                self.sleeping.store(true, ordering: .relaxed)
                 await self.sleep(until: wakeAt)
                 self.sleeping.store(false, ordering: .relaxed)
             }

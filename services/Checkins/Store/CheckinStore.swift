@@ -156,10 +156,9 @@ struct CheckinStore: Sendable {
             }
             try Outbox.enqueue(notify, in: db)
             // A check-in is a sign of life: safety counts it when the sitter opted in.
-            try Relay.enqueue(
-                id: "safety:\(checkIn.id)",
-                method: SafetyActivity.method,
-                payload: SafetyActivity.request(source: "checkins", eventID: checkIn.id, occurredAt: checkIn.createdAt),
+            try Relay.forwardActivity(
+                source: "checkins",
+                eventID: checkIn.id,
                 user: checkIn.submitterUserID,
                 at: checkIn.createdAt,
                 in: db

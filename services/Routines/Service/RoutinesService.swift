@@ -47,7 +47,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         async throws -> Hearth_Routines_V1_Routine
     {
         let user = try context.verifiedUser()
-        let role = try await self.role(in: request.nestID, of: user, asking: "nest")
+        let role = try await self.role(in: request.nestID, of: user, hidden: .notFound("nest", request.nestID))
         try Self.requireOwner(role)
         let new = try RoutineRules.newRoutine(
             title: request.title,
@@ -79,7 +79,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         async throws -> Hearth_Routines_V1_ListRoutinesResponse
     {
         let user = try context.verifiedUser()
-        _ = try await self.role(in: request.nestID, of: user, asking: "nest")
+        _ = try await self.role(in: request.nestID, of: user, hidden: .notFound("nest", request.nestID))
         var response = Hearth_Routines_V1_ListRoutinesResponse()
         let category = request.hasCategory ? try RoutineRules.category(request.category).get() : nil
         response.routines = try await self.store.routines(nestID: request.nestID, category: category).map(\.message)
@@ -269,13 +269,14 @@ public struct RoutinesService: RPCService, RelayOwner {
 
     // MARK: Access
 
-    /// The caller's role in a nest; NOT_FOUND when they have none (as if it did not exist).
-    private func role(in nestID: String, of user: String, asking kind: String) async throws
+    /// The caller's role in a nest; when they have none, `hidden` (NOT_FOUND for what they
+    /// asked for, as if it did not exist).
+    private func role(in nestID: String, of user: String, hidden: @autoclosure () -> RPCError) async throws
         -> Hearth_Checkins_V1_NestRole
     {
         guard !nestID.isEmpty else { throw FieldViolation(field: "nest_id", description: "is required") }
         let role = try await self.roles.role(nestID: nestID, userID: user)
-        guard role == .owner || role == .sitter else { throw RPCError.notFound(kind, nestID) }
+        guard role == .owner || role == .sitter else { throw hidden() }
         return role
     }
 
@@ -284,7 +285,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         routine: RoutineWithActions, role: Hearth_Checkins_V1_NestRole
     ) {
         guard let routine = try await self.store.routine(id) else { throw RPCError.notFound("routine", id) }
-        let role = try await self.role(in: routine.routine.nestID, of: user, asking: "routine")
+        let role = try await self.role(in: routine.routine.nestID, of: user, hidden: .notFound("routine", id))
         return (routine, role)
     }
 

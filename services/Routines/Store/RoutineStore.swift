@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HearthContracts
 import HearthCore
 import HearthRelay
 import HearthStore
@@ -180,11 +179,9 @@ struct RoutineStore: Sendable {
                 )
                 if db.changesCount > 0 {
                     // A tick is a sign of life: safety counts it when the user opted in.
-                    let event = "\(routineID):\(actionID):\(user):\(date)"
-                    try Relay.enqueue(
-                        id: "safety:\(event)",
-                        method: SafetyActivity.method,
-                        payload: SafetyActivity.request(source: "routines", eventID: event, occurredAt: now),
+                    try Relay.forwardActivity(
+                        source: "routines",
+                        eventID: "\(routineID):\(actionID):\(user):\(date)",
                         user: user,
                         at: now,
                         in: db

@@ -81,11 +81,7 @@ struct AlertWorker: DueWork {
 
     /// The words of a decided item, in the user's language.
     static func texts(_ profile: ProfileRecord, _ item: DueItem, _ now: Date) -> (subject: String, body: String) {
-        let texts = AlertTexts(
-            language: profile.language,
-            name: profile.name,
-            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
-        )
+        let texts = profile.texts
         switch item {
         case .warning(let minutes):
             let push = texts.warningPush(minutesBefore: minutes)
@@ -96,12 +92,7 @@ struct AlertWorker: DueWork {
     }
 
     static func reminderText(_ profile: ProfileRecord) -> (subject: String, body: String) {
-        let push = AlertTexts(
-            language: profile.language,
-            name: profile.name,
-            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
-        )
-        .reminderPush()
+        let push = profile.texts.reminderPush()
         return (push.title, push.body)
     }
 

@@ -1,8 +1,14 @@
 import Foundation
 import HearthContracts
+import HearthCore
 import SwiftProtobuf
 
 extension ProfileRecord {
+    /// What the switch says to and about this user, in their language and zone.
+    var texts: AlertTexts {
+        AlertTexts(language: self.language, name: self.name, timeZone: TimeZone(iana: self.timeZone) ?? .gmt)
+    }
+
     var message: Hearth_Safety_V1_Profile {
         .with {
             $0.userID = self.userID

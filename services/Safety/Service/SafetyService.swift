@@ -211,11 +211,7 @@ public struct SafetyService: RPCService {
     {
         let user = try context.verifiedUser()
         let profile = try await self.requireProfile(user)
-        let text = AlertTexts(
-            language: profile.language,
-            name: profile.name,
-            timeZone: TimeZone(iana: profile.timeZone) ?? .gmt
-        ).test()
+        let text = profile.texts.test()
         var response = Hearth_Safety_V1_SendTestResponse()
         switch request.channel {
         case .email:
@@ -278,8 +274,7 @@ public struct SafetyService: RPCService {
     // MARK: Helpers
 
     private static func allClear(_ profile: ProfileRecord, _ at: Date) -> (subject: String, body: String) {
-        AlertTexts(language: profile.language, name: profile.name, timeZone: TimeZone(iana: profile.timeZone) ?? .gmt)
-            .allClearEmail(checkedInAt: at)
+        profile.texts.allClearEmail(checkedInAt: at)
     }
 
     private func requireProfile(_ user: String) async throws -> ProfileRecord {

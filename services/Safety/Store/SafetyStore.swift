@@ -25,10 +25,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             var profile =
-                try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                try Self.profile(user, in: db)
                 ?? ProfileRecord(
                     userID: user,
                     name: "",
@@ -60,10 +57,7 @@ struct SafetyStore: Sendable {
 
     func profile(_ user: String) async throws -> ProfileRecord? {
         try await self.db.read { db in
-            try ProfileRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                arguments: [user]
-            )
+            try Self.profile(user, in: db)
         }
     }
 
@@ -78,10 +72,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             guard
-                let profile = try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                let profile = try Self.profile(user, in: db)
             else { return .noProfile }
             let key = email.lowercased()
             let existing = try ContactRecord.filter(Column("user_id") == user).fetchAll(db)
@@ -107,10 +98,7 @@ struct SafetyStore: Sendable {
         return try await self.db.write { db in
             let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
             if deleted,
-                let profile = try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                let profile = try Self.profile(user, in: db)
             {
                 _ = try Self.reschedule(profile, at: now, in: db)
             }
@@ -196,10 +184,7 @@ struct SafetyStore: Sendable {
         in db: Database
     ) throws -> HeartbeatOutcome {
         guard
-            var profile = try ProfileRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                arguments: [user]
-            )
+            var profile = try Self.profile(user, in: db)
         else { return .noProfile }
         if let last = profile.lastCheckInAt, now <= last { return .repeated }
         if try Bool.fetchOne(
@@ -245,10 +230,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             guard
-                var profile = try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                var profile = try Self.profile(user, in: db)
             else { return .noProfile }
             let clock = try Self.switchClock(profile, in: db)
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
@@ -266,10 +248,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             guard
-                var profile = try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                var profile = try Self.profile(user, in: db)
             else { return .noProfile }
             profile.pausedUntil = until
             try Self.cancelPending(profile, onlyWarnings: true, in: db)
@@ -281,10 +260,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             guard
-                var profile = try ProfileRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                    arguments: [user]
-                )
+                var profile = try Self.profile(user, in: db)
             else { return .noProfile }
             guard profile.pausedUntil.map({ $0 > now }) == true else { return .refused("the switch is not paused") }
             profile.pausedUntil = nil
@@ -308,10 +284,7 @@ struct SafetyStore: Sendable {
 
     private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
         guard
-            let profile = try ProfileRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
-                arguments: [user]
-            )
+            let profile = try Self.profile(user, in: db)
         else { return nil }
         let alerts = try AlertRecord.fetchAll(
             db.cachedStatement(
@@ -494,6 +467,13 @@ struct SafetyStore: Sendable {
     }
 
     // MARK: Inside a transaction
+
+    private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
+        try ProfileRecord.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+            arguments: [user]
+        )
+    }
 
     private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
         let contacts =
