@@ -226,6 +226,7 @@ let package = Package(
                 "SafetyService",
                 "HearthMail",
                 "HearthRelay",
+                "HearthScheduler",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

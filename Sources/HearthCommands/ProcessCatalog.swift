@@ -9,6 +9,7 @@ import HearthMail
 import HearthPush
 import HearthRPC
 import HearthRelay
+import HearthScheduler
 import HearthStore
 import Logging
 import NIOCore
@@ -207,7 +208,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
         }
-        var schedulers: [any Service] = services.compactMap { ($0 as? SafetyService)?.scheduler }
+        var schedulers: [any Service] = services.compactMap { ($0 as? any ScheduledWorkOwner)?.scheduler }
         let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }
         if !relays.isEmpty {
             let safety = RPCClient(

@@ -14,6 +14,11 @@ public protocol DueWork: Sendable {
     func runDue(now: Date) async throws
 }
 
+/// A service with due work of its own; its process runs the scheduler beside the server.
+public protocol ScheduledWorkOwner: Sendable {
+    var scheduler: DueTimeScheduler { get }
+}
+
 /// Fires due items on time without scanning: it asks the work for its earliest due time,
 /// sleeps until then (on the injected clock), runs what is due, and asks again. Code that
 /// schedules something earlier than what the scheduler sleeps for calls ``wake()``. On start

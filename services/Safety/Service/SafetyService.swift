@@ -12,7 +12,7 @@ import SwiftProtobuf
 /// Every call acts for the verified user. Due warnings and alerts are found by the due-time
 /// scheduler (a timer to the earliest `next_due_at`), decided into the alert outbox in one
 /// transaction, and delivered with retries.
-public struct SafetyService: RPCService {
+public struct SafetyService: RPCService, ScheduledWorkOwner {
     public static let package = "hearth.safety.v1.Safety"
     let store: SafetyStore
     /// Runs beside the server: fires what falls due.

@@ -1,0 +1,7 @@
+# Helpers the benchmark scripts share; source it: . scripts/lib/bench.sh
+
+# A free loopback TCP port.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Waits (at most 10 s) until the Hearth process on PORT answers its health check: wait_healthy BIN PORT
+wait_healthy() { for _ in $(seq 100); do "$1" health --target "127.0.0.1:$2" >/dev/null 2>&1 && return; sleep 0.1; done; }
