@@ -14,17 +14,17 @@ enum RoutineRules {
 
     /// A title trimmed of surrounding white space, 1-100 user-perceived characters.
     static func title(_ raw: String) -> Result<String, FieldViolation> {
-        Self.trimmed(raw, field: "title", range: 1...Self.maxTitleCharacters)
+        FieldChecks.trimmed(raw, field: "title", characters: 1...Self.maxTitleCharacters)
     }
 
     /// A folder name trimmed, 0-50 characters (empty: no folder).
     static func category(_ raw: String) -> Result<String, FieldViolation> {
-        Self.trimmed(raw, field: "category", range: 0...Self.maxCategoryCharacters)
+        FieldChecks.trimmed(raw, field: "category", characters: 0...Self.maxCategoryCharacters)
     }
 
     /// An action's text trimmed, 1-280 characters.
     static func actionText(_ raw: String, field: String = "text") -> Result<String, FieldViolation> {
-        Self.trimmed(raw, field: field, range: 1...Self.maxActionCharacters)
+        FieldChecks.trimmed(raw, field: field, characters: 1...Self.maxActionCharacters)
     }
 
     /// Every violation of a new routine at once.
@@ -55,27 +55,6 @@ enum RoutineRules {
             return .failure(.invalidArgument(violations))
         }
         return .success((t, c, texts))
-    }
-
-    /// The zone a request names; a violation of `field` unless it is an IANA zone.
-    static func zone(_ identifier: String, field: String = "time_zone") -> Result<TimeZone, FieldViolation> {
-        guard let zone = TimeZone(iana: identifier) else {
-            return .failure(
-                FieldViolation(
-                    field: field,
-                    description: "'\(identifier)' is not an IANA time zone such as Asia/Taipei"
-                )
-            )
-        }
-        return .success(zone)
-    }
-
-    /// A `YYYY-MM-DD` date a request names.
-    static func date(_ text: String, field: String) -> Result<LocalDate, FieldViolation> {
-        guard let date = LocalDate(text) else {
-            return .failure(FieldViolation(field: field, description: "'\(text)' is not a date YYYY-MM-DD"))
-        }
-        return .success(date)
     }
 
     /// An action as it bears on a day's total: it counts on every day at whose end it existed.
@@ -113,18 +92,5 @@ enum RoutineRules {
             date = date.adding(days: -1)
         }
         return streak
-    }
-
-    private static func trimmed(_ raw: String, field: String, range: ClosedRange<Int>) -> Result<String, FieldViolation>
-    {
-        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard range.contains(text.count) else {
-            let description =
-                range.lowerBound == 0
-                ? "has \(text.count) characters; at most \(range.upperBound)"
-                : "must have \(range.lowerBound) to \(range.upperBound) characters (has \(text.count))"
-            return .failure(FieldViolation(field: field, description: description))
-        }
-        return .success(text)
     }
 }

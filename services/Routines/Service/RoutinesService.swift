@@ -156,7 +156,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         async throws -> Hearth_Routines_V1_Progress
     {
         let user = try context.verifiedUser()
-        let zone = try RoutineRules.zone(request.timeZone).get()
+        let zone = try FieldChecks.zone(request.timeZone).get()
         let (routine, _) = try await self.visibleRoutine(request.routineID, to: user)
         let today = LocalDate(self.store.now, in: zone)
         guard
@@ -177,9 +177,9 @@ public struct RoutinesService: RPCService, RelayOwner {
         -> Hearth_Routines_V1_Progress
     {
         let user = try context.verifiedUser()
-        let zone = try RoutineRules.zone(request.timeZone).get()
+        let zone = try FieldChecks.zone(request.timeZone).get()
         let today = LocalDate(self.store.now, in: zone)
-        let date = request.date.isEmpty ? today : try RoutineRules.date(request.date, field: "date").get()
+        let date = request.date.isEmpty ? today : try FieldChecks.date(request.date, field: "date").get()
         guard date <= today else {
             throw FieldViolation(field: "date", description: "\(date) has not begun yet in \(request.timeZone)")
         }
@@ -193,9 +193,9 @@ public struct RoutinesService: RPCService, RelayOwner {
     {
         let user = try context.verifiedUser()
         var violations: [FieldViolation] = []
-        let zone = RoutineRules.zone(request.timeZone)
-        let from = RoutineRules.date(request.fromDate, field: "from_date")
-        let to = RoutineRules.date(request.toDate, field: "to_date")
+        let zone = FieldChecks.zone(request.timeZone)
+        let from = FieldChecks.date(request.fromDate, field: "from_date")
+        let to = FieldChecks.date(request.toDate, field: "to_date")
         for case .failure(let violation) in [zone.map { _ in () }, from.map { _ in () }, to.map { _ in () }] {
             violations.append(violation)
         }
