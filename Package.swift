@@ -84,6 +84,7 @@ let package = Package(
         .target(
             name: "HearthPush",
             dependencies: [
+                "HearthScheduler",
                 "HearthCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -394,6 +395,7 @@ let package = Package(
         .testTarget(
             name: "HearthPushTests",
             dependencies: [
+                "HearthScheduler",
                 "HearthPush",
                 "HearthCore",
                 "HearthStore",

@@ -206,7 +206,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
     default:
         let services = try name.makeServices(settings: settings)
         let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
-            $0.outboxDeliverer(sender: settings.pushSender, logger: logger)
+            $0.outbox.deliverer(sender: settings.pushSender, logger: logger)
         }
         var schedulers: [any Service] = services.compactMap { ($0 as? any ScheduledWorkOwner)?.scheduler }
         let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }

@@ -1,13 +1,40 @@
 public import Foundation
 public import GRDB
 public import HearthCore
+public import HearthScheduler
 public import Logging
-public import ServiceLifecycle
+import Synchronization
 
 /// A durable outbox of pushes in a service's own SQLite file. A service enqueues a message in
-/// the same transaction as the change it reports, so the two commit or fail together; the
-/// ``OutboxDeliverer`` sends it later, retrying with backoff until the receiver accepts it.
-public enum Outbox {
+/// the same transaction as the change it reports, so the two commit or fail together, and
+/// calls ``wake()`` after the commit; the deliverer (a ``DueTimeScheduler`` over
+/// ``OutboxDeliverer``) sends it at once, retrying with backoff until the receiver accepts it.
+public final class Outbox: Sendable {
+    private let writer: any DatabaseWriter
+    private let clock: any WallClock
+    private let scheduler = Mutex<DueTimeScheduler?>(nil)
+
+    public init(writer: any DatabaseWriter, clock: any WallClock) {
+        self.writer = writer
+        self.clock = clock
+    }
+
+    /// Something was enqueued: send it now (when the deliverer runs).
+    public func wake() {
+        self.scheduler.withLock { $0 }?.wake()
+    }
+
+    /// The part that sends, with `sender`. Run it beside the server.
+    public func deliverer(sender: any PushSender, logger: Logger) -> DueTimeScheduler {
+        let scheduler = DueTimeScheduler(
+            work: OutboxDeliverer(writer: self.writer, sender: sender, clock: self.clock, logger: logger),
+            clock: self.clock,
+            logger: logger
+        )
+        self.scheduler.withLock { $0 = scheduler }
+        return scheduler
+    }
+
     /// Adds the outbox table to a service's migrations (append this once, in order).
     public static func registerMigration(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("outbox v1: push_outbox") { db in
@@ -47,48 +74,44 @@ public enum Outbox {
 
 /// A service that reports changes through an outbox in its own store.
 public protocol OutboxOwner: Sendable {
-    func outboxDeliverer(sender: any PushSender, logger: Logger) -> OutboxDeliverer
+    var outbox: Outbox { get }
 }
 
 /// Sends what the outbox holds, oldest due first; a message is marked delivered only after the
 /// receiver accepted it, so a crash in between sends it again (with the same `Idempotency-Key`),
 /// and nothing is ever lost. Failures retry with exponential backoff up to `maxDelay`.
-public final class OutboxDeliverer: Service, Sendable {
+public struct OutboxDeliverer: DueWork {
     private let writer: any DatabaseWriter
     private let sender: any PushSender
     private let clock: any WallClock
     private let logger: Logger
-    private let pollInterval: Duration
     private let maxDelay: TimeInterval
 
     public init(
         writer: any DatabaseWriter,
         sender: any PushSender,
         clock: any WallClock = SystemClock(),
-        pollInterval: Duration = .seconds(1),
         maxDelay: TimeInterval = 300,
         logger: Logger
     ) {
         self.writer = writer
         self.sender = sender
         self.clock = clock
-        self.pollInterval = pollInterval
         self.maxDelay = maxDelay
         self.logger = logger
     }
 
-    /// Delivers until graceful shutdown.
-    public func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await self.deliverDue()
-                    try await Task.sleep(for: self.pollInterval)
-                }
-            }
-        } catch is CancellationError {
-            // Shutdown: what is left stays in the outbox for the next start.
+    public func nextDueTime() async throws -> Date? {
+        try await self.writer.read { db in
+            try Date.fetchOne(
+                db,
+                sql: "SELECT MIN(next_attempt_at) FROM push_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
+            )
         }
+    }
+
+    public func runDue(now: Date) async throws {
+        try await self.deliverDue()
     }
 
     /// Sends every message due now; returns how many were delivered.

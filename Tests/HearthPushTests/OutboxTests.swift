@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthCore
 import HearthPush
+import HearthScheduler
 import HearthStore
 import HearthTestSupport
 import Logging
@@ -80,6 +81,32 @@ struct OutboxTests {
         #expect(accepted == Set(messages.map(\.id)))
         let bodies = try received.map { try JSONSerialization.jsonObject(with: $0.body) as? [String: Any] }
         #expect(bodies.allSatisfy { $0?["userID"] as? String == "olivia" })
+        await listener.close()
+    }
+
+    @Test("run by the due-time scheduler: sent as soon as it is woken, retried when its backoff ends")
+    func scheduled() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let listener = try await WebhookListener(statuses: [503])
+        let store = try self.store(clock: clock)
+        let outbox = Outbox(writer: store.writer, clock: clock)
+        let scheduler = outbox.deliverer(
+            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
+            logger: self.logger
+        )
+        let running = Task { try await scheduler.run() }
+        defer { running.cancel() }
+        try await eventually("the deliverer sleeps with nothing to send") { scheduler.isSleeping }
+
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        outbox.wake()
+        try await eventually("the first attempt was made (503)") { listener.received.count == 1 }
+        try await eventually("it sleeps until the retry") { scheduler.isSleeping }
+        clock.advance(by: 1)
+        try await eventually("the retry went through") { listener.received.count == 2 }
+        try await eventually("nothing is pending") {
+            try await store.writer.read { db in try Outbox.pending(in: db) } == 0
+        }
         await listener.close()
     }
 

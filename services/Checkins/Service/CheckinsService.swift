@@ -5,7 +5,6 @@ public import HearthPush
 public import HearthRPC
 public import HearthRelay
 public import HearthStore
-public import Logging
 import SwiftProtobuf
 
 /// `hearth.checkins.v1.Checkins`: nests, sitting sessions, check-ins and quick captions.
@@ -26,10 +25,8 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     /// Calls this service owes other services (activity for safety).
     public var relay: Relay { self.store.relay }
 
-    /// The part that sends this service's notifications from its outbox.
-    public func outboxDeliverer(sender: any PushSender, logger: Logger) -> OutboxDeliverer {
-        OutboxDeliverer(writer: self.store.base.writer, sender: sender, clock: self.store.base.clock, logger: logger)
-    }
+    /// Notifications this service owes (a new check-in, for the session's owner).
+    public var outbox: Outbox { self.store.outbox }
 
     public var methods: [RPCMethod] {
         [
@@ -231,7 +228,10 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             createdAt: now
         )
         let outcome = try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify)
-        if case .created = outcome { self.relay.wake() }
+        if case .created = outcome {
+            self.relay.wake()
+            self.outbox.wake()
+        }
         return try Self.answer(outcome, request: request, session: session)
     }
 

@@ -12,10 +12,13 @@ struct CheckinStore: Sendable {
     let base: Store
     /// Activity forwarded to safety, recorded with each check-in.
     let relay: Relay
+    /// Pushes to the session's owner, recorded with each check-in.
+    let outbox: Outbox
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: CheckinMigrations.migrator, clock: clock)
         self.relay = Relay(writer: self.base.writer, clock: clock)
+        self.outbox = Outbox(writer: self.base.writer, clock: clock)
     }
 
     var now: Date { self.base.clock.now() }
