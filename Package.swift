@@ -84,8 +84,8 @@ let package = Package(
         .target(
             name: "HearthPush",
             dependencies: [
-                "HearthScheduler",
                 "HearthCore",
+                "HearthScheduler",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -136,6 +136,24 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "services/Checkins",
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            name: "TasksService",
+            dependencies: [
+                "HearthCore",
+                "HearthContracts",
+                "HearthPush",
+                "HearthRelay",
+                "HearthRPC",
+                "HearthScheduler",
+                "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "services/Tasks",
             swiftSettings: swiftSettings
         ),
 
@@ -225,6 +243,7 @@ let package = Package(
                 "CheckinsService",
                 "RoutinesService",
                 "SafetyService",
+                "TasksService",
                 "HearthMail",
                 "HearthRelay",
                 "HearthScheduler",
@@ -378,6 +397,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "TasksTests",
+            dependencies: [
+                "TasksService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthPush",
+                "HearthRelay",
+                "HearthRPC",
+                "HearthScheduler",
+                "HearthStore",
+                "HearthTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RoutinesTests",
             dependencies: [
                 "RoutinesService",
@@ -395,8 +432,8 @@ let package = Package(
         .testTarget(
             name: "HearthPushTests",
             dependencies: [
-                "HearthScheduler",
                 "HearthPush",
+                "HearthScheduler",
                 "HearthCore",
                 "HearthStore",
                 "HearthTestSupport",

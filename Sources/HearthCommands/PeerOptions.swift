@@ -2,12 +2,12 @@ import ArgumentParser
 import RoutinesService
 
 /// Where a service finds the services it calls (DESIGN.md: routines asks checkins for roles;
-/// checkins and routines forward activity to safety).
+/// checkins, tasks and routines forward activity to safety).
 struct PeerOptions: ParsableArguments, Sendable {
     @Option(help: "HOST:PORT of the checkins process (routines asks it who may see a nest).")
     var checkins = Target(host: "127.0.0.1", port: ProcessName.checkins.defaultPort)
 
-    @Option(help: "HOST:PORT of the safety process (checkins and routines forward activity to it).")
+    @Option(help: "HOST:PORT of the safety process (checkins, tasks and routines forward activity to it).")
     var safety = Target(host: "127.0.0.1", port: ProcessName.safety.defaultPort)
 
     @Option(help: "How long routines remembers a role, at most 30s; 0s asks checkins on every call.")

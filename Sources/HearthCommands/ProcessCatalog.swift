@@ -17,11 +17,13 @@ import RoutinesService
 import SafetyService
 import ServiceLifecycle
 import SwiftProtobuf
+import TasksService
 
 /// The processes `hearth` can run. Each service issue adds its own.
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     case gateway
     case checkins
+    case tasks
     case safety
     case routines
     case echo
@@ -31,6 +33,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: 7100
         case .checkins: 7101
+        case .tasks: 7102
         case .safety: 7103
         case .routines: 7104
         case .echo: 7105
@@ -42,6 +45,7 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: []
         case .checkins: ["hearth.checkins."]
+        case .tasks: ["hearth.tasks."]
         case .safety: ["hearth.safety."]
         case .routines: ["hearth.routines."]
         case .echo: ["hearth.echo."]
@@ -58,6 +62,8 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
             return []
         case .checkins:
             return [try CheckinsService(location: store("checkins"))]
+        case .tasks:
+            return [try TasksService(location: store("tasks"), logger: settings.logger)]
         case .safety:
             let channels = AlertChannels(
                 mail: try settings.mail.transport(logger: settings.logger),
@@ -108,7 +114,8 @@ enum MethodCatalog {
         let safety =
             (try? SafetyService(location: .inMemory, channels: nowhere, logger: Logger(label: "catalog")))?.methods
             ?? []
-        let methods = [EchoService().methods, checkins, safety, routines, health.methods].flatMap { $0 }
+        let tasks = (try? TasksService(location: .inMemory, logger: Logger(label: "catalog")))?.methods ?? []
+        let methods = [EchoService().methods, checkins, tasks, safety, routines, health.methods].flatMap { $0 }
         return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
     }()
 }

@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
-            "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, checkins 7101, safety 7103, routines 7104, echo 7105)."
+            "Port to listen on; 0 picks a free one. Default: the process's own (gateway 7100, checkins 7101, tasks 7102, safety 7103, routines 7104, echo 7105)."
     )
     var port: Int?
 

@@ -1,0 +1,415 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthRPC
+
+/// The rules of tasks and their prompts, as pure functions: no clock, no storage.
+enum TaskRules {
+    static let maxTitleCharacters = 200
+    static let maxCheckInTimes = 8
+    static let durationDays = 1...90
+    /// How far ahead a task may start.
+    static let maxDaysAhead = 365
+    static let maxResponseCharacters = 5000
+    static let scores = 1...5
+    static let maxInsights = 10
+    static let maxInsightCharacters = 500
+    static let maxQuestionTypeCharacters = 50
+    /// Extra check-ins (RecordCheckIn) one task may hold.
+    static let maxExtraCheckIns = 1000
+    /// A prompt is answerable for this long after its time.
+    static let promptLifetime: TimeInterval = 24 * 3600
+    static let promptPriority = 0.7
+    static let pendingLimit = 1...100
+    static let defaultPendingLimit = 10
+
+    /// One daily check-in time: local hour and minute, and the part of the day it falls in.
+    struct DailyTime: Hashable, Sendable, Comparable {
+        var hour: Int
+        var minute: Int
+        /// Whether it was asked for as a preset (kept so the task shows what was chosen).
+        var preset: Hearth_Tasks_V1_TimeOfDay?
+
+        var partOfDay: Hearth_Tasks_V1_TimeOfDay { self.preset ?? TaskRules.partOfDay(hour: self.hour) }
+        var text: String { String(format: "%02d:%02d", self.hour, self.minute) }
+
+        static func < (lhs: DailyTime, rhs: DailyTime) -> Bool {
+            (lhs.hour, lhs.minute) < (rhs.hour, rhs.minute)
+        }
+
+        static func == (lhs: DailyTime, rhs: DailyTime) -> Bool {
+            (lhs.hour, lhs.minute) == (rhs.hour, rhs.minute)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.hour)
+            hasher.combine(self.minute)
+        }
+
+        /// How it is stored: the preset's name or "HH:MM".
+        var storedForm: String { self.preset.map(TaskRules.presetName) ?? self.text }
+
+        init(hour: Int, minute: Int, preset: Hearth_Tasks_V1_TimeOfDay? = nil) {
+            self.hour = hour
+            self.minute = minute
+            self.preset = preset
+        }
+
+        init?(storedForm: String) {
+            if let preset = TaskRules.presets.first(where: { TaskRules.presetName($0.key) == storedForm }) {
+                self = preset.value
+            } else if let time = TaskRules.clockTime(storedForm) {
+                self = time
+            } else {
+                return nil
+            }
+        }
+    }
+
+    static let presets: [Hearth_Tasks_V1_TimeOfDay: DailyTime] = [
+        .morning: DailyTime(hour: 9, minute: 0, preset: .morning),
+        .afternoon: DailyTime(hour: 14, minute: 0, preset: .afternoon),
+        .evening: DailyTime(hour: 19, minute: 0, preset: .evening),
+        .lateNight: DailyTime(hour: 22, minute: 0, preset: .lateNight),
+    ]
+
+    static func presetName(_ part: Hearth_Tasks_V1_TimeOfDay) -> String {
+        switch part {
+        case .morning: "MORNING"
+        case .afternoon: "AFTERNOON"
+        case .evening: "EVENING"
+        case .lateNight: "LATE_NIGHT"
+        default: "UNSPECIFIED"
+        }
+    }
+
+    /// The part of the day a local hour belongs to.
+    static func partOfDay(hour: Int) -> Hearth_Tasks_V1_TimeOfDay {
+        switch hour {
+        case 5..<12: .morning
+        case 12..<17: .afternoon
+        case 17..<22: .evening
+        default: .lateNight
+        }
+    }
+
+    /// "HH:MM" (two digits each, 00:00-23:59).
+    static func clockTime(_ text: String) -> DailyTime? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) }),
+            let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute)
+        else { return nil }
+        return DailyTime(hour: hour, minute: minute)
+    }
+
+    // MARK: Creating a task
+
+    struct NewTask: Sendable, Equatable {
+        var title: String
+        var times: [DailyTime]
+        var durationDays: Int
+        var timeZone: String
+        var zone: TimeZone
+        var startDate: LocalDate
+
+        var endDate: LocalDate { self.startDate.adding(days: self.durationDays - 1) }
+        /// When its last day ends in its zone: from then on it is COMPLETED.
+        var endsAt: Date { self.endDate.adding(days: 1).start(in: self.zone) }
+    }
+
+    /// Every violation of a CreateTask request at once; `now` gives "today" in its zone.
+    static func newTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, now: Date) -> Result<NewTask, RPCError> {
+        var violations: [FieldViolation] = []
+        let title = FieldChecks.trimmed(request.title, field: "title", characters: 1...Self.maxTitleCharacters)
+        if case .failure(let violation) = title { violations.append(violation) }
+
+        var times: [DailyTime] = []
+        if request.checkInTimes.isEmpty {
+            violations.append(FieldViolation(field: "check_in_times", description: "needs at least one time"))
+        } else if request.checkInTimes.count > Self.maxCheckInTimes {
+            violations.append(
+                FieldViolation(
+                    field: "check_in_times",
+                    description: "has \(request.checkInTimes.count) times; at most \(Self.maxCheckInTimes)"
+                )
+            )
+        }
+        for (index, time) in request.checkInTimes.enumerated() {
+            let field = "check_in_times[\(index)]"
+            switch Self.dailyTime(time, field: field) {
+            case .failure(let violation):
+                violations.append(violation)
+            case .success(let daily):
+                if let earlier = times.firstIndex(of: daily) {
+                    violations.append(
+                        FieldViolation(field: field, description: "\(daily.text) is already check_in_times[\(earlier)]")
+                    )
+                }
+                times.append(daily)
+            }
+        }
+
+        let days = Int(request.durationDays)
+        if !Self.durationDays.contains(days) {
+            violations.append(
+                FieldViolation(
+                    field: "duration_days",
+                    description:
+                        "must be \(Self.durationDays.lowerBound) to \(Self.durationDays.upperBound) (is \(days))"
+                )
+            )
+        }
+
+        let zone = FieldChecks.zone(request.timeZone)
+        var start: LocalDate?
+        switch zone {
+        case .failure(let violation):
+            violations.append(violation)
+        case .success(let zone):
+            let today = LocalDate(now, in: zone)
+            if request.startDate.isEmpty {
+                start = today
+            } else {
+                switch FieldChecks.date(request.startDate, field: "start_date") {
+                case .failure(let violation):
+                    violations.append(violation)
+                case .success(let date) where date < today:
+                    violations.append(
+                        FieldViolation(
+                            field: "start_date",
+                            description: "\(date) is in the past; today is \(today) in \(request.timeZone)"
+                        )
+                    )
+                case .success(let date) where today.days(to: date) > Self.maxDaysAhead:
+                    violations.append(
+                        FieldViolation(field: "start_date", description: "at most \(Self.maxDaysAhead) days ahead")
+                    )
+                case .success(let date):
+                    start = date
+                }
+            }
+        }
+        guard violations.isEmpty, case .success(let title) = title, case .success(let zone) = zone, let start else {
+            return .failure(.invalidArgument(violations))
+        }
+        return .success(
+            NewTask(
+                title: title,
+                times: times,
+                durationDays: days,
+                timeZone: request.timeZone,
+                zone: zone,
+                startDate: start
+            )
+        )
+    }
+
+    static func dailyTime(_ time: Hearth_Tasks_V1_CheckInTime, field: String) -> Result<DailyTime, FieldViolation> {
+        switch time.time {
+        case .preset(let preset):
+            guard let daily = Self.presets[preset] else {
+                return .failure(
+                    FieldViolation(
+                        field: field,
+                        description: "preset must be MORNING, AFTERNOON, EVENING or LATE_NIGHT"
+                    )
+                )
+            }
+            return .success(daily)
+        case .custom(let text):
+            guard let daily = Self.clockTime(text) else {
+                return .failure(FieldViolation(field: field, description: "'\(text)' is not a local time HH:MM"))
+            }
+            return .success(daily)
+        case nil:
+            return .failure(FieldViolation(field: field, description: "needs a preset or a custom HH:MM"))
+        }
+    }
+
+    // MARK: Prompts
+
+    /// A prompt to store: one per day and time, not yet answered.
+    struct PlannedPrompt: Sendable, Equatable {
+        var day: Int
+        var localDate: LocalDate
+        var time: DailyTime
+        var scheduledAt: Date
+        var expiresAt: Date
+        var question: String
+        var context: String
+        var questionType: String
+    }
+
+    /// One prompt per day and time, at that local time on that local day, in time order;
+    /// times already past at `now` are skipped. A local time in a DST gap moves to the first
+    /// valid minute after it; one that occurs twice is its first occurrence.
+    static func prompts(for task: NewTask, now: Date) -> [PlannedPrompt] {
+        let times = task.times.sorted()
+        var prompts: [PlannedPrompt] = []
+        prompts.reserveCapacity(task.durationDays * times.count)
+        for offset in 0..<task.durationDays {
+            let date = task.startDate.adding(days: offset)
+            for time in times {
+                let at = date.instant(hour: time.hour, minute: time.minute, in: task.zone)
+                guard at >= now else { continue }
+                let texts = PromptTexts(title: task.title, part: time.partOfDay, day: offset + 1, of: task.durationDays)
+                prompts.append(
+                    PlannedPrompt(
+                        day: offset + 1,
+                        localDate: date,
+                        time: time,
+                        scheduledAt: at,
+                        expiresAt: at.addingTimeInterval(Self.promptLifetime),
+                        question: texts.question,
+                        context: texts.context,
+                        questionType: texts.questionType
+                    )
+                )
+            }
+        }
+        return prompts
+    }
+
+    /// What a stored prompt has become (only open prompts change with time).
+    enum Status: String, Sendable {
+        case open, responded, dismissed, cancelled
+    }
+
+    static func state(_ status: Status, scheduledAt: Date, expiresAt: Date, now: Date) -> Hearth_Tasks_V1_PromptState {
+        switch status {
+        case .responded: .responded
+        case .dismissed: .dismissed
+        case .cancelled: .cancelled
+        case .open where now < scheduledAt: .scheduled
+        case .open where now < expiresAt: .due
+        case .open: .missed
+        }
+    }
+
+    static func taskState(cancelledAt: Date?, endsAt: Date, now: Date) -> Hearth_Tasks_V1_TaskState {
+        if cancelledAt != nil { return .cancelled }
+        return now < endsAt ? .active : .completed
+    }
+
+    // MARK: Answers
+
+    /// A check-in's content: the same content sent twice is one answer.
+    struct Answer: Sendable, Equatable {
+        var text: String
+        var energy: Int?
+        var mood: Int?
+        var focus: Int?
+        var questionType: String?
+        var insights: [String]
+    }
+
+    /// Every violation of an answer at once.
+    static func answer(
+        text: String,
+        energy: UInt32?,
+        mood: UInt32?,
+        focus: UInt32?,
+        questionType: String?,
+        insights: [String]
+    ) -> Result<Answer, RPCError> {
+        var violations: [FieldViolation] = []
+        let text = FieldChecks.trimmed(text, field: "response_text", characters: 1...Self.maxResponseCharacters)
+        if case .failure(let violation) = text { violations.append(violation) }
+        for (field, score) in [("energy", energy), ("mood", mood), ("focus", focus)] {
+            if let score, !Self.scores.contains(Int(score)) {
+                violations.append(FieldViolation(field: field, description: "must be 1 to 5 (is \(score))"))
+            }
+        }
+        var type: String?
+        if let questionType {
+            switch FieldChecks.trimmed(
+                questionType,
+                field: "question_type",
+                characters: 1...Self.maxQuestionTypeCharacters
+            ) {
+            case .success(let value): type = value
+            case .failure(let violation): violations.append(violation)
+            }
+        }
+        if insights.count > Self.maxInsights {
+            violations.append(
+                FieldViolation(field: "insights", description: "has \(insights.count); at most \(Self.maxInsights)")
+            )
+        }
+        var cleanInsights: [String] = []
+        for (index, insight) in insights.enumerated() {
+            switch FieldChecks.trimmed(insight, field: "insights[\(index)]", characters: 1...Self.maxInsightCharacters)
+            {
+            case .success(let value): cleanInsights.append(value)
+            case .failure(let violation): violations.append(violation)
+            }
+        }
+        guard violations.isEmpty, case .success(let text) = text else { return .failure(.invalidArgument(violations)) }
+        return .success(
+            Answer(
+                text: text,
+                energy: energy.map(Int.init),
+                mood: mood.map(Int.init),
+                focus: focus.map(Int.init),
+                questionType: type,
+                insights: cleanInsights
+            )
+        )
+    }
+
+    // MARK: Summary
+
+    struct Summary: Sendable, Equatable {
+        struct Day: Sendable, Equatable {
+            var localDate: String
+            var checkIns: Int
+            var energy: Double?
+            var mood: Double?
+            var focus: Double?
+        }
+
+        var scheduled = 0
+        var answered = 0
+        var missed = 0
+        var dismissed = 0
+        var responseRate = 0.0
+        var days: [Day] = []
+    }
+
+    /// Counts over the prompts' states, and per local day the average of each score given.
+    static func summary(
+        promptStates: [Hearth_Tasks_V1_PromptState],
+        checkIns: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]
+    ) -> Summary {
+        var summary = Summary()
+        var come = 0
+        for state in promptStates {
+            switch state {
+            case .cancelled: continue
+            case .responded: summary.answered += 1
+            case .missed: summary.missed += 1
+            case .dismissed: summary.dismissed += 1
+            default: break
+            }
+            summary.scheduled += 1
+            if state != .scheduled { come += 1 }
+        }
+        summary.responseRate = come == 0 ? 0 : Double(summary.answered) / Double(come)
+        func average(_ values: [Int?]) -> Double? {
+            let given = values.compactMap { $0 }
+            return given.isEmpty ? nil : Double(given.reduce(0, +)) / Double(given.count)
+        }
+        let byDay = Dictionary(grouping: checkIns, by: \.localDate)
+        summary.days = byDay.keys.sorted().map { date in
+            let day = byDay[date]!
+            return Summary.Day(
+                localDate: date,
+                checkIns: day.count,
+                energy: average(day.map(\.energy)),
+                mood: average(day.map(\.mood)),
+                focus: average(day.map(\.focus))
+            )
+        }
+        return summary
+    }
+}

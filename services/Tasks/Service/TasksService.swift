@@ -1,0 +1,266 @@
+import Foundation
+import HearthContracts
+public import HearthCore
+public import HearthPush
+public import HearthRPC
+public import HearthRelay
+public import HearthScheduler
+public import HearthStore
+public import Logging
+import SwiftProtobuf
+
+/// `hearth.tasks.v1.Tasks`: multi-day tasks that prompt their owner at chosen times of day.
+///
+/// Every call acts for the verified user; only a task's owner sees or answers anything of
+/// it (anyone else gets NOT_FOUND). Prompts are generated with the task; when one falls due
+/// the due-time scheduler puts its push in the outbox, and answering records the check-in.
+public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOwner {
+    public static let package = "hearth.tasks.v1.Tasks"
+    let store: TaskStore
+    /// Runs beside the server: decides the push of each prompt that falls due.
+    public let scheduler: DueTimeScheduler
+
+    /// Opens (and migrates) the service's store.
+    public init(location: StoreLocation, clock: any WallClock = SystemClock(), logger: Logger) throws {
+        self.store = try TaskStore(location: location, clock: clock)
+        self.scheduler = DueTimeScheduler(work: PromptPushWork(store: self.store), clock: clock, logger: logger)
+    }
+
+    public var serviceName: String { Self.package }
+
+    /// "Check-in due" pushes.
+    public var outbox: Outbox { self.store.outbox }
+
+    /// Calls this service owes other services (activity for safety).
+    public var relay: Relay { self.store.relay }
+
+    public var methods: [RPCMethod] {
+        [
+            .unary("\(Self.package)/CreateTask", self.createTask),
+            .unary("\(Self.package)/GetTask", self.getTask),
+            .unary("\(Self.package)/ListTasks", self.listTasks),
+            .unary("\(Self.package)/CancelTask", self.cancelTask),
+            .unary("\(Self.package)/ListPendingPrompts", self.listPendingPrompts),
+            .unary("\(Self.package)/ListPrompts", self.listPrompts),
+            .unary("\(Self.package)/RespondToPrompt", self.respondToPrompt),
+            .unary("\(Self.package)/RecordCheckIn", self.recordCheckIn),
+            .unary("\(Self.package)/DismissPrompt", self.dismissPrompt),
+        ]
+    }
+
+    // MARK: Tasks
+
+    @Sendable func createTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_CreateTaskResponse
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        let new = try TaskRules.newTask(request, now: now).get()
+        let planned = TaskRules.prompts(for: new, now: now)
+        let (task, prompts) = try await self.store.createTask(new, prompts: planned, user: user, now: now)
+        self.scheduler.wake()
+        var response = Hearth_Tasks_V1_CreateTaskResponse()
+        response.task = task.message(now: now)
+        response.promptsScheduled = UInt32(prompts.count)
+        if let first = prompts.first { response.nextPrompt = first.message(now: now) }
+        return response
+    }
+
+    @Sendable func getTask(_ request: Hearth_Tasks_V1_GetTaskRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_GetTaskResponse
+    {
+        let task = try await self.ownedTask(request.taskID, context)
+        let now = self.store.now
+        async let prompts = self.store.prompts(taskID: task.id)
+        async let checkIns = self.store.checkIns(taskID: task.id)
+        let (promptRecords, checkInRecords) = try await (prompts, checkIns)
+        let summary = TaskRules.summary(
+            promptStates: promptRecords.map { $0.state(now: now) },
+            checkIns: checkInRecords.map { ($0.localDate, $0.energy, $0.mood, $0.focus) }
+        )
+        var response = Hearth_Tasks_V1_GetTaskResponse()
+        response.task = task.message(now: now)
+        response.checkIns = checkInRecords.map(\.message)
+        response.summary = summary.message
+        return response
+    }
+
+    @Sendable func listTasks(_ request: Hearth_Tasks_V1_ListTasksRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_ListTasksResponse
+    {
+        let user = try context.verifiedUser()
+        var state: Hearth_Tasks_V1_TaskState?
+        if request.hasState {
+            guard [.active, .completed, .cancelled].contains(request.state) else {
+                throw FieldViolation(field: "state", description: "must be ACTIVE, COMPLETED or CANCELLED when given")
+            }
+            state = request.state
+        }
+        let now = self.store.now
+        var response = Hearth_Tasks_V1_ListTasksResponse()
+        response.tasks = try await self.store.tasks(user: user, state: state, now: now).map { $0.message(now: now) }
+        return response
+    }
+
+    @Sendable func cancelTask(_ request: Hearth_Tasks_V1_CancelTaskRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_CancelTaskResponse
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        var response = Hearth_Tasks_V1_CancelTaskResponse()
+        switch try await self.store.cancelTask(request.taskID, user: user, now: now) {
+        case .cancelled(let task, let count):
+            response.task = task.message(now: now)
+            response.promptsCancelled = UInt32(count)
+        case .alreadyCancelled(let task):
+            response.task = task.message(now: now)
+        case .completed(let task):
+            throw RPCError(.failedPrecondition, "task \(task.id) already completed on \(task.endDate)")
+        case .missing:
+            throw RPCError.notFound("task", request.taskID)
+        }
+        return response
+    }
+
+    // MARK: Prompts
+
+    @Sendable func listPendingPrompts(_ request: Hearth_Tasks_V1_ListPendingPromptsRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_ListPendingPromptsResponse
+    {
+        let user = try context.verifiedUser()
+        let limit = request.limit == 0 ? TaskRules.defaultPendingLimit : Int(request.limit)
+        guard TaskRules.pendingLimit.contains(limit) else {
+            throw FieldViolation(
+                field: "limit",
+                description:
+                    "must be \(TaskRules.pendingLimit.lowerBound) to \(TaskRules.pendingLimit.upperBound) (is \(limit))"
+            )
+        }
+        if request.hasTaskID { _ = try await self.ownedTask(request.taskID, context) }
+        let now = self.store.now
+        let (prompts, total) = try await self.store.pendingPrompts(
+            user: user,
+            taskID: request.hasTaskID ? request.taskID : nil,
+            now: now,
+            limit: limit
+        )
+        var response = Hearth_Tasks_V1_ListPendingPromptsResponse()
+        response.prompts = prompts.map { $0.message(now: now) }
+        response.total = UInt32(total)
+        return response
+    }
+
+    @Sendable func listPrompts(_ request: Hearth_Tasks_V1_ListPromptsRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_ListPromptsResponse
+    {
+        let task = try await self.ownedTask(request.taskID, context)
+        let now = self.store.now
+        var response = Hearth_Tasks_V1_ListPromptsResponse()
+        response.prompts = try await self.store.prompts(taskID: task.id).map { $0.message(now: now) }
+        return response
+    }
+
+    @Sendable func respondToPrompt(_ request: Hearth_Tasks_V1_RespondToPromptRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_RespondToPromptResponse
+    {
+        let user = try context.verifiedUser()
+        let answer = try TaskRules.answer(request).get()
+        let now = self.store.now
+        switch try await self.store.respond(promptID: request.promptID, user: user, answer: answer, now: now) {
+        case .answered(let prompt, let checkIn, let new):
+            if new { self.relay.wake() }
+            var response = Hearth_Tasks_V1_RespondToPromptResponse()
+            response.prompt = prompt.message(now: now)
+            response.checkIn = checkIn.message
+            return response
+        case .differentAnswer(let earlier):
+            throw RPCError(
+                .alreadyExists,
+                "prompt \(request.promptID) was already answered differently at \(Self.text(earlier.recordedAt))"
+            )
+        case .notDue(let prompt):
+            throw RPCError(
+                .failedPrecondition,
+                "prompt \(prompt.id) is not due yet; it opens at \(Self.text(prompt.scheduledAt))"
+            )
+        case .expired(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) expired at \(Self.text(prompt.expiresAt))")
+        case .dismissed(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was dismissed")
+        case .cancelled(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was cancelled with its task")
+        case .missing:
+            throw RPCError.notFound("prompt", request.promptID)
+        }
+    }
+
+    @Sendable func recordCheckIn(_ request: Hearth_Tasks_V1_RecordCheckInRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_CheckIn
+    {
+        let user = try context.verifiedUser()
+        let answer = try TaskRules.answer(request).get()
+        let clientRequestID =
+            request.clientRequestID.isEmpty
+            ? nil
+            : try FieldChecks.trimmed(request.clientRequestID, field: "client_request_id", characters: 1...100).get()
+        let now = self.store.now
+        switch try await self.store.recordCheckIn(
+            taskID: request.taskID,
+            user: user,
+            answer: answer,
+            clientRequestID: clientRequestID,
+            now: now
+        ) {
+        case .recorded(let checkIn, let new):
+            if new { self.relay.wake() }
+            return checkIn.message
+        case .differentAnswer:
+            throw RPCError(
+                .alreadyExists,
+                "client_request_id \(request.clientRequestID) was already used for a different check-in"
+            )
+        case .taskCancelled:
+            throw RPCError(.failedPrecondition, "task \(request.taskID) was cancelled")
+        case .full:
+            throw RPCError(
+                .failedPrecondition,
+                "a task holds at most \(TaskRules.maxExtraCheckIns) check-ins outside its prompts"
+            )
+        case .missing:
+            throw RPCError.notFound("task", request.taskID)
+        }
+    }
+
+    @Sendable func dismissPrompt(_ request: Hearth_Tasks_V1_DismissPromptRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_Prompt
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        switch try await self.store.dismiss(promptID: request.promptID, user: user, now: now) {
+        case .dismissed(let prompt):
+            return prompt.message(now: now)
+        case .responded(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was already answered")
+        case .expired(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) expired at \(Self.text(prompt.expiresAt))")
+        case .cancelled(let prompt):
+            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was cancelled with its task")
+        case .missing:
+            throw RPCError.notFound("prompt", request.promptID)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The caller's task; NOT_FOUND when it does not exist or is someone else's.
+    private func ownedTask(_ id: String, _ context: RPCContext) async throws -> TaskRecord {
+        guard let task = try await self.store.task(id, user: try context.verifiedUser()) else {
+            throw RPCError.notFound("task", id)
+        }
+        return task
+    }
+
+    private static func text(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+}

@@ -1,0 +1,429 @@
+import Foundation
+import GRDB
+import HearthContracts
+import HearthCore
+import HearthPush
+import HearthRelay
+import HearthStore
+
+/// The tasks service's SQLite store. Each invariant is kept inside one write transaction: a
+/// task with all its prompts, an answer with its check-in (and the activity for safety), a
+/// due prompt with its push.
+struct TaskStore: Sendable {
+    let base: Store
+    /// "Check-in due" pushes, recorded when a prompt falls due.
+    let outbox: Outbox
+    /// Activity forwarded to safety, recorded with each check-in.
+    let relay: Relay
+
+    init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        self.base = try Store(location: location, migrator: TaskMigrations.migrator, clock: clock)
+        self.outbox = Outbox(writer: self.base.writer, clock: clock)
+        self.relay = Relay(writer: self.base.writer, clock: clock)
+    }
+
+    var now: Date { self.base.clock.now() }
+    private var db: any DatabaseWriter { self.base.writer }
+
+    // MARK: Tasks
+
+    /// Stores a task and its prompts in one transaction; answers the prompts in time order.
+    func createTask(_ new: TaskRules.NewTask, prompts: [TaskRules.PlannedPrompt], user: String, now: Date)
+        async throws -> (task: TaskRecord, prompts: [PromptRecord])
+    {
+        let task = TaskRecord(
+            id: Self.newID(),
+            userID: user,
+            title: new.title,
+            checkInTimes: new.times.map(\.storedForm).joined(separator: ","),
+            durationDays: new.durationDays,
+            timeZone: new.timeZone,
+            startDate: new.startDate.description,
+            endDate: new.endDate.description,
+            endsAt: new.endsAt,
+            createdAt: now,
+            cancelledAt: nil
+        )
+        let records = prompts.map { planned in
+            PromptRecord(
+                id: Self.newID(),
+                taskID: task.id,
+                userID: user,
+                day: planned.day,
+                localDate: planned.localDate.description,
+                localTime: planned.time.text,
+                timeOfDay: planned.time.partOfDay.rawValue,
+                scheduledAt: planned.scheduledAt,
+                expiresAt: planned.expiresAt,
+                question: planned.question,
+                context: planned.context,
+                questionType: planned.questionType,
+                priority: TaskRules.promptPriority,
+                status: TaskRules.Status.open.rawValue,
+                notifyAt: planned.scheduledAt
+            )
+        }
+        try await self.db.write { db in
+            try task.insert(db)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO prompt (id, task_id, user_id, day, local_date, local_time, time_of_day, scheduled_at,
+                        expires_at, question, context, question_type, priority, status, notify_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+            for prompt in records {
+                try insert.execute(arguments: [
+                    prompt.id, prompt.taskID, prompt.userID, prompt.day, prompt.localDate, prompt.localTime,
+                    prompt.timeOfDay, prompt.scheduledAt, prompt.expiresAt, prompt.question, prompt.context,
+                    prompt.questionType, prompt.priority, prompt.status, prompt.notifyAt,
+                ])
+            }
+        }
+        return (task, records)
+    }
+
+    /// The user's task; nil when it does not exist or is someone else's.
+    func task(_ id: String, user: String) async throws -> TaskRecord? {
+        try await self.db.read { db in try Self.task(id, user: user, in: db) }
+    }
+
+    /// The user's tasks, newest first, in one state when given.
+    func tasks(user: String, state: Hearth_Tasks_V1_TaskState?, now: Date) async throws -> [TaskRecord] {
+        try await self.db.read { db in
+            var request = TaskRecord.filter(Column("user_id") == user)
+            switch state {
+            case .active?:
+                request = request.filter(Column("cancelled_at") == nil && Column("ends_at") > now)
+            case .completed?:
+                request = request.filter(Column("cancelled_at") == nil && Column("ends_at") <= now)
+            case .cancelled?:
+                request = request.filter(Column("cancelled_at") != nil)
+            default:
+                break
+            }
+            return try request.order(Column("created_at").desc, Column.rowID.desc).fetchAll(db)
+        }
+    }
+
+    enum CancelOutcome: Sendable {
+        case cancelled(TaskRecord, prompts: Int)
+        case alreadyCancelled(TaskRecord)
+        case completed(TaskRecord)
+        case missing
+    }
+
+    /// Cancels an active task: its prompts neither answered, dismissed nor expired become
+    /// CANCELLED (and are never pushed).
+    func cancelTask(_ id: String, user: String, now: Date) async throws -> CancelOutcome {
+        try await self.db.write { db in
+            guard var task = try Self.task(id, user: user, in: db) else { return .missing }
+            switch TaskRules.taskState(cancelledAt: task.cancelledAt, endsAt: task.endsAt, now: now) {
+            case .cancelled: return .alreadyCancelled(task)
+            case .completed: return .completed(task)
+            default: break
+            }
+            task.cancelledAt = now
+            try task.update(db, columns: ["cancelled_at"])
+            try db.execute(
+                sql: """
+                    UPDATE prompt SET status = 'cancelled', cancelled_at = ?, notify_at = NULL
+                    WHERE task_id = ? AND status = 'open' AND expires_at > ?
+                    """,
+                arguments: [now, id, now]
+            )
+            return .cancelled(task, prompts: db.changesCount)
+        }
+    }
+
+    // MARK: Prompts
+
+    /// The user's due prompts (time reached, not expired, open), highest priority first,
+    /// then earliest; and how many there are in all.
+    func pendingPrompts(user: String, taskID: String?, now: Date, limit: Int) async throws -> (
+        prompts: [PromptRecord], total: Int
+    ) {
+        // An open prompt is due from scheduled_at until scheduled_at + lifetime: a bounded
+        // range of the (user_id, scheduled_at) index, whatever else the user has stored.
+        let earliest = now.addingTimeInterval(-TaskRules.promptLifetime)
+        var filter = "user_id = ? AND status = 'open' AND scheduled_at > ? AND scheduled_at <= ? AND expires_at > ?"
+        var arguments: StatementArguments = [user, earliest, now, now]
+        if let taskID {
+            filter += " AND task_id = ?"
+            arguments += [taskID]
+        }
+        return try await self.db.read { [filter, arguments] db in
+            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)", arguments: arguments)
+            let prompts = try PromptRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY priority DESC, scheduled_at, id LIMIT ?",
+                arguments: arguments + [limit]
+            )
+            return (prompts, total ?? 0)
+        }
+    }
+
+    /// Every prompt of a task, in time order.
+    func prompts(taskID: String) async throws -> [PromptRecord] {
+        try await self.db.read { db in
+            try PromptRecord.filter(Column("task_id") == taskID).order(Column("scheduled_at"), Column("id")).fetchAll(
+                db
+            )
+        }
+    }
+
+    enum RespondOutcome: Sendable {
+        /// Recorded now, or the same answer recorded before.
+        case answered(PromptRecord, CheckInRecord, new: Bool)
+        case differentAnswer(CheckInRecord)
+        case notDue(PromptRecord)
+        case expired(PromptRecord)
+        case dismissed(PromptRecord)
+        case cancelled(PromptRecord)
+        case missing
+    }
+
+    /// Answers a prompt: in one transaction the prompt becomes RESPONDED and the check-in is
+    /// recorded (with the activity for safety). The same answer again is the same result.
+    func respond(promptID: String, user: String, answer: TaskRules.Answer, now: Date) async throws -> RespondOutcome {
+        try await self.db.write { db in
+            guard
+                var prompt = try PromptRecord.filter(Column("id") == promptID && Column("user_id") == user).fetchOne(db)
+            else { return .missing }
+            switch prompt.promptStatus {
+            case .responded:
+                guard let earlier = try CheckInRecord.filter(Column("prompt_id") == promptID).fetchOne(db) else {
+                    return .missing
+                }
+                let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: prompt.questionType)
+                return same ? .answered(prompt, earlier, new: false) : .differentAnswer(earlier)
+            case .dismissed: return .dismissed(prompt)
+            case .cancelled: return .cancelled(prompt)
+            case .open: break
+            }
+            guard now >= prompt.scheduledAt else { return .notDue(prompt) }
+            guard now < prompt.expiresAt else { return .expired(prompt) }
+            prompt.status = TaskRules.Status.responded.rawValue
+            prompt.respondedAt = now
+            prompt.notifyAt = nil
+            try prompt.update(db, columns: ["status", "responded_at", "notify_at"])
+            let checkIn = try Self.record(
+                answer,
+                taskID: prompt.taskID,
+                user: user,
+                prompt: prompt,
+                clientRequestID: nil,
+                localDate: prompt.localDate,
+                timeOfDay: prompt.timeOfDay,
+                now: now,
+                in: db
+            )
+            return .answered(prompt, checkIn, new: true)
+        }
+    }
+
+    enum DismissOutcome: Sendable {
+        /// Dismissed now or before.
+        case dismissed(PromptRecord)
+        case responded(PromptRecord)
+        case expired(PromptRecord)
+        case cancelled(PromptRecord)
+        case missing
+    }
+
+    /// Dismisses an open prompt (scheduled or due): it is not pushed or answered any more.
+    func dismiss(promptID: String, user: String, now: Date) async throws -> DismissOutcome {
+        try await self.db.write { db in
+            guard
+                var prompt = try PromptRecord.filter(Column("id") == promptID && Column("user_id") == user).fetchOne(db)
+            else { return .missing }
+            switch prompt.promptStatus {
+            case .dismissed: return .dismissed(prompt)
+            case .responded: return .responded(prompt)
+            case .cancelled: return .cancelled(prompt)
+            case .open: break
+            }
+            guard now < prompt.expiresAt else { return .expired(prompt) }
+            prompt.status = TaskRules.Status.dismissed.rawValue
+            prompt.dismissedAt = now
+            prompt.notifyAt = nil
+            try prompt.update(db, columns: ["status", "dismissed_at", "notify_at"])
+            return .dismissed(prompt)
+        }
+    }
+
+    // MARK: Check-ins
+
+    enum RecordOutcome: Sendable {
+        /// Recorded now, or before under the same client request id.
+        case recorded(CheckInRecord, new: Bool)
+        case differentAnswer(CheckInRecord)
+        case taskCancelled
+        case full
+        case missing
+    }
+
+    /// Records a check-in not tied to a prompt.
+    func recordCheckIn(
+        taskID: String,
+        user: String,
+        answer: TaskRules.Answer,
+        clientRequestID: String?,
+        now: Date
+    ) async throws -> RecordOutcome {
+        try await self.db.write { db in
+            guard let task = try Self.task(taskID, user: user, in: db) else { return .missing }
+            if let clientRequestID,
+                let earlier = try CheckInRecord.filter(
+                    Column("task_id") == taskID && Column("client_request_id") == clientRequestID
+                ).fetchOne(db)
+            {
+                let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: "")
+                return same ? .recorded(earlier, new: false) : .differentAnswer(earlier)
+            }
+            guard task.cancelledAt == nil else { return .taskCancelled }
+            let extra = try CheckInRecord.filter(Column("task_id") == taskID && Column("prompt_id") == nil)
+                .fetchCount(db)
+            guard extra < TaskRules.maxExtraCheckIns else { return .full }
+            let zone = TimeZone(identifier: task.timeZone) ?? .gmt
+            let checkIn = try Self.record(
+                answer,
+                taskID: taskID,
+                user: user,
+                prompt: nil,
+                clientRequestID: clientRequestID,
+                localDate: LocalDate(now, in: zone).description,
+                timeOfDay: TaskRules.partOfDay(hour: Calendar.hour(of: now, in: zone)).rawValue,
+                now: now,
+                in: db
+            )
+            return .recorded(checkIn, new: true)
+        }
+    }
+
+    /// A task's check-ins in time order.
+    func checkIns(taskID: String) async throws -> [CheckInRecord] {
+        try await self.db.read { db in
+            try CheckInRecord.filter(Column("task_id") == taskID).order(Column("recorded_at"), Column("id")).fetchAll(
+                db
+            )
+        }
+    }
+
+    // MARK: Due pushes
+
+    /// When the next prompt's push is to be decided.
+    func nextNotifyTime() async throws -> Date? {
+        try await self.db.read { db in
+            try Date.fetchOne(db, sql: "SELECT MIN(notify_at) FROM prompt WHERE notify_at IS NOT NULL")
+        }
+    }
+
+    /// Decides up to `limit` prompts whose time has come, in one transaction: an open prompt
+    /// that has not expired gets its "check-in due" push in the outbox; any other is only
+    /// marked decided (a prompt that expired while the service was down is not pushed late).
+    /// Answers how many were decided and how many pushes were enqueued.
+    func notifyDue(now: Date, limit: Int) async throws -> (decided: Int, pushed: Int) {
+        try await self.db.write { db in
+            let due = try PromptRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM prompt WHERE notify_at IS NOT NULL AND notify_at <= ? ORDER BY notify_at LIMIT ?",
+                arguments: [now, limit]
+            )
+            var pushed = 0
+            for prompt in due {
+                var pushedAt: Date?
+                if prompt.promptStatus == .open, now < prompt.expiresAt {
+                    try Outbox.enqueue(
+                        PushMessage(
+                            id: "tasks.prompt.\(prompt.id)",
+                            userID: prompt.userID,
+                            kind: "tasks.prompt_due",
+                            title: "Time to check in",
+                            body: prompt.question,
+                            data: ["task_id": prompt.taskID, "prompt_id": prompt.id],
+                            createdAt: now
+                        ),
+                        in: db
+                    )
+                    pushedAt = now
+                    pushed += 1
+                }
+                try db.execute(
+                    sql: "UPDATE prompt SET notify_at = NULL, pushed_at = ? WHERE id = ?",
+                    arguments: [pushedAt, prompt.id]
+                )
+            }
+            return (due.count, pushed)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Stores a check-in and, in the same transaction, the activity forwarded to safety.
+    private static func record(
+        _ answer: TaskRules.Answer,
+        taskID: String,
+        user: String,
+        prompt: PromptRecord?,
+        clientRequestID: String?,
+        localDate: String,
+        timeOfDay: Int,
+        now: Date,
+        in db: Database
+    ) throws -> CheckInRecord {
+        let checkIn = CheckInRecord(
+            id: Self.newID(),
+            taskID: taskID,
+            userID: user,
+            promptID: prompt?.id,
+            clientRequestID: clientRequestID,
+            recordedAt: now,
+            localDate: localDate,
+            timeOfDay: timeOfDay,
+            question: prompt?.question ?? "",
+            questionType: answer.questionType ?? prompt?.questionType ?? "",
+            responseText: answer.text,
+            energy: answer.energy,
+            mood: answer.mood,
+            focus: answer.focus,
+            insights: CheckInRecord.encode(insights: answer.insights)
+        )
+        try checkIn.insert(db)
+        try Relay.forwardActivity(source: "tasks", eventID: checkIn.id, user: user, at: now, in: db)
+        return checkIn
+    }
+
+    private static func task(_ id: String, user: String, in db: Database) throws -> TaskRecord? {
+        try TaskRecord.filter(Column("id") == id && Column("user_id") == user).fetchOne(db)
+    }
+
+    private static func content(of checkIn: CheckInRecord) -> TaskRules.Answer {
+        TaskRules.Answer(
+            text: checkIn.responseText,
+            energy: checkIn.energy,
+            mood: checkIn.mood,
+            focus: checkIn.focus,
+            questionType: checkIn.questionType,
+            insights: checkIn.insightList
+        )
+    }
+
+    /// An answer as it would be stored (an unset question type takes the default).
+    private static func content(of answer: TaskRules.Answer, defaultType: String) -> TaskRules.Answer {
+        var stored = answer
+        stored.questionType = answer.questionType ?? defaultType
+        return stored
+    }
+
+    private static func newID() -> String { UUID().uuidString.lowercased() }
+}
+
+extension Calendar {
+    /// The local hour of `instant` in `zone`.
+    static func hour(of instant: Date, in zone: TimeZone) -> Int {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        return calendar.component(.hour, from: instant)
+    }
+}
