@@ -16,6 +16,7 @@ public struct Hearth: AsyncParsableCommand {
             """,
         subcommands: [
             Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, BenchSafety.self,
+            BenchTasks.self,
             TokenCommand.self,
         ]
     )

@@ -65,6 +65,14 @@ public final class Outbox: Sendable {
         )
     }
 
+    /// Takes back, inside the caller's write transaction, a message not yet delivered (what it
+    /// announced is no longer true). Answers whether there was one.
+    @discardableResult
+    public static func withdraw(id: String, in db: Database) throws -> Bool {
+        try db.execute(sql: "DELETE FROM push_outbox WHERE id = ? AND delivered_at IS NULL", arguments: [id])
+        return db.changesCount > 0
+    }
+
     /// What is still waiting, for status pages and tests.
     public static func pending(in db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
@@ -137,6 +145,9 @@ public struct OutboxDeliverer: DueWork {
         for (id, text, attempts) in due {
             do {
                 let message = try decoder.decode(PushMessage.self, from: Data(text.utf8))
+                if let expiresAt = message.expiresAt, self.clock.now() >= expiresAt {
+                    throw PushExpired(expiresAt: expiresAt)
+                }
                 try await self.sender.send(message)
                 try await self.writer.write { db in
                     try db.execute(
@@ -145,6 +156,15 @@ public struct OutboxDeliverer: DueWork {
                     )
                 }
                 delivered += 1
+            } catch let expired as PushExpired {
+                self.logger.info("push expired unsent; dropped", metadata: ["id": "\(id)"])
+                try await self.writer.write { db in
+                    try db.execute(
+                        sql:
+                            "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
+                        arguments: [self.clock.now(), "\(expired)", id]
+                    )
+                }
             } catch let rejected as PushRejected {
                 self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
                 try await self.writer.write { db in
@@ -171,4 +191,10 @@ public struct OutboxDeliverer: DueWork {
         }
         return delivered
     }
+}
+
+/// A message that could not be sent before it went stale.
+struct PushExpired: Error, CustomStringConvertible {
+    var expiresAt: Date
+    var description: String { "expired at \(self.expiresAt.formatted(.iso8601)) before it could be sent" }
 }

@@ -16,6 +16,9 @@ public struct PushMessage: Codable, Sendable, Equatable {
     public var body: String
     public var data: [String: String]
     public var createdAt: Date
+    /// After this it is no longer worth showing: an outbox that could not send it by then
+    /// drops it. Nil: it never goes stale.
+    public var expiresAt: Date?
 
     public init(
         id: String = UUID().uuidString.lowercased(),
@@ -24,7 +27,8 @@ public struct PushMessage: Codable, Sendable, Equatable {
         title: String,
         body: String,
         data: [String: String] = [:],
-        createdAt: Date
+        createdAt: Date,
+        expiresAt: Date? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -33,6 +37,7 @@ public struct PushMessage: Codable, Sendable, Equatable {
         self.body = body
         self.data = data
         self.createdAt = createdAt
+        self.expiresAt = expiresAt
     }
 }
 

@@ -31,6 +31,8 @@ public final class DueTimeScheduler: Service {
     private let signal = WakeSignal()
     private let passes = Atomic<Int>(0)
     private let sleeping = Atomic<Bool>(false)
+    /// The clock reading the last finished pass ran with (seconds since 1970).
+    private let lastPass = Atomic<Double>(-.infinity)
 
     /// - Parameter retryDelay: how long to wait after the work failed before trying again.
     public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
@@ -51,13 +53,21 @@ public final class DueTimeScheduler: Service {
     /// Whether it is waiting for the next due time or a wake-up (not running a pass).
     public var isSleeping: Bool { self.sleeping.load(ordering: .relaxed) }
 
+    /// Whether it sleeps after a pass that saw the clock at `time` or later: everything due by
+    /// `time` has been handled (tests wait on it after moving the clock).
+    public func hasHandled(upTo time: Date) -> Bool {
+        self.sleeping.load(ordering: .acquiring)
+            && self.lastPass.load(ordering: .acquiring) >= time.timeIntervalSince1970
+    }
+
     /// Runs until the task is cancelled or graceful shutdown begins.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let wakeAt: Date?
+                let now = self.clock.now()
                 do {
-                    try await self.work.runDue(now: self.clock.now())
+                    try await self.work.runDue(now: now)
                     wakeAt = try await self.work.nextDueTime()
                 } catch is CancellationError {
                     return
@@ -67,7 +77,8 @@ public final class DueTimeScheduler: Service {
                 }
                 self.passes.add(1, ordering: .relaxed)
                 if let wakeAt, wakeAt <= self.clock.now() { continue }
-                self.sleeping.store(true, ordering: .relaxed)
+                self.lastPass.store(now.timeIntervalSince1970, ordering: .releasing)
+                self.sleeping.store(true, ordering: .releasing)
                 await self.sleep(until: wakeAt)
                 self.sleeping.store(false, ordering: .relaxed)
             }

@@ -80,9 +80,9 @@ final class SafetySystem: @unchecked Sendable {
     /// it has finished that pass and sleeps again.
     func settle() async throws {
         let scheduler = self.service.scheduler
-        let passes = scheduler.passCount
+        let now = self.clock.now()
         scheduler.wake()
-        try await eventually("the scheduler is idle again") { scheduler.passCount > passes && scheduler.isSleeping }
+        try await eventually("the scheduler has handled what is due by now") { scheduler.hasHandled(upTo: now) }
     }
 
     func profile(

@@ -22,9 +22,10 @@ final class TasksSystem: @unchecked Sendable {
     private(set) var service: TasksService
     private var running: [Task<Void, any Error>]
 
-    init(now: Date) async throws {
+    /// - Parameter webhookStatuses: what the push webhook answers first (then 200).
+    init(now: Date, webhookStatuses: [Int] = []) async throws {
         self.clock = ManualClock(now)
-        self.webhook = try await WebhookListener()
+        self.webhook = try await WebhookListener(statuses: webhookStatuses)
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tasks-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
         (self.service, self.running) = try Self.start(self.folder, self.clock, self.webhook)
@@ -81,12 +82,9 @@ final class TasksSystem: @unchecked Sendable {
     /// sent what that produced.
     func settle() async throws {
         let prompts = self.service.scheduler
-        let passes = prompts.passCount
-        prompts.wake()
-        try await eventually("the prompt scheduler is idle again") {
-            prompts.passCount > passes && prompts.isSleeping
-        }
         let now = self.clock.now()
+        prompts.wake()
+        try await eventually("the prompt scheduler has handled what is due by now") { prompts.hasHandled(upTo: now) }
         try await eventually("every push due by now was sent") {
             try await self.service.store.base.writer.read { db in
                 try Int.fetchOne(

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthContracts
 import HearthCore
+import HearthPush
 import HearthRPC
 import HearthRelay
 import HearthStore
@@ -91,6 +92,22 @@ struct TaskCreationTests {
         #expect(prompts.map(\.scheduledAt.iso) == expected)
         #expect(prompts.allSatisfy { $0.localTime == time })
         #expect(Set(prompts.map(\.localDate)).count == 3)
+    }
+
+    @Test("two times the clocks skip land on one minute: one prompt that day, not two")
+    func gapCollision() async throws {
+        let system = try await TasksSystem(now: at("2026-03-01T12:00:00Z"))
+        defer { Task { await system.stop() } }
+        let created = try await system.create(
+            times: [TasksSystem.time("02:00"), TasksSystem.time("02:30")],
+            days: 2,
+            start: "2026-03-08"
+        )
+        #expect(created.promptsScheduled == 3)
+        let prompts = try await system.prompts(created.task.id)
+        #expect(
+            prompts.map(\.scheduledAt.iso) == ["2026-03-08T07:00:00Z", "2026-03-09T06:00:00Z", "2026-03-09T06:30:00Z"]
+        )
     }
 
     @Test("a half-hour zone: Asia/Kolkata's late-night 22:45 is 17:15 UTC and asks a late-night question")
@@ -217,10 +234,11 @@ struct PromptAnswerTests {
         defer { Task { await system.stop() } }
         let created = try await system.create(days: 2)
         let prompt = created.nextPrompt
-        await expectCode(.failedPrecondition) { _ = try await system.respond(prompt.id) }
         do {
             _ = try await system.respond(prompt.id)
+            Issue.record("a prompt was answered before it was due")
         } catch {
+            #expect(RPCError(answering: error).code == .failedPrecondition)
             #expect(RPCError(answering: error).message.contains("not due yet; it opens at 2026-06-01T13:00:00Z"))
         }
 
@@ -267,6 +285,65 @@ struct PromptAnswerTests {
         #expect(summary.promptsScheduled == 2 && summary.missed == 1 && summary.answered == 0)
         #expect(summary.responseRate == 0)
         #expect(try await system.pending().prompts.map(\.day) == [2])
+    }
+
+    @Test("ListPendingPrompts answers 10 by default; a task holds 1,000 extra check-ins; ids and types at their limits")
+    func limits() async throws {
+        let system = try await TasksSystem(now: earlyMonday)
+        defer { Task { await system.stop() } }
+        for hour in 0..<12 {
+            _ = try await system.create(times: [TasksSystem.time(String(format: "06:%02d", hour))], days: 1)
+        }
+        try await system.advance(to: at("2026-06-01T10:30:00Z"))
+        let pending = try await system.pending()
+        #expect(pending.prompts.count == 10 && pending.total == 12)
+
+        let task = try await system.create(times: [TasksSystem.time(.evening)], days: 1).task.id
+        var extra = Hearth_Tasks_V1_RecordCheckInRequest()
+        extra.taskID = task
+        extra.responseText = "noted"
+        extra.questionType = String(repeating: "q", count: 50)
+        extra.clientRequestID = String(repeating: "r", count: 100)
+        let first = try await system.service.recordCheckIn(extra, callContext("ana"))
+        #expect(first.questionType.count == 50)
+        extra.clientRequestID = String(repeating: "r", count: 101)
+        await expectCode(.invalidArgument) { _ = try await system.service.recordCheckIn(extra, callContext("ana")) }
+        extra.clientRequestID = ""
+        for _ in 1..<TaskRules.maxExtraCheckIns {
+            _ = try await system.service.recordCheckIn(extra, callContext("ana"))
+        }
+        await expectCode(.failedPrecondition) { _ = try await system.service.recordCheckIn(extra, callContext("ana")) }
+        #expect(try await system.task(task).checkIns.count == 1000)
+    }
+
+    @Test("a push not yet sent is taken back when its prompt is answered, and dropped once the prompt expired")
+    func unsentPushes() async throws {
+        let system = try await TasksSystem(now: earlyMonday, webhookStatuses: Array(repeating: 503, count: 1000))
+        defer { Task { await system.stop() } }
+        let created = try await system.create(times: [TasksSystem.time(.morning), TasksSystem.time(.evening)], days: 1)
+        let prompts = try await system.prompts(created.task.id)
+        try await system.advance(to: at("2026-06-01T13:00:00Z"))
+        #expect(system.webhook.received.count == 1, "the first attempt failed (503) and waits to retry")
+        _ = try await system.respond(prompts[0].id)
+        try await system.advance(by: 3600)
+        #expect(system.webhook.received.count == 1, "answered before it went out: never sent")
+
+        // The evening prompt's push keeps failing until the prompt has expired: then it is dropped.
+        var time = at("2026-06-01T23:00:00Z")
+        while time < at("2026-06-02T23:00:00Z") {
+            try await system.advance(to: time)
+            time = time.addingTimeInterval(300)
+        }
+        let attempts = system.webhook.received.count
+        #expect(attempts > 100, "retried all along (at most 5 min apart)")
+        try await system.advance(to: at("2026-06-02T23:00:00Z"))
+        try await system.advance(by: 3600)
+        #expect(system.webhook.received.count == attempts, "no attempt once it expired")
+        #expect(try await system.service.store.base.writer.read { db in try Outbox.pending(in: db) } == 0)
+        let reason = try await system.service.store.base.writer.read { db in
+            try String.fetchOne(db, sql: "SELECT last_error FROM push_outbox WHERE failed_at IS NOT NULL")
+        }
+        #expect(reason?.hasPrefix("expired at 2026-06-02T23:00:00Z") == true)
     }
 
     @Test("answers are checked field by field at their limits")
@@ -455,7 +532,12 @@ struct TaskLifecycleTests {
         }
 
         try await system.advance(to: at("2026-06-04T13:00:00Z"))
-        #expect(try system.pushes().filter { $0.promptID == prompts[3].id }.isEmpty)
+        let pushed = Set(try system.pushes().map(\.promptID))
+        #expect(!pushed.contains(prompts[3].id), "a cancelled prompt is never pushed")
+        // The active task's day 2 expired while the clock jumped from June 1 to June 3: not pushed late.
+        let activePrompts = try await system.prompts(active.task.id).map(\.id)
+        #expect(pushed.isSuperset(of: [activePrompts[0], activePrompts[2], activePrompts[3]]))
+        #expect(!pushed.contains(activePrompts[1]))
         let list = { (state: Hearth_Tasks_V1_TaskState?) in
             var request = Hearth_Tasks_V1_ListTasksRequest()
             if let state { request.state = state }

@@ -135,7 +135,8 @@ public nonisolated enum Hearth_Tasks_V1_PromptState: SwiftProtobuf.Enum, Swift.C
   case missed // = 4
   case dismissed // = 5
 
-  /// Its task was cancelled before it was answered or expired.
+  /// Its task was cancelled while it was open: not yet due, or due and neither answered,
+  /// dismissed nor expired (a cancelled task asks nothing more).
   case cancelled // = 6
   case UNRECOGNIZED(Int)
 
@@ -469,7 +470,7 @@ public nonisolated struct Hearth_Tasks_V1_CreateTaskRequest: Sendable {
   /// IANA zone, e.g. America/New_York.
   public var timeZone: String = String()
 
-  /// Default: today in time_zone. Not before yesterday there (a client a little behind).
+  /// Default: today in time_zone. Not in the past there, at most 365 days ahead.
   public var startDate: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -242,16 +242,20 @@ enum TaskRules {
 
     /// One prompt per day and time, at that local time on that local day, in time order;
     /// times already past at `now` are skipped. A local time in a DST gap moves to the first
-    /// valid minute after it; one that occurs twice is its first occurrence.
+    /// valid minute after it (and is dropped when another of the day's times is already
+    /// there); one that occurs twice is its first occurrence.
     static func prompts(for task: NewTask, now: Date) -> [PlannedPrompt] {
         let times = task.times.sorted()
         var prompts: [PlannedPrompt] = []
         prompts.reserveCapacity(task.durationDays * times.count)
         for offset in 0..<task.durationDays {
             let date = task.startDate.adding(days: offset)
+            var taken: Set<Date> = []
             for time in times {
                 let at = date.instant(hour: time.hour, minute: time.minute, in: task.zone)
-                guard at >= now else { continue }
+                // Two times the clocks skip (02:00 and 02:30 on a spring-forward night) land on
+                // the same minute: one prompt, not two at once.
+                guard at >= now, taken.insert(at).inserted else { continue }
                 let texts = PromptTexts(title: task.title, part: time.partOfDay, day: offset + 1, of: task.durationDays)
                 prompts.append(
                     PlannedPrompt(

@@ -69,11 +69,10 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
     @Sendable func getTask(_ request: Hearth_Tasks_V1_GetTaskRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_GetTaskResponse
     {
-        let task = try await self.ownedTask(request.taskID, context)
+        let user = try context.verifiedUser()
+        guard let (task, promptRecords, checkInRecords) = try await self.store.taskDetail(request.taskID, user: user)
+        else { throw RPCError.notFound("task", request.taskID) }
         let now = self.store.now
-        async let prompts = self.store.prompts(taskID: task.id)
-        async let checkIns = self.store.checkIns(taskID: task.id)
-        let (promptRecords, checkInRecords) = try await (prompts, checkIns)
         let summary = TaskRules.summary(
             promptStates: promptRecords.map { $0.state(now: now) },
             checkIns: checkInRecords.map { ($0.localDate, $0.energy, $0.mood, $0.focus) }

@@ -63,7 +63,7 @@ struct TaskStore: Sendable {
                 notifyAt: planned.scheduledAt
             )
         }
-        try await self.db.write { db in
+        return try await self.db.write { db in
             try task.insert(db)
             let insert = try db.cachedStatement(
                 sql: """
@@ -79,8 +79,9 @@ struct TaskStore: Sendable {
                     prompt.questionType, prompt.priority, prompt.status, prompt.notifyAt,
                 ])
             }
+            // As stored (dates to the millisecond), so that it reads the same as GetTask.
+            return (try TaskRecord.fetchOne(db, key: task.id) ?? task, records)
         }
-        return (task, records)
     }
 
     /// The user's task; nil when it does not exist or is someone else's.
@@ -125,6 +126,11 @@ struct TaskStore: Sendable {
             }
             task.cancelledAt = now
             try task.update(db, columns: ["cancelled_at"])
+            let open = try String.fetchAll(
+                db,
+                sql: "SELECT id FROM prompt WHERE task_id = ? AND status = 'open' AND expires_at > ?",
+                arguments: [id, now]
+            )
             try db.execute(
                 sql: """
                     UPDATE prompt SET status = 'cancelled', cancelled_at = ?, notify_at = NULL
@@ -132,7 +138,8 @@ struct TaskStore: Sendable {
                     """,
                 arguments: [now, id, now]
             )
-            return .cancelled(task, prompts: db.changesCount)
+            for promptID in open { try Outbox.withdraw(id: Self.pushID(promptID), in: db) }
+            return .cancelled(try TaskRecord.fetchOne(db, key: id) ?? task, prompts: open.count)
         }
     }
 
@@ -160,6 +167,20 @@ struct TaskStore: Sendable {
                 arguments: arguments + [limit]
             )
             return (prompts, total ?? 0)
+        }
+    }
+
+    /// A task with its prompts and check-ins (in time order), read in one snapshot.
+    func taskDetail(_ id: String, user: String) async throws -> (
+        task: TaskRecord, prompts: [PromptRecord], checkIns: [CheckInRecord]
+    )? {
+        try await self.db.read { db in
+            guard let task = try Self.task(id, user: user, in: db) else { return nil }
+            let prompts = try PromptRecord.filter(Column("task_id") == id)
+                .order(Column("scheduled_at"), Column("id")).fetchAll(db)
+            let checkIns = try CheckInRecord.filter(Column("task_id") == id)
+                .order(Column("recorded_at"), Column("id")).fetchAll(db)
+            return (task, prompts, checkIns)
         }
     }
 
@@ -207,6 +228,7 @@ struct TaskStore: Sendable {
             prompt.respondedAt = now
             prompt.notifyAt = nil
             try prompt.update(db, columns: ["status", "responded_at", "notify_at"])
+            try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
             let checkIn = try Self.record(
                 answer,
                 taskID: prompt.taskID,
@@ -218,7 +240,12 @@ struct TaskStore: Sendable {
                 now: now,
                 in: db
             )
-            return .answered(prompt, checkIn, new: true)
+            // As stored, so that a repeat of this answer reads exactly the same.
+            return .answered(
+                try PromptRecord.fetchOne(db, key: prompt.id) ?? prompt,
+                try CheckInRecord.fetchOne(db, key: checkIn.id) ?? checkIn,
+                new: true
+            )
         }
     }
 
@@ -248,7 +275,8 @@ struct TaskStore: Sendable {
             prompt.dismissedAt = now
             prompt.notifyAt = nil
             try prompt.update(db, columns: ["status", "dismissed_at", "notify_at"])
-            return .dismissed(prompt)
+            try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
+            return .dismissed(try PromptRecord.fetchOne(db, key: prompt.id) ?? prompt)
         }
     }
 
@@ -297,16 +325,7 @@ struct TaskStore: Sendable {
                 now: now,
                 in: db
             )
-            return .recorded(checkIn, new: true)
-        }
-    }
-
-    /// A task's check-ins in time order.
-    func checkIns(taskID: String) async throws -> [CheckInRecord] {
-        try await self.db.read { db in
-            try CheckInRecord.filter(Column("task_id") == taskID).order(Column("recorded_at"), Column("id")).fetchAll(
-                db
-            )
+            return .recorded(try CheckInRecord.fetchOne(db, key: checkIn.id) ?? checkIn, new: true)
         }
     }
 
@@ -336,13 +355,14 @@ struct TaskStore: Sendable {
                 if prompt.promptStatus == .open, now < prompt.expiresAt {
                     try Outbox.enqueue(
                         PushMessage(
-                            id: "tasks.prompt.\(prompt.id)",
+                            id: Self.pushID(prompt.id),
                             userID: prompt.userID,
                             kind: "tasks.prompt_due",
                             title: "Time to check in",
                             body: prompt.question,
                             data: ["task_id": prompt.taskID, "prompt_id": prompt.id],
-                            createdAt: now
+                            createdAt: now,
+                            expiresAt: prompt.expiresAt
                         ),
                         in: db
                     )
@@ -417,6 +437,9 @@ struct TaskStore: Sendable {
     }
 
     private static func newID() -> String { UUID().uuidString.lowercased() }
+
+    /// The outbox id of a prompt's "check-in due" push (one per prompt).
+    static func pushID(_ promptID: String) -> String { "tasks.prompt.\(promptID)" }
 }
 
 extension Calendar {

@@ -1,0 +1,179 @@
+import ArgumentParser
+import Foundation
+import HearthContracts
+import HearthRPC
+import SwiftProtobuf
+
+/// `hearth bench-tasks`: the tasks benchmark, each call a different request.
+/// - `create`: CreateTask with 4 times x 90 days (360 prompts each), starting tomorrow.
+/// - `pending`: ListPendingPrompts for a user with due prompts (made first: tasks whose one
+///   prompt falls due at the next whole minute, which the command waits for).
+/// - `respond`: RespondToPrompt, each call answering a different due prompt (made the same way).
+struct BenchTasks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-tasks",
+        abstract: "Load-test the tasks process: CreateTask, ListPendingPrompts or RespondToPrompt.",
+        discussion: """
+              hearth bench-tasks --internal-secret "$SECRET" --user ana --concurrency 1 --total 300 create
+              hearth bench-tasks --internal-secret "$SECRET" --user ana pending
+              hearth bench-tasks --internal-secret "$SECRET" respond
+            """
+    )
+
+    enum Scenario: String, ExpressibleByArgument, CaseIterable {
+        case create, pending, respond
+    }
+
+    @Option(help: "HOST:PORT of the tasks process.")
+    var target = Target(host: "127.0.0.1", port: ProcessName.tasks.defaultPort)
+
+    @Option(help: "The internal credential (the benchmark calls the service directly).")
+    var internalSecret: String
+
+    @Option(help: "The user who calls. Default: a new one each run.")
+    var user: String?
+
+    @Option(help: "With pending: how many prompts the user has due.")
+    var due = 20
+
+    @Option(help: "Calls in flight at once.")
+    var concurrency = 16
+
+    @Option(help: "Measured calls.")
+    var total = 2000
+
+    @Option(help: "Calls made first and not recorded.")
+    var warmup = 100
+
+    @Option(help: "Also write the report as JSON to this file.")
+    var json: String?
+
+    @Argument(help: "create, pending or respond.")
+    var scenario: Scenario
+
+    func validate() throws {
+        guard self.concurrency >= 1, self.total >= 1, self.due >= 1 else {
+            throw ValidationError("--concurrency, --total and --due must be at least 1")
+        }
+        guard self.warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
+    }
+
+    func run() async throws {
+        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let user = BenchUser(id: self.user ?? "bench-\(UUID().uuidString.prefix(8))", secret: self.internalSecret)
+        let method: String
+        let request: @Sendable (Int) -> Data
+        switch self.scenario {
+        case .create:
+            method = TasksMethod.createTask
+            let payload = try Self.longTask().serializedData()
+            request = { _ in payload }
+        case .pending:
+            _ = try await self.promptsDueSoon(self.due, user: user, client: client)
+            method = TasksMethod.listPendingPrompts
+            let payload = try Hearth_Tasks_V1_ListPendingPromptsRequest().serializedData()
+            request = { _ in payload }
+        case .respond:
+            let prompts = try await self.promptsDueSoon(self.warmup + self.total, user: user, client: client)
+            method = TasksMethod.respondToPrompt
+            request = { index in
+                var answer = Hearth_Tasks_V1_RespondToPromptRequest()
+                answer.promptID = prompts[index % prompts.count]
+                answer.responseText = "Leaning towards yes; the numbers work if the second chair is busy."
+                answer.energy = 4
+                answer.mood = 3
+                answer.insights = ["ask the bank about terms"]
+                return try! answer.serializedData()
+            }
+        }
+        let runner = BenchRunner(
+            client: client,
+            method: method,
+            request: request,
+            options: user.options,
+            concurrency: self.concurrency,
+            limit: .total(self.total),
+            warmup: .total(self.warmup)
+        )
+        let (histogram, codes, seconds) = await runner.run()
+        await client.close()
+        let report = BenchReport(
+            method: String(method.split(separator: "/").last ?? ""),
+            target: self.target.description,
+            concurrency: self.concurrency,
+            connections: 1,
+            seconds: seconds,
+            histogram: histogram,
+            codes: codes
+        )
+        try report.emit(json: self.json)
+        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
+            throw ValidationError("some calls failed: \(report.codes)")
+        }
+    }
+
+    /// The issue's figure: 4 times a day for 90 days, from tomorrow (none skipped).
+    static func longTask() -> Hearth_Tasks_V1_CreateTaskRequest {
+        var request = Hearth_Tasks_V1_CreateTaskRequest()
+        request.title = "Should I expand my dental practice?"
+        request.checkInTimes = [.morning, .afternoon, .evening, .lateNight].map { part in .with { $0.preset = part } }
+        request.durationDays = 90
+        request.timeZone = "UTC"
+        request.startDate = Self.utcDate(Date().addingTimeInterval(86_400))
+        return request
+    }
+
+    /// Makes `count` tasks, each with one prompt at the next whole UTC minute (at least 2 s
+    /// away), 32 at a time; waits until that minute has come; answers the prompts' ids.
+    private func promptsDueSoon(_ count: Int, user: BenchUser, client: RPCClient) async throws -> [String] {
+        let minute = (Date().timeIntervalSince1970 / 60 + 1).rounded(.down) * 60
+        let dueAt = Date(timeIntervalSince1970: minute < Date().timeIntervalSince1970 + 2 ? minute + 60 : minute)
+        var request = Hearth_Tasks_V1_CreateTaskRequest()
+        request.title = "Benchmark prompt"
+        request.checkInTimes = [.with { $0.custom = Self.utcTime(dueAt) }]
+        request.durationDays = 1
+        request.timeZone = "UTC"
+        request.startDate = Self.utcDate(dueAt)
+        let create = request
+        let ids = try await withThrowingTaskGroup(of: [String].self) { group in
+            let workers = 32
+            for worker in 0..<workers {
+                group.addTask {
+                    var ids: [String] = []
+                    for _ in stride(from: worker, to: count, by: workers) {
+                        let created = try await client.call(
+                            TasksMethod.createTask,
+                            create,
+                            as: Hearth_Tasks_V1_CreateTaskResponse.self,
+                            options: user.options
+                        )
+                        ids.append(created.nextPrompt.id)
+                    }
+                    return ids
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        let wait = dueAt.timeIntervalSinceNow
+        if wait > 0 { try await Task.sleep(for: .seconds(wait + 0.1)) }
+        return ids
+    }
+
+    private static func utcDate(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day())
+    }
+
+    private static func utcTime(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let parts = calendar.dateComponents([.hour, .minute], from: date)
+        return String(format: "%02d:%02d", parts.hour!, parts.minute!)
+    }
+}
+
+private enum TasksMethod {
+    static let prefix = "hearth.tasks.v1.Tasks/"
+    static let createTask = prefix + "CreateTask"
+    static let listPendingPrompts = prefix + "ListPendingPrompts"
+    static let respondToPrompt = prefix + "RespondToPrompt"
+}
