@@ -43,15 +43,36 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// The date `days` later (earlier when negative).
     public func adding(days: Int) -> LocalDate {
-        let calendar = Self.calendar(.gmt)
-        let noon = calendar.date(from: DateComponents(year: self.year, month: self.month, day: self.day, hour: 12))!
-        return LocalDate(calendar.date(byAdding: .day, value: days, to: noon)!, in: .gmt)
+        LocalDate(daysSinceEpoch: self.daysSinceEpoch + days)
     }
 
     /// Whole days from `self` to `other` (negative when `other` is earlier).
     public func days(to other: LocalDate) -> Int {
-        let calendar = Self.calendar(.gmt)
-        return calendar.dateComponents([.day], from: self.noonUTC, to: other.noonUTC).day!
+        other.daysSinceEpoch - self.daysSinceEpoch
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's
+    /// days_from_civil: integer arithmetic, no calendar object).
+    var daysSinceEpoch: Int {
+        let y = self.month <= 2 ? self.year - 1 : self.year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (self.month + (self.month > 2 ? -3 : 9)) + 2) / 5 + self.day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01 (civil_from_days).
+    init(daysSinceEpoch days: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        self.day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        self.month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        self.year = yearOfEra + era * 400 + (self.month <= 2 ? 1 : 0)
     }
 
     /// The first instant of this date in `zone` (not always 00:00: some zones skip midnight).
@@ -65,6 +86,19 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     /// The instant this date shows `hour:minute` in `zone`. A time the clocks skip (a DST
     /// gap) moves to the first minute after the gap; a time that occurs twice is its first.
     public func instant(hour: Int, minute: Int, in zone: TimeZone) -> Date {
+        // Most days have no offset change near them: then the wall-clock reading minus the
+        // zone's one offset is the answer, with no calendar search.
+        let wall = TimeInterval(self.daysSinceEpoch * 86_400 + hour * 3600 + minute * 60)
+        let windowStart = Date(timeIntervalSince1970: wall - 2 * 86_400)
+        let windowEnd = Date(timeIntervalSince1970: wall + 2 * 86_400)
+        if let transition = zone.nextDaylightSavingTimeTransition(after: windowStart), transition <= windowEnd {
+            return self.calendarInstant(hour: hour, minute: minute, in: zone)
+        }
+        return Date(timeIntervalSince1970: wall - TimeInterval(zone.secondsFromGMT(for: windowStart)))
+    }
+
+    /// ``instant(hour:minute:in:)`` by the calendar's search, right on every day (slower).
+    func calendarInstant(hour: Int, minute: Int, in zone: TimeZone) -> Date {
         let calendar = Self.calendar(zone)
         let start = self.start(in: zone)
         return calendar.nextDate(
@@ -74,10 +108,6 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
             repeatedTimePolicy: .first,
             direction: .forward
         ) ?? start
-    }
-
-    private var noonUTC: Date {
-        Self.calendar(.gmt).date(from: DateComponents(year: self.year, month: self.month, day: self.day, hour: 12))!
     }
 
     private static func calendar(_ zone: TimeZone) -> Calendar {

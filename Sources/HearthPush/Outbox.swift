@@ -140,6 +140,7 @@ public struct OutboxDeliverer: DueWork {
             }
         }
         var delivered = 0
+        var outcomes: [(sql: String, arguments: StatementArguments)] = []
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         for (id, text, attempts) in due {
@@ -149,43 +150,50 @@ public struct OutboxDeliverer: DueWork {
                     throw PushExpired(expiresAt: expiresAt)
                 }
                 try await self.sender.send(message)
-                try await self.writer.write { db in
-                    try db.execute(
-                        sql: "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                        arguments: [self.clock.now(), id]
+                outcomes.append(
+                    (
+                        "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+                        [self.clock.now(), id]
                     )
-                }
+                )
                 delivered += 1
             } catch let expired as PushExpired {
                 self.logger.info("push expired unsent; dropped", metadata: ["id": "\(id)"])
-                try await self.writer.write { db in
-                    try db.execute(
-                        sql:
-                            "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
-                        arguments: [self.clock.now(), "\(expired)", id]
+                outcomes.append(
+                    (
+                        "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
+                        [self.clock.now(), "\(expired)", id]
                     )
-                }
+                )
             } catch let rejected as PushRejected {
                 self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
-                try await self.writer.write { db in
-                    try db.execute(
-                        sql:
-                            "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
-                        arguments: [self.clock.now(), "\(rejected)", id]
+                outcomes.append(
+                    (
+                        "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+                        [self.clock.now(), "\(rejected)", id]
                     )
-                }
+                )
             } catch {
                 let delay = min(self.maxDelay, pow(2, Double(attempts)))
                 self.logger.info(
                     "push failed; will retry",
                     metadata: ["id": "\(id)", "in_s": "\(delay)", "error": "\(error)"]
                 )
-                try await self.writer.write { db in
-                    try db.execute(
-                        sql:
-                            "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
-                        arguments: [self.clock.now().addingTimeInterval(delay), "\(error)", id]
+                outcomes.append(
+                    (
+                        "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
+                        [self.clock.now().addingTimeInterval(delay), "\(error)", id]
                     )
+                )
+            }
+        }
+        // One transaction for the whole batch: a crash before it commits sends the batch again
+        // (with the same idempotency keys), never loses it.
+        if !outcomes.isEmpty {
+            let recorded = outcomes
+            try await self.writer.write { db in
+                for outcome in recorded {
+                    try db.cachedStatement(sql: outcome.sql).execute(arguments: outcome.arguments)
                 }
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
-import HearthCore
 import Testing
+
+@testable import HearthCore
 
 @Suite("Local dates and times")
 struct LocalDateTests {
@@ -42,5 +43,42 @@ struct LocalDateTests {
         #expect(plain == Date(timeIntervalSince1970: 1_768_284_000))
         #expect(TimeZone(iana: "PST") == nil)
         #expect(TimeZone(iana: "Asia/Taipei") != nil)
+    }
+
+    @Test("day arithmetic agrees with the calendar across months, leap years and centuries")
+    func dayArithmetic() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let origin = LocalDate("1999-12-31")!
+        var noon = calendar.date(from: DateComponents(year: 1999, month: 12, day: 31, hour: 12))!
+        for offset in 0..<(365 * 130) {
+            let date = origin.adding(days: offset)
+            #expect(date == LocalDate(noon, in: .gmt))
+            #expect(origin.days(to: date) == offset)
+            noon = calendar.date(byAdding: .day, value: 1, to: noon)!
+        }
+        #expect(LocalDate("2024-03-01")!.adding(days: -1).description == "2024-02-29")
+        #expect(LocalDate("2100-03-01")!.adding(days: -1).description == "2100-02-28")
+        #expect(LocalDate("1970-01-01")!.adding(days: -1).description == "1969-12-31")
+    }
+
+    @Test("the offset arithmetic for local times matches the calendar's search in every known zone")
+    func instantsEverywhere() {
+        var checked = 0
+        for identifier in TimeZone.knownTimeZoneIdentifiers {
+            guard let zone = TimeZone(identifier: identifier) else { continue }
+            for month in stride(from: 1, through: 12, by: 1) {
+                for day in [1, 8, 15, 22, 29] {
+                    guard let date = LocalDate(String(format: "2026-%02d-%02d", month, day)) else { continue }
+                    for (hour, minute) in [(0, 0), (2, 30), (9, 0), (23, 59)] {
+                        let fast = date.instant(hour: hour, minute: minute, in: zone)
+                        let slow = date.calendarInstant(hour: hour, minute: minute, in: zone)
+                        #expect(fast == slow, "\(identifier) \(date) \(hour):\(minute)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 100_000)
     }
 }

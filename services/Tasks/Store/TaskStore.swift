@@ -22,7 +22,12 @@ struct TaskStore: Sendable {
         self.relay = Relay(writer: self.base.writer, clock: clock)
     }
 
-    var now: Date { self.base.clock.now() }
+    /// The time, as the store keeps it (to the millisecond): a record made with it reads back
+    /// equal, so the answer to a write and to its repeat (read from the store) are the same.
+    var now: Date {
+        let now = self.base.clock.now()
+        return Date.fromDatabaseValue(now.databaseValue) ?? now
+    }
     private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Tasks
@@ -79,8 +84,7 @@ struct TaskStore: Sendable {
                     prompt.questionType, prompt.priority, prompt.status, prompt.notifyAt,
                 ])
             }
-            // As stored (dates to the millisecond), so that it reads the same as GetTask.
-            return (try TaskRecord.fetchOne(db, key: task.id) ?? task, records)
+            return (task, records)
         }
     }
 
@@ -139,7 +143,7 @@ struct TaskStore: Sendable {
                 arguments: [now, id, now]
             )
             for promptID in open { try Outbox.withdraw(id: Self.pushID(promptID), in: db) }
-            return .cancelled(try TaskRecord.fetchOne(db, key: id) ?? task, prompts: open.count)
+            return .cancelled(task, prompts: open.count)
         }
     }
 
@@ -240,12 +244,7 @@ struct TaskStore: Sendable {
                 now: now,
                 in: db
             )
-            // As stored, so that a repeat of this answer reads exactly the same.
-            return .answered(
-                try PromptRecord.fetchOne(db, key: prompt.id) ?? prompt,
-                try CheckInRecord.fetchOne(db, key: checkIn.id) ?? checkIn,
-                new: true
-            )
+            return .answered(prompt, checkIn, new: true)
         }
     }
 
@@ -276,7 +275,7 @@ struct TaskStore: Sendable {
             prompt.notifyAt = nil
             try prompt.update(db, columns: ["status", "dismissed_at", "notify_at"])
             try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
-            return .dismissed(try PromptRecord.fetchOne(db, key: prompt.id) ?? prompt)
+            return .dismissed(prompt)
         }
     }
 
@@ -325,7 +324,7 @@ struct TaskStore: Sendable {
                 now: now,
                 in: db
             )
-            return .recorded(try CheckInRecord.fetchOne(db, key: checkIn.id) ?? checkIn, new: true)
+            return .recorded(checkIn, new: true)
         }
     }
 
