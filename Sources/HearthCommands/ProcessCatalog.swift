@@ -63,7 +63,8 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         case .checkins:
             return [try CheckinsService(location: store("checkins"))]
         case .tasks:
-            return [try TasksService(location: store("tasks"), logger: settings.logger)]
+            let tasks = try TasksService(location: store("tasks"), logger: settings.logger)
+            return [tasks, ActivitiesService(sharingStoreOf: tasks)]
         case .safety:
             let channels = AlertChannels(
                 mail: try settings.mail.transport(logger: settings.logger),
@@ -114,7 +115,9 @@ enum MethodCatalog {
         let safety =
             (try? SafetyService(location: .inMemory, channels: nowhere, logger: Logger(label: "catalog")))?.methods
             ?? []
-        let tasks = (try? TasksService(location: .inMemory, logger: Logger(label: "catalog")))?.methods ?? []
+        let tasksService = try? TasksService(location: .inMemory, logger: Logger(label: "catalog"))
+        let tasks =
+            (tasksService?.methods ?? []) + (tasksService.map { ActivitiesService(sharingStoreOf: $0).methods } ?? [])
         let methods = [EchoService().methods, checkins, tasks, safety, routines, health.methods].flatMap { $0 }
         return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
     }()

@@ -49,4 +49,11 @@ public struct Store: Sendable {
         self.clock = clock
         try migrator.migrate(self.writer)
     }
+
+    /// The time now, as the store keeps dates (to the millisecond): a record made with it
+    /// reads back equal, so the answer to a write and to its repeat (read from the store) match.
+    public var now: Date {
+        let now = self.clock.now()
+        return Date.fromDatabaseValue(now.databaseValue) ?? now
+    }
 }

@@ -191,6 +191,7 @@ enum TaskMigrations {
         }
         Outbox.registerMigration(in: &migrator)
         Relay.registerMigration(in: &migrator)
+        ActivityMigrations.register(in: &migrator)
         return migrator
     }
 }

@@ -22,12 +22,7 @@ struct TaskStore: Sendable {
         self.relay = Relay(writer: self.base.writer, clock: clock)
     }
 
-    /// The time, as the store keeps it (to the millisecond): a record made with it reads back
-    /// equal, so the answer to a write and to its repeat (read from the store) are the same.
-    var now: Date {
-        let now = self.base.clock.now()
-        return Date.fromDatabaseValue(now.databaseValue) ?? now
-    }
+    var now: Date { self.base.now }
     private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Tasks

@@ -1,0 +1,482 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthRPC
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+
+@testable import TasksService
+
+/// 2026-06-01 12:00 in New York (EDT).
+private let noon = at("2026-06-01T16:00:00Z")
+/// The gym: a place of radius 150 m.
+private let gym = (latitude: 40.7128, longitude: -74.0060)
+private let earthRadius = 6_371_008.8
+
+/// A point `meters` due north of the gym (along a meridian the haversine distance is exact).
+private func north(of place: (latitude: Double, longitude: Double), _ meters: Double) -> (Double, Double) {
+    (place.latitude + meters / earthRadius * 180 / .pi, place.longitude)
+}
+
+/// Calls on the activities service of a ``TasksSystem``, as one user.
+private struct Activities {
+    let system: TasksSystem
+    var user = "ana"
+    var service: ActivitiesService { ActivitiesService(sharingStoreOf: self.system.service) }
+    var context: RPCContext { callContext(self.user) }
+
+    func create(_ title: String = "Gym workout", repeat kind: Hearth_Tasks_V1_Repeat = .none, priority: UInt32 = 2)
+        async throws -> String
+    {
+        try await self.service.createActivity(
+            .with {
+                $0.title = title
+                $0.repeat = kind
+                $0.priority = priority
+            },
+            self.context
+        ).id
+    }
+
+    @discardableResult
+    func rule(
+        _ id: String,
+        trigger: Hearth_Tasks_V1_Trigger = .leave,
+        radius: UInt32 = 150,
+        delay: UInt32 = 0,
+        cooldown: UInt32? = nil,
+        onlyIfIncomplete: Bool? = nil,
+        enabled: Bool? = nil
+    ) async throws -> Hearth_Tasks_V1_Activity {
+        var request = Hearth_Tasks_V1_SetLocationRuleRequest()
+        request.activityID = id
+        request.place = .with {
+            $0.label = "Gym"
+            $0.latitude = gym.latitude
+            $0.longitude = gym.longitude
+            $0.radiusM = radius
+        }
+        request.trigger = trigger
+        request.delayMinutes = delay
+        if let cooldown { request.cooldownMinutes = cooldown }
+        if let onlyIfIncomplete { request.onlyIfIncomplete = onlyIfIncomplete }
+        if let enabled { request.enabled = enabled }
+        return try await self.service.setLocationRule(request, self.context)
+    }
+
+    /// Offer preferences; by default a cap and spacing that stay out of the way.
+    func preferences(
+        enabled: Bool = true,
+        cap: UInt32? = 20,
+        spacing: UInt32? = 1,
+        cooldown: UInt32? = nil,
+        quiet: (String, String)? = nil,
+        zone: String = "America/New_York"
+    ) async throws {
+        var request = Hearth_Tasks_V1_SetOfferPreferencesRequest()
+        request.enabled = enabled
+        if let cap { request.dailyCap = cap }
+        if let spacing { request.minSpacingMinutes = spacing }
+        if let cooldown { request.defaultCooldownMinutes = cooldown }
+        if let quiet {
+            request.quietHours = .with {
+                $0.start = quiet.0
+                $0.end = quiet.1
+            }
+        }
+        request.timeZone = zone
+        _ = try await self.service.setOfferPreferences(request, self.context)
+    }
+
+    func report(
+        _ id: String,
+        _ trigger: Hearth_Tasks_V1_Trigger = .leave,
+        at occurredAt: Date? = nil,
+        position: (Double, Double, Double)? = nil,
+        foreground: Bool = false,
+        event: String = UUID().uuidString
+    ) async throws -> Hearth_Tasks_V1_ReportLocationEventResponse {
+        var request = Hearth_Tasks_V1_ReportLocationEventRequest()
+        request.activityID = id
+        request.trigger = trigger
+        request.occurredAt = Google_Protobuf_Timestamp(date: occurredAt ?? self.system.clock.now())
+        if let position {
+            request.position = .with {
+                $0.latitude = position.0
+                $0.longitude = position.1
+                $0.accuracyM = position.2
+            }
+        }
+        request.appState = foreground ? .foreground : .background
+        request.clientEventID = event
+        return try await self.service.reportLocationEvent(request, self.context)
+    }
+
+    /// The reason, or nil for an offer.
+    func outcome(_ response: Hearth_Tasks_V1_ReportLocationEventResponse) -> Hearth_Tasks_V1_SuppressionReason? {
+        if case .suppressed(let suppressed)? = response.decision { return suppressed.reason }
+        return nil
+    }
+
+    func reason(
+        _ id: String,
+        _ trigger: Hearth_Tasks_V1_Trigger = .leave,
+        at occurredAt: Date? = nil,
+        position: (Double, Double, Double)? = nil,
+        event: String = UUID().uuidString
+    ) async throws -> Hearth_Tasks_V1_SuppressionReason? {
+        self.outcome(try await self.report(id, trigger, at: occurredAt, position: position, event: event))
+    }
+
+    func pending() async throws -> [Hearth_Tasks_V1_Offer] {
+        try await self.service.listPendingOffers(.init(), self.context).offers
+    }
+
+    func respond(_ offer: String, _ action: Hearth_Tasks_V1_OfferAction) async throws
+        -> Hearth_Tasks_V1_RespondToOfferResponse
+    {
+        try await self.service.respondToOffer(
+            .with {
+                $0.offerID = offer
+                $0.action = action
+            },
+            self.context
+        )
+    }
+}
+
+@Suite("Activities: deciding on offers", .timeLimit(.minutes(1)))
+struct OfferDecisionTests {
+    @Test("the checks in order, each at its boundary")
+    func suppressionBoundaries() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        let gymID = try await a.create()
+        #expect(try await a.reason(gymID) == .noRule)
+        try await a.rule(gymID, trigger: .leave, enabled: false)
+        #expect(try await a.reason(gymID) == .ruleDisabled)
+        try await a.rule(gymID, trigger: .leave)
+        #expect(try await a.reason(gymID, .arrive) == .triggerMismatch)
+        try await a.preferences(enabled: false)
+        #expect(try await a.reason(gymID) == .disabled, "the global switch comes first")
+        try await a.preferences()
+
+        // STALE_EVENT: 30 minutes old is still fresh; a second more, or a second ahead, is not.
+        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(1)) == .staleEvent)
+        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801)) == .staleEvent)
+        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1800), event: "e-1") == nil)
+        // DUPLICATE_EVENT: the same id again, whatever it asks.
+        #expect(try await a.reason(gymID, at: noon, event: "e-1") == .duplicateEvent)
+
+        // NOT_CONFIRMED (leave: the accuracy circle wholly beyond radius + 25 m = 175 m).
+        let other = try await a.create("Swim")
+        try await a.rule(other, trigger: .leave)
+        let outside = north(of: gym, 200)
+        #expect(try await a.reason(other, position: (outside.0, outside.1, 25.5)) == .notConfirmed)
+        #expect(try await a.reason(other, position: (outside.0, outside.1, 24.5)) == nil)
+        // ...and arrive: wholly within radius - 25 m = 125 m.
+        try await system.advance(by: 120)
+        let inside = north(of: gym, 100)
+        let arrive = try await a.create("Buy groceries")
+        try await a.rule(arrive, trigger: .arrive)
+        #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 25.5)) == .notConfirmed)
+        #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 24.5)) == nil)
+    }
+
+    @Test("cooldown, done, quiet hours across midnight, the daily cap per local day, and spacing")
+    func ledgerBoundaries() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(cap: 20, cooldown: 60)
+        let gymID = try await a.create()
+        try await a.rule(gymID)
+        #expect(try await a.reason(gymID) == nil)
+        try await system.advance(by: 3599)
+        #expect(try await a.reason(gymID) == .eventCooldown)
+        try await system.advance(by: 1)
+        #expect(try await a.reason(gymID) == nil, "60 minutes later the cooldown is over")
+        try await a.rule(gymID, cooldown: 10)
+        try await system.advance(by: 600)
+        #expect(try await a.reason(gymID) == nil, "the rule's own cooldown wins over the default")
+
+        // ALREADY_DONE, unless the rule offers whatever the state.
+        _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
+        try await system.advance(by: 600)
+        #expect(try await a.reason(gymID) == .alreadyDone)
+        try await a.rule(gymID, cooldown: 10, onlyIfIncomplete: false)
+        #expect(try await a.reason(gymID) == nil)
+
+        // QUIET_HOURS 22:00-07:00 in New York, judged at delivery time.
+        let quiet = try await a.create("Stretch")
+        try await a.rule(quiet, cooldown: 1)
+        try await a.preferences(cap: 20, quiet: ("22:00", "07:00"))
+        try await system.advance(to: at("2026-06-02T01:59:00Z"))  // 21:59
+        #expect(try await a.reason(quiet) == nil)
+        try await system.advance(to: at("2026-06-02T02:00:00Z"))  // 22:00
+        #expect(try await a.reason(quiet) == .quietHours)
+        try await system.advance(to: at("2026-06-02T10:59:00Z"))  // 06:59 the next morning
+        #expect(try await a.reason(quiet) == .quietHours)
+        try await system.advance(to: at("2026-06-02T11:00:00Z"))  // 07:00
+        #expect(try await a.reason(quiet) == nil)
+    }
+
+    @Test(
+        "the daily cap counts offers per local day and resets at local midnight; spacing is measured between deliveries"
+    )
+    func capAndSpacing() async throws {
+        let system = try await TasksSystem(now: at("2026-06-01T13:00:00Z"))  // 09:00 in New York
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(cap: 2, spacing: 360)
+        var ids: [String] = []
+        for n in 0..<4 {
+            let id = try await a.create("Errand \(n)")
+            try await a.rule(id, cooldown: 1)
+            ids.append(id)
+        }
+        #expect(try await a.reason(ids[0]) == nil)  // 09:00
+        try await system.advance(by: 359 * 60)
+        #expect(try await a.reason(ids[1]) == .minSpacing)  // 14:59
+        try await system.advance(by: 60)
+        #expect(try await a.reason(ids[1]) == nil)  // 15:00
+        try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59
+        #expect(try await a.reason(ids[2]) == .dailyCap)
+        try await system.advance(to: at("2026-06-02T04:00:00Z"))  // 00:00 June 2: a new day
+        #expect(try await a.reason(ids[2]) == nil)
+        #expect(try await a.reason(ids[3]) == .minSpacing)
+    }
+
+    @Test("a boundary bounce (arrive, leave, arrive within 2 minutes) yields one offer")
+    func bounce() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences()
+        let groceries = try await a.create("Buy groceries")
+        try await a.rule(groceries, trigger: .arrive)
+        #expect(try await a.reason(groceries, .arrive) == nil)
+        try await system.advance(by: 50)
+        #expect(try await a.reason(groceries, .leave) == .triggerMismatch)
+        try await system.advance(by: 60)
+        #expect(try await a.reason(groceries, .arrive) == .eventCooldown)
+        #expect(try await a.pending().count == 1)
+    }
+
+    @Test("20 concurrent reports against a cap of 2 yield exactly 2 offers")
+    func concurrentCap() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(cap: 2, spacing: 0)
+        var ids: [String] = []
+        for n in 0..<20 {
+            let id = try await a.create("Errand \(n)")
+            try await a.rule(id)
+            ids.append(id)
+        }
+        let outcomes = try await withThrowingTaskGroup(of: Hearth_Tasks_V1_SuppressionReason?.self) { group in
+            for id in ids { group.addTask { try await a.reason(id) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == nil }.count == 2)
+        #expect(outcomes.filter { $0 == .dailyCap }.count == 18)
+        #expect(try await a.pending().count == 2)
+    }
+
+    @Test("a DAILY activity done yesterday is offered today")
+    func dailyRepeat() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(spacing: 0)
+        let walk = try await a.create("Walk the dog", repeat: .daily)
+        try await a.rule(walk, cooldown: 1)
+        let done = try await a.service.completeActivity(.with { $0.activityID = walk }, a.context)
+        #expect(done.done)
+        #expect(try await a.reason(walk) == .alreadyDone)
+        try await system.advance(to: at("2026-06-02T04:00:00Z"))  // midnight in New York
+        #expect(try await a.service.getActivity(.with { $0.activityID = walk }, a.context).done == false)
+        #expect(try await a.reason(walk) == nil)
+    }
+}
+
+@Suite("Activities: after the offer", .timeLimit(.minutes(1)))
+struct OfferLifecycleTests {
+    @Test("a delayed offer is cancelled by completion before delivery and never shown")
+    func cancelledByCompletion() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences()
+        let gymID = try await a.create()
+        try await a.rule(gymID, delay: 10)
+        let response = try await a.report(gymID, foreground: true)
+        guard case .offer(let offer)? = response.decision else {
+            Issue.record("expected an offer, got \(response)")
+            return
+        }
+        #expect(offer.channel == .inApp && offer.deliverAt.date == noon.addingTimeInterval(600))
+        #expect(offer.title == "Mark done?" && offer.body == "Did you finish 'Gym workout'?")
+        #expect(offer.state == .scheduled && offer.actions.count == 5)
+        #expect(try await a.pending().isEmpty, "not before deliver_at")
+        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
+
+        _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
+        try await system.advance(by: 600)
+        #expect(try await a.pending().isEmpty)
+        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .dismiss) }
+        let stats = try await a.service.getOfferStats(
+            .with {
+                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
+                $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
+            },
+            a.context
+        )
+        #expect(stats.eligible == 1 && stats.shown.isEmpty)
+    }
+
+    @Test(
+        "snooze makes a later offer outside the cap; MARK_DONE completes; DISABLE turns the rule off; answers are idempotent"
+    )
+    func answers() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(cap: 1, spacing: 0)
+        let gymID = try await a.create()
+        try await a.rule(gymID, cooldown: 1)
+        guard case .offer(let first)? = try await a.report(gymID).decision else {
+            Issue.record("no offer")
+            return
+        }
+        #expect(first.channel == .notification)
+        let snoozed = try await a.respond(first.offerID, .snooze15)
+        #expect(snoozed.offer.state == .answered && snoozed.offer.action == .snooze15)
+        #expect(snoozed.snoozedOffer.deliverAt.date == noon.addingTimeInterval(900) && snoozed.snoozedOffer.snoozed)
+        #expect(try await a.respond(first.offerID, .snooze15) == snoozed, "the same answer again")
+        await expectCode(.failedPrecondition) { _ = try await a.respond(first.offerID, .dismiss) }
+        #expect(try await a.pending().isEmpty)
+        try await system.advance(by: 900)
+        #expect(try await a.pending().map(\.offerID) == [snoozed.snoozedOffer.offerID])
+
+        let done = try await a.respond(snoozed.snoozedOffer.offerID, .markDone)
+        #expect(done.activity.done && done.offer.action == .markDone)
+
+        let swim = try await a.create("Swim")
+        try await a.rule(swim, cooldown: 1)
+        try await system.advance(to: at("2026-06-02T16:00:00Z"))
+        guard case .offer(let next)? = try await a.report(swim).decision else {
+            Issue.record("the snooze should not have used up the cap of 1")
+            return
+        }
+        let disabled = try await a.respond(next.offerID, .disable)
+        #expect(disabled.activity.rule.enabled == false)
+        try await system.advance(by: 120)
+        #expect(try await a.reason(swim) == .ruleDisabled)
+
+        let stats = try await a.service.getOfferStats(
+            .with {
+                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-60))
+                $0.to = Google_Protobuf_Timestamp(date: at("2026-06-03T00:00:00Z"))
+            },
+            a.context
+        )
+        #expect(stats.eligible == 2)
+        #expect(stats.suppressed.map(\.reason) == [.ruleDisabled] && stats.suppressed[0].count == 1)
+        #expect(stats.shown.map(\.channel) == [.notification] && stats.shown[0].count == 3)
+        #expect(
+            Dictionary(uniqueKeysWithValues: stats.actions.map { ($0.action, $0.count) }) == [
+                .markDone: 1, .snooze15: 1, .disable: 1,
+            ]
+        )
+    }
+
+    @Test("geofences best first under the limit, with how many were left out")
+    func geofences() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        let low = try await a.create("Low", priority: 1)
+        let high = try await a.create("High", priority: 3)
+        let off = try await a.create("Off", priority: 3)
+        let done = try await a.create("Done", priority: 3)
+        let newer = try await a.create("Newer low", priority: 1)
+        _ = try await a.create("No rule", priority: 3)
+        try await a.rule(low)
+        try await a.rule(high)
+        try await a.rule(off, enabled: false)
+        try await a.rule(done)
+        _ = try await a.service.completeActivity(.with { $0.activityID = done }, a.context)
+        try await system.advance(by: 1)
+        try await a.rule(newer)
+        let fences = try await a.service.listGeofences(.with { $0.max = 3 }, a.context)
+        #expect(fences.geofences.map(\.activityID) == [high, newer, low])
+        #expect(fences.leftOut == 2)
+        #expect(
+            try await a.service.listGeofences(.init(), a.context).geofences.map(\.activityID) == [
+                high, newer, low, done, off,
+            ]
+        )
+        await expectCode(.invalidArgument) { _ = try await a.service.listGeofences(.with { $0.max = 101 }, a.context) }
+    }
+
+    @Test("others get NOT_FOUND; bad fields are named")
+    func strangersAndValidation() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        let ben = Activities(system: system, user: "ben")
+        let gymID = try await a.create()
+        try await a.rule(gymID)
+        guard case .offer(let offer)? = try await a.report(gymID).decision else {
+            Issue.record("no offer")
+            return
+        }
+        await expectCode(.notFound) {
+            _ = try await ben.service.getActivity(.with { $0.activityID = gymID }, ben.context)
+        }
+        await expectCode(.notFound) { _ = try await ben.report(gymID) }
+        await expectCode(.notFound) { _ = try await ben.rule(gymID) }
+        await expectCode(.notFound) { _ = try await ben.respond(offer.offerID, .markDone) }
+        await expectCode(.notFound) {
+            _ = try await ben.service.completeActivity(.with { $0.activityID = gymID }, ben.context)
+        }
+        await expectCode(.notFound) {
+            _ = try await ben.service.deleteActivity(.with { $0.activityID = gymID }, ben.context)
+        }
+        #expect(try await ben.pending().isEmpty)
+        #expect(try await ben.service.listActivities(.init(), ben.context).activities.isEmpty)
+
+        func fields(_ body: () async throws -> Void) async -> [String] {
+            do {
+                try await body()
+                return []
+            } catch {
+                return RPCError(answering: error).violations.map(\.field)
+            }
+        }
+        #expect(await fields { try await a.rule(gymID, radius: 24) } == ["place.radius_m"])
+        #expect(await fields { try await a.rule(gymID, radius: 5001) } == ["place.radius_m"])
+        #expect(await fields { try await a.rule(gymID, radius: 25) }.isEmpty)
+        #expect(await fields { try await a.rule(gymID, radius: 5000, delay: 120, cooldown: 1440) }.isEmpty)
+        #expect(await fields { try await a.rule(gymID, delay: 121) } == ["delay_minutes"])
+        #expect(await fields { try await a.rule(gymID, cooldown: 0) } == ["cooldown_minutes"])
+        #expect(await fields { try await a.rule(gymID, trigger: .unspecified) } == ["trigger"])
+        #expect(
+            await fields { _ = try await a.report(gymID, position: (91, 0, 10)) } == ["position.latitude"]
+        )
+        #expect(await fields { _ = try await a.report(gymID, position: (0, 0, 10_001)) } == ["position.accuracy_m"])
+        #expect(await fields { _ = try await a.report(gymID, event: "") } == ["client_event_id"])
+        #expect(await fields { try await a.preferences(cap: 21) } == ["daily_cap"])
+        #expect(await fields { try await a.preferences(quiet: ("25:00", "07:00")) } == ["quiet_hours.start"])
+        #expect(await fields { try await a.preferences(quiet: ("07:00", "07:00")) } == ["quiet_hours.end"])
+        #expect(await fields { try await a.preferences(zone: "EST") } == ["time_zone"])
+        #expect(await fields { _ = try await a.create(" ") } == ["title"])
+        #expect(await fields { _ = try await a.create(priority: 4) } == ["priority"])
+        let defaults = try await ben.service.getOfferPreferences(.init(), ben.context)
+        #expect(defaults.dailyCap == 2 && defaults.minSpacingMinutes == 360 && defaults.defaultCooldownMinutes == 120)
+    }
+}

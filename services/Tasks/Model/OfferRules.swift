@@ -1,0 +1,354 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthRPC
+
+/// The rules of activities and "mark done?" offers, as pure functions: no clock, no storage.
+enum OfferRules {
+    static let maxTitleCharacters = 200
+    static let maxLabelCharacters = 100
+    static let maxClientEventIDCharacters = 100
+    static let radius = 25...5000
+    static let defaultRadius = 150
+    static let delayMinutes = 0...120
+    static let cooldownMinutes = 1...1440
+    static let dailyCap = 1...20
+    static let minSpacingMinutes = 0...1440
+    static let priorities = 1...3
+    static let defaultPriority = 2
+    static let maxAccuracy = 10_000.0
+    static let geofences = 1...100
+    static let defaultGeofences = 20
+    /// An event older than this (or from the future) is STALE_EVENT.
+    static let staleAfter: TimeInterval = 30 * 60
+    /// How far inside (arrive) or outside (leave) the radius a position must be.
+    static let confirmationMargin = 25.0
+    /// An offer not answered within this long after delivery has expired.
+    static let offerLifetime: TimeInterval = 24 * 3600
+    static let maxStatsDays = 366
+
+    // MARK: Preferences
+
+    struct Preferences: Sendable, Equatable {
+        var enabled = true
+        var dailyCap = 2
+        var minSpacingMinutes = 360
+        var defaultCooldownMinutes = 120
+        /// Minutes after local midnight: [start, end), crossing midnight when end < start.
+        var quietHours: (start: Int, end: Int)?
+        var timeZone = "UTC"
+
+        var zone: TimeZone { TimeZone(identifier: self.timeZone) ?? .gmt }
+
+        static func == (lhs: Preferences, rhs: Preferences) -> Bool {
+            lhs.enabled == rhs.enabled && lhs.dailyCap == rhs.dailyCap && lhs.minSpacingMinutes == rhs.minSpacingMinutes
+                && lhs.defaultCooldownMinutes == rhs.defaultCooldownMinutes
+                && lhs.quietHours?.start == rhs.quietHours?.start && lhs.quietHours?.end == rhs.quietHours?.end
+                && lhs.timeZone == rhs.timeZone
+        }
+    }
+
+    /// Every violation of a SetOfferPreferences request at once; an unset number takes its default.
+    static func preferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest) -> Result<Preferences, RPCError> {
+        var violations: [FieldViolation] = []
+        var preferences = Preferences()
+        preferences.enabled = request.enabled
+        func number(_ value: UInt32?, _ field: String, _ range: ClosedRange<Int>, default fallback: Int) -> Int {
+            guard let value else { return fallback }
+            if !range.contains(Int(value)) {
+                violations.append(
+                    FieldViolation(
+                        field: field,
+                        description: "must be \(range.lowerBound) to \(range.upperBound) (is \(value))"
+                    )
+                )
+            }
+            return Int(value)
+        }
+        preferences.dailyCap = number(
+            request.hasDailyCap ? request.dailyCap : nil,
+            "daily_cap",
+            Self.dailyCap,
+            default: 2
+        )
+        preferences.minSpacingMinutes = number(
+            request.hasMinSpacingMinutes ? request.minSpacingMinutes : nil,
+            "min_spacing_minutes",
+            Self.minSpacingMinutes,
+            default: 360
+        )
+        preferences.defaultCooldownMinutes = number(
+            request.hasDefaultCooldownMinutes ? request.defaultCooldownMinutes : nil,
+            "default_cooldown_minutes",
+            Self.cooldownMinutes,
+            default: 120
+        )
+        if request.hasQuietHours {
+            let start = TaskRules.clockTime(request.quietHours.start)
+            let end = TaskRules.clockTime(request.quietHours.end)
+            if start == nil {
+                violations.append(
+                    FieldViolation(
+                        field: "quiet_hours.start",
+                        description: "'\(request.quietHours.start)' is not HH:MM"
+                    )
+                )
+            }
+            if end == nil {
+                violations.append(
+                    FieldViolation(field: "quiet_hours.end", description: "'\(request.quietHours.end)' is not HH:MM")
+                )
+            }
+            if let start, let end {
+                if start == end {
+                    violations.append(FieldViolation(field: "quiet_hours.end", description: "must differ from start"))
+                }
+                preferences.quietHours = (start.hour * 60 + start.minute, end.hour * 60 + end.minute)
+            }
+        }
+        switch FieldChecks.zone(request.timeZone) {
+        case .success: preferences.timeZone = request.timeZone
+        case .failure(let violation): violations.append(violation)
+        }
+        return violations.isEmpty ? .success(preferences) : .failure(.invalidArgument(violations))
+    }
+
+    // MARK: Activities and rules
+
+    struct Rule: Sendable, Equatable {
+        var label: String
+        var latitude: Double
+        var longitude: Double
+        var radiusMeters: Int
+        var trigger: Hearth_Tasks_V1_Trigger
+        var delayMinutes: Int
+        var cooldownMinutes: Int?
+        var onlyIfIncomplete: Bool
+        var enabled: Bool
+    }
+
+    static func activity(title: String, repeat: Hearth_Tasks_V1_Repeat, priority: UInt32) -> Result<
+        (title: String, repeat: Hearth_Tasks_V1_Repeat, priority: Int), RPCError
+    > {
+        var violations: [FieldViolation] = []
+        let title = FieldChecks.trimmed(title, field: "title", characters: 1...Self.maxTitleCharacters)
+        if case .failure(let violation) = title { violations.append(violation) }
+        if `repeat` != .none && `repeat` != .daily {
+            violations.append(FieldViolation(field: "repeat", description: "must be NONE or DAILY"))
+        }
+        let priority = priority == 0 ? Self.defaultPriority : Int(priority)
+        if !Self.priorities.contains(priority) {
+            violations.append(FieldViolation(field: "priority", description: "must be 1 to 3 (is \(priority))"))
+        }
+        guard violations.isEmpty, case .success(let title) = title else {
+            return .failure(.invalidArgument(violations))
+        }
+        return .success((title, `repeat`, priority))
+    }
+
+    /// Every violation of a SetLocationRule request at once.
+    static func rule(_ request: Hearth_Tasks_V1_SetLocationRuleRequest) -> Result<Rule, RPCError> {
+        var violations: [FieldViolation] = []
+        let label = FieldChecks.trimmed(
+            request.place.label,
+            field: "place.label",
+            characters: 1...Self.maxLabelCharacters
+        )
+        if case .failure(let violation) = label { violations.append(violation) }
+        violations += Self.coordinateViolations(
+            latitude: request.place.latitude,
+            longitude: request.place.longitude,
+            prefix: "place"
+        )
+        if !request.hasPlace { violations.append(FieldViolation(field: "place", description: "is required")) }
+        let radius = request.place.radiusM == 0 ? Self.defaultRadius : Int(request.place.radiusM)
+        if !Self.radius.contains(radius) {
+            violations.append(FieldViolation(field: "place.radius_m", description: "must be 25 to 5000 (is \(radius))"))
+        }
+        if request.trigger != .arrive && request.trigger != .leave {
+            violations.append(FieldViolation(field: "trigger", description: "must be ARRIVE or LEAVE"))
+        }
+        if !Self.delayMinutes.contains(Int(request.delayMinutes)) {
+            violations.append(
+                FieldViolation(field: "delay_minutes", description: "must be 0 to 120 (is \(request.delayMinutes))")
+            )
+        }
+        if request.hasCooldownMinutes, !Self.cooldownMinutes.contains(Int(request.cooldownMinutes)) {
+            violations.append(
+                FieldViolation(
+                    field: "cooldown_minutes",
+                    description: "must be 1 to 1440 (is \(request.cooldownMinutes))"
+                )
+            )
+        }
+        guard violations.isEmpty, case .success(let label) = label else {
+            return .failure(.invalidArgument(violations))
+        }
+        return .success(
+            Rule(
+                label: label,
+                latitude: request.place.latitude,
+                longitude: request.place.longitude,
+                radiusMeters: radius,
+                trigger: request.trigger,
+                delayMinutes: Int(request.delayMinutes),
+                cooldownMinutes: request.hasCooldownMinutes ? Int(request.cooldownMinutes) : nil,
+                onlyIfIncomplete: request.hasOnlyIfIncomplete ? request.onlyIfIncomplete : true,
+                enabled: request.hasEnabled ? request.enabled : true
+            )
+        )
+    }
+
+    static func coordinateViolations(latitude: Double, longitude: Double, prefix: String) -> [FieldViolation] {
+        var violations: [FieldViolation] = []
+        if !latitude.isFinite || !(-90...90).contains(latitude) {
+            violations.append(FieldViolation(field: "\(prefix).latitude", description: "must be -90 to 90"))
+        }
+        if !longitude.isFinite || !(-180...180).contains(longitude) {
+            violations.append(FieldViolation(field: "\(prefix).longitude", description: "must be -180 to 180"))
+        }
+        return violations
+    }
+
+    /// Great-circle distance in metres (haversine, mean Earth radius).
+    static func distance(_ a: (latitude: Double, longitude: Double), _ b: (latitude: Double, longitude: Double))
+        -> Double
+    {
+        let earth = 6_371_008.8
+        let radians = Double.pi / 180
+        let dLat = (b.latitude - a.latitude) * radians
+        let dLon = (b.longitude - a.longitude) * radians
+        let h =
+            sin(dLat / 2) * sin(dLat / 2)
+            + cos(a.latitude * radians) * cos(b.latitude * radians) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * earth * asin(min(1, sqrt(h)))
+    }
+
+    // MARK: Deciding
+
+    struct Event: Sendable {
+        var trigger: Hearth_Tasks_V1_Trigger
+        var occurredAt: Date
+        var position: (latitude: Double, longitude: Double, accuracy: Double)?
+        var foreground: Bool
+    }
+
+    /// An earlier offer of the same user, as the decision needs it.
+    struct PastOffer: Sendable {
+        var activityID: String
+        var occurredAt: Date
+        var deliverAt: Date
+        /// Counts toward the daily cap and the spacing (not a snooze, not cancelled unseen).
+        var counts: Bool
+    }
+
+    /// What the store knows when an event arrives.
+    struct Ledger: Sendable {
+        var eventSeen: Bool
+        /// Done (NONE), or done on the event's local day (DAILY).
+        var activityDone: Bool
+        /// The user's offers from two days before the event to two days after its delivery.
+        var offers: [PastOffer]
+    }
+
+    enum Decision: Sendable, Equatable {
+        case offer(deliverAt: Date, channel: Hearth_Tasks_V1_Channel)
+        case suppressed(Hearth_Tasks_V1_SuppressionReason, String)
+    }
+
+    /// The checks, in order; the first that fails decides.
+    static func decide(
+        activityID: String,
+        event: Event,
+        rule: Rule?,
+        preferences: Preferences,
+        ledger: Ledger,
+        now: Date
+    ) -> Decision {
+        guard preferences.enabled else { return .suppressed(.disabled, "offers are turned off") }
+        guard let rule else { return .suppressed(.noRule, "the activity has no location rule") }
+        guard rule.enabled else { return .suppressed(.ruleDisabled, "the activity's rule is turned off") }
+        guard event.trigger == rule.trigger else {
+            return .suppressed(
+                .triggerMismatch,
+                "the rule offers on \(Self.name(rule.trigger)), not \(Self.name(event.trigger))"
+            )
+        }
+        if event.occurredAt > now {
+            return .suppressed(.staleEvent, "the event is in the future")
+        }
+        if now.timeIntervalSince(event.occurredAt) > Self.staleAfter {
+            return .suppressed(.staleEvent, "the event occurred more than 30 minutes ago")
+        }
+        if ledger.eventSeen { return .suppressed(.duplicateEvent, "this client_event_id was reported before") }
+        if let position = event.position {
+            let distance = Self.distance(
+                (position.latitude, position.longitude),
+                (rule.latitude, rule.longitude)
+            )
+            let radius = Double(rule.radiusMeters)
+            switch rule.trigger {
+            case .arrive where distance + position.accuracy > radius - Self.confirmationMargin:
+                return .suppressed(.notConfirmed, "the position is not surely inside the place")
+            case .leave where distance - position.accuracy < radius + Self.confirmationMargin:
+                return .suppressed(.notConfirmed, "the position is not surely outside the place")
+            default: break
+            }
+        }
+        let cooldown = TimeInterval((rule.cooldownMinutes ?? preferences.defaultCooldownMinutes) * 60)
+        let own = ledger.offers.filter { $0.activityID == activityID }
+        if own.contains(where: { abs($0.occurredAt.timeIntervalSince(event.occurredAt)) < cooldown }) {
+            return .suppressed(
+                .eventCooldown,
+                "this activity was offered less than \(Int(cooldown / 60)) minutes before"
+            )
+        }
+        if rule.onlyIfIncomplete && ledger.activityDone { return .suppressed(.alreadyDone, "the activity is done") }
+        let deliverAt = event.occurredAt.addingTimeInterval(TimeInterval(rule.delayMinutes * 60))
+        let zone = preferences.zone
+        if let quiet = preferences.quietHours, Self.isQuiet(deliverAt, quiet, in: zone) {
+            return .suppressed(.quietHours, "it would arrive in quiet hours")
+        }
+        let counted = ledger.offers.filter(\.counts)
+        let day = LocalDate(deliverAt, in: zone)
+        if counted.filter({ LocalDate($0.deliverAt, in: zone) == day }).count >= preferences.dailyCap {
+            return .suppressed(.dailyCap, "\(preferences.dailyCap) offers already on \(day)")
+        }
+        let spacing = TimeInterval(preferences.minSpacingMinutes * 60)
+        if counted.contains(where: { abs($0.deliverAt.timeIntervalSince(deliverAt)) < spacing }) {
+            return .suppressed(.minSpacing, "another offer is less than \(preferences.minSpacingMinutes) minutes away")
+        }
+        return .offer(deliverAt: deliverAt, channel: event.foreground ? .inApp : .notification)
+    }
+
+    /// Whether `instant` falls in quiet hours [start, end) of its local day (crossing midnight
+    /// when end is earlier than start).
+    static func isQuiet(_ instant: Date, _ quiet: (start: Int, end: Int), in zone: TimeZone) -> Bool {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = calendar.dateComponents([.hour, .minute], from: instant)
+        let minute = parts.hour! * 60 + parts.minute!
+        return quiet.start < quiet.end
+            ? (quiet.start <= minute && minute < quiet.end)
+            : (minute >= quiet.start || minute < quiet.end)
+    }
+
+    static func name(_ trigger: Hearth_Tasks_V1_Trigger) -> String {
+        trigger == .arrive ? "ARRIVE" : trigger == .leave ? "LEAVE" : "UNSPECIFIED"
+    }
+
+    /// The offer's words.
+    static func texts(title: String) -> (title: String, body: String) {
+        ("Mark done?", "Did you finish '\(title)'?")
+    }
+
+    static let actions: [Hearth_Tasks_V1_OfferAction] = [.markDone, .snooze15, .snooze60, .disable, .dismiss]
+
+    /// What an open offer is at `now`.
+    static func offerState(answered: Bool, cancelled: Bool, deliverAt: Date, now: Date) -> Hearth_Tasks_V1_OfferState {
+        if answered { return .answered }
+        if cancelled { return .cancelled }
+        if now < deliverAt { return .scheduled }
+        return now < deliverAt.addingTimeInterval(Self.offerLifetime) ? .pending : .expired
+    }
+}

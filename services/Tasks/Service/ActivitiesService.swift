@@ -1,0 +1,341 @@
+import Foundation
+import HearthContracts
+import HearthCore
+public import HearthRPC
+import SwiftProtobuf
+
+/// `hearth.tasks.v1.Activities`: activities with a place attached, and the "mark done?" offers
+/// their geofence events may earn. Served beside ``TasksService``, in the same SQLite file.
+public struct ActivitiesService: RPCService {
+    public static let package = "hearth.tasks.v1.Activities"
+    let store: ActivityStore
+
+    /// The activities of the tasks process, in `tasks`' store.
+    public init(sharingStoreOf tasks: TasksService) {
+        self.store = ActivityStore(base: tasks.store.base)
+    }
+
+    public var serviceName: String { Self.package }
+
+    public var methods: [RPCMethod] {
+        [
+            .unary("\(Self.package)/CreateActivity", self.createActivity),
+            .unary("\(Self.package)/GetActivity", self.getActivity),
+            .unary("\(Self.package)/ListActivities", self.listActivities),
+            .unary("\(Self.package)/CompleteActivity", self.completeActivity),
+            .unary("\(Self.package)/DeleteActivity", self.deleteActivity),
+            .unary("\(Self.package)/SetLocationRule", self.setLocationRule),
+            .unary("\(Self.package)/ClearLocationRule", self.clearLocationRule),
+            .unary("\(Self.package)/SetOfferPreferences", self.setOfferPreferences),
+            .unary("\(Self.package)/GetOfferPreferences", self.getOfferPreferences),
+            .unary("\(Self.package)/ReportLocationEvent", self.reportLocationEvent),
+            .unary("\(Self.package)/ListPendingOffers", self.listPendingOffers),
+            .unary("\(Self.package)/RespondToOffer", self.respondToOffer),
+            .unary("\(Self.package)/ListGeofences", self.listGeofences),
+            .unary("\(Self.package)/GetOfferStats", self.getOfferStats),
+        ]
+    }
+
+    // MARK: Activities
+
+    @Sendable func createActivity(_ request: Hearth_Tasks_V1_CreateActivityRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_Activity
+    {
+        let user = try context.verifiedUser()
+        let new = try OfferRules.activity(title: request.title, repeat: request.repeat, priority: request.priority)
+            .get()
+        let now = self.store.now
+        let created = try await self.store.createActivity(
+            user: user,
+            title: new.title,
+            repeat: new.repeat,
+            priority: new.priority,
+            now: now
+        )
+        return try await self.message(created, user: user, now: now)
+    }
+
+    @Sendable func getActivity(_ request: Hearth_Tasks_V1_GetActivityRequest, _ context: RPCContext) async throws
+        -> Hearth_Tasks_V1_Activity
+    {
+        let user = try context.verifiedUser()
+        guard let found = try await self.store.activity(request.activityID, user: user) else {
+            throw RPCError.notFound("activity", request.activityID)
+        }
+        return try await self.message(found, user: user, now: self.store.now)
+    }
+
+    @Sendable func listActivities(_ request: Hearth_Tasks_V1_ListActivitiesRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_ListActivitiesResponse
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        let zone = try await self.store.preferences(user: user).zone
+        var response = Hearth_Tasks_V1_ListActivitiesResponse()
+        response.activities = try await self.store.activities(user: user).map { $0.message(now: now, zone: zone) }
+        return response
+    }
+
+    @Sendable func completeActivity(_ request: Hearth_Tasks_V1_CompleteActivityRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_Activity
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        guard let done = try await self.store.complete(request.activityID, user: user, now: now) else {
+            throw RPCError.notFound("activity", request.activityID)
+        }
+        return try await self.message(done, user: user, now: now)
+    }
+
+    @Sendable func deleteActivity(_ request: Hearth_Tasks_V1_DeleteActivityRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_DeleteActivityResponse
+    {
+        let user = try context.verifiedUser()
+        guard try await self.store.delete(request.activityID, user: user, now: self.store.now) else {
+            throw RPCError.notFound("activity", request.activityID)
+        }
+        return Hearth_Tasks_V1_DeleteActivityResponse()
+    }
+
+    // MARK: Rules and preferences
+
+    @Sendable func setLocationRule(_ request: Hearth_Tasks_V1_SetLocationRuleRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_Activity
+    {
+        let user = try context.verifiedUser()
+        let rule = try OfferRules.rule(request).get()
+        let now = self.store.now
+        guard let changed = try await self.store.setRule(request.activityID, user: user, rule: rule, now: now) else {
+            throw RPCError.notFound("activity", request.activityID)
+        }
+        return try await self.message(changed, user: user, now: now)
+    }
+
+    @Sendable func clearLocationRule(_ request: Hearth_Tasks_V1_ClearLocationRuleRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_Activity
+    {
+        let user = try context.verifiedUser()
+        let now = self.store.now
+        guard let changed = try await self.store.clearRule(request.activityID, user: user, now: now) else {
+            throw RPCError.notFound("activity", request.activityID)
+        }
+        return try await self.message(changed, user: user, now: now)
+    }
+
+    @Sendable func setOfferPreferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_OfferPreferences
+    {
+        let user = try context.verifiedUser()
+        let preferences = try OfferRules.preferences(request).get()
+        try await self.store.setPreferences(preferences, user: user, now: self.store.now)
+        return preferences.message
+    }
+
+    @Sendable func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_OfferPreferences
+    {
+        try await self.store.preferences(user: context.verifiedUser()).message
+    }
+
+    // MARK: Offers
+
+    @Sendable func reportLocationEvent(_ request: Hearth_Tasks_V1_ReportLocationEventRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_ReportLocationEventResponse
+    {
+        let user = try context.verifiedUser()
+        var violations: [FieldViolation] = []
+        if request.trigger != .arrive && request.trigger != .leave {
+            violations.append(FieldViolation(field: "trigger", description: "must be ARRIVE or LEAVE"))
+        }
+        if !request.hasOccurredAt {
+            violations.append(FieldViolation(field: "occurred_at", description: "is required"))
+        }
+        if request.appState != .foreground && request.appState != .background {
+            violations.append(FieldViolation(field: "app_state", description: "must be FOREGROUND or BACKGROUND"))
+        }
+        if case .failure(let violation) = FieldChecks.trimmed(
+            request.clientEventID,
+            field: "client_event_id",
+            characters: 1...OfferRules.maxClientEventIDCharacters
+        ) {
+            violations.append(violation)
+        }
+        if request.hasPosition {
+            violations += OfferRules.coordinateViolations(
+                latitude: request.position.latitude,
+                longitude: request.position.longitude,
+                prefix: "position"
+            )
+            if !request.position.accuracyM.isFinite
+                || !(0...OfferRules.maxAccuracy).contains(request.position.accuracyM)
+            {
+                violations.append(FieldViolation(field: "position.accuracy_m", description: "must be 0 to 10000"))
+            }
+        }
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        let event = OfferRules.Event(
+            trigger: request.trigger,
+            occurredAt: request.occurredAt.date,
+            position: request.hasPosition
+                ? (request.position.latitude, request.position.longitude, request.position.accuracyM) : nil,
+            foreground: request.appState == .foreground
+        )
+        let now = self.store.now
+        switch try await self.store.report(
+            user: user,
+            activityID: request.activityID,
+            clientEventID: request.clientEventID,
+            event: event,
+            now: now
+        ) {
+        case .missing:
+            throw RPCError.notFound("activity", request.activityID)
+        case .decided(.suppressed(let reason, let detail), _):
+            return .with {
+                $0.suppressed = .with {
+                    $0.reason = reason
+                    $0.detail = detail
+                }
+            }
+        case .decided(.offer, let offer?):
+            return .with { $0.offer = offer.message(now: now) }
+        case .decided(.offer, nil):
+            throw RPCError(.internal, "an offer was decided but not recorded")
+        }
+    }
+
+    @Sendable func listPendingOffers(_ request: Hearth_Tasks_V1_ListPendingOffersRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_ListPendingOffersResponse
+    {
+        let now = self.store.now
+        var response = Hearth_Tasks_V1_ListPendingOffersResponse()
+        response.offers = try await self.store.pendingOffers(user: context.verifiedUser(), now: now).map {
+            $0.message(now: now)
+        }
+        return response
+    }
+
+    @Sendable func respondToOffer(_ request: Hearth_Tasks_V1_RespondToOfferRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_RespondToOfferResponse
+    {
+        let user = try context.verifiedUser()
+        guard OfferRules.actions.contains(request.action) else {
+            throw FieldViolation(
+                field: "action",
+                description: "must be MARK_DONE, SNOOZE_15, SNOOZE_60, DISABLE or DISMISS"
+            )
+        }
+        let now = self.store.now
+        switch try await self.store.respond(offerID: request.offerID, user: user, action: request.action, now: now) {
+        case .answered(let offer, let activity, let snoozed):
+            var response = Hearth_Tasks_V1_RespondToOfferResponse()
+            response.offer = offer.message(now: now)
+            if let activity { response.activity = try await self.message(activity, user: user, now: now) }
+            if let snoozed { response.snoozedOffer = snoozed.message(now: now) }
+            return response
+        case .answeredDifferently(let offer):
+            let earlier = Hearth_Tasks_V1_OfferAction(rawValue: offer.action ?? 0) ?? .unspecified
+            throw RPCError(.failedPrecondition, "offer \(offer.id) was already answered with \(earlier)")
+        case .notDelivered(let offer):
+            throw RPCError(
+                .failedPrecondition,
+                "offer \(offer.id) is not delivered until \(offer.deliverAt.formatted(.iso8601))"
+            )
+        case .expired(let offer):
+            throw RPCError(.failedPrecondition, "offer \(offer.id) expired unanswered")
+        case .cancelled(let offer):
+            throw RPCError(.failedPrecondition, "offer \(offer.id) was cancelled")
+        case .missing:
+            throw RPCError.notFound("offer", request.offerID)
+        }
+    }
+
+    @Sendable func listGeofences(_ request: Hearth_Tasks_V1_ListGeofencesRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_ListGeofencesResponse
+    {
+        let user = try context.verifiedUser()
+        let max = request.max == 0 ? OfferRules.defaultGeofences : Int(request.max)
+        guard OfferRules.geofences.contains(max) else {
+            throw FieldViolation(field: "max", description: "must be 1 to 100 (is \(max))")
+        }
+        let now = self.store.now
+        let zone = try await self.store.preferences(user: user).zone
+        let today = LocalDate(now, in: zone)
+        let ranked = try await self.store.rules(user: user).sorted { a, b in
+            let keyA = Self.rank(a, today: today)
+            let keyB = Self.rank(b, today: today)
+            if keyA.enabled != keyB.enabled { return keyA.enabled }
+            if keyA.open != keyB.open { return keyA.open }
+            if keyA.priority != keyB.priority { return keyA.priority > keyB.priority }
+            return keyA.updatedAt > keyB.updatedAt
+        }
+        var response = Hearth_Tasks_V1_ListGeofencesResponse()
+        response.geofences = ranked.prefix(max).map { found in
+            .with {
+                $0.activityID = found.activity.id
+                $0.title = found.activity.title
+                $0.place = found.rule!.place
+                $0.trigger = Hearth_Tasks_V1_Trigger(rawValue: found.rule!.trigger) ?? .unspecified
+            }
+        }
+        response.leftOut = UInt32(Swift.max(0, ranked.count - max))
+        return response
+    }
+
+    @Sendable func getOfferStats(_ request: Hearth_Tasks_V1_GetOfferStatsRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_GetOfferStatsResponse
+    {
+        let user = try context.verifiedUser()
+        guard request.hasFrom, request.hasTo else {
+            throw RPCError.invalidArgument(
+                [
+                    request.hasFrom ? nil : FieldViolation(field: "from", description: "is required"),
+                    request.hasTo ? nil : FieldViolation(field: "to", description: "is required"),
+                ].compactMap { $0 }
+            )
+        }
+        let from = request.from.date
+        let to = request.to.date
+        guard from < to else { throw FieldViolation(field: "to", description: "must be after from") }
+        guard to.timeIntervalSince(from) <= TimeInterval(OfferRules.maxStatsDays * 86_400) else {
+            throw FieldViolation(field: "to", description: "at most \(OfferRules.maxStatsDays) days after from")
+        }
+        let stats = try await self.store.stats(user: user, from: from, to: to, now: self.store.now)
+        var response = Hearth_Tasks_V1_GetOfferStatsResponse()
+        response.eligible = UInt32(stats.eligible)
+        response.suppressed = stats.suppressed.sorted { $0.key < $1.key }.map { reason, count in
+            .with {
+                $0.reason = Hearth_Tasks_V1_SuppressionReason(rawValue: reason) ?? .unspecified
+                $0.count = UInt32(count)
+            }
+        }
+        response.shown = stats.shown.sorted { $0.key < $1.key }.map { channel, count in
+            .with {
+                $0.channel = Hearth_Tasks_V1_Channel(rawValue: channel) ?? .unspecified
+                $0.count = UInt32(count)
+            }
+        }
+        response.actions = stats.actions.sorted { $0.key < $1.key }.map { action, count in
+            .with {
+                $0.action = Hearth_Tasks_V1_OfferAction(rawValue: action) ?? .unspecified
+                $0.count = UInt32(count)
+            }
+        }
+        return response
+    }
+
+    // MARK: Helpers
+
+    private static func rank(_ found: ActivityWithRule, today: LocalDate) -> (
+        enabled: Bool, open: Bool, priority: Int, updatedAt: Date
+    ) {
+        (
+            found.rule?.enabled ?? false, !ActivityStore.isDone(found.activity, on: today), found.activity.priority,
+            max(found.rule?.updatedAt ?? .distantPast, found.activity.updatedAt)
+        )
+    }
+
+    private func message(_ found: ActivityWithRule, user: String, now: Date) async throws -> Hearth_Tasks_V1_Activity {
+        found.message(now: now, zone: try await self.store.preferences(user: user).zone)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import SwiftProtobuf
+
+extension ActivityWithRule {
+    func message(now: Date, zone: TimeZone) -> Hearth_Tasks_V1_Activity {
+        var activity = Hearth_Tasks_V1_Activity()
+        activity.id = self.activity.id
+        activity.title = self.activity.title
+        activity.repeat = Hearth_Tasks_V1_Repeat(rawValue: self.activity.repeatKind) ?? .unspecified
+        activity.priority = UInt32(self.activity.priority)
+        activity.done = ActivityStore.isDone(self.activity, on: LocalDate(now, in: zone))
+        if let completedAt = self.activity.lastCompletedAt {
+            activity.completedAt = Google_Protobuf_Timestamp(date: completedAt)
+        }
+        if let rule = self.rule {
+            activity.rule = .with {
+                $0.place = rule.place
+                $0.trigger = Hearth_Tasks_V1_Trigger(rawValue: rule.trigger) ?? .unspecified
+                $0.delayMinutes = UInt32(rule.delayMinutes)
+                if let cooldown = rule.cooldownMinutes { $0.cooldownMinutes = UInt32(cooldown) }
+                $0.onlyIfIncomplete = rule.onlyIfIncomplete
+                $0.enabled = rule.enabled
+                $0.updatedAt = Google_Protobuf_Timestamp(date: rule.updatedAt)
+            }
+        }
+        activity.createdAt = Google_Protobuf_Timestamp(date: self.activity.createdAt)
+        activity.updatedAt = Google_Protobuf_Timestamp(date: self.activity.updatedAt)
+        return activity
+    }
+}
+
+extension RuleRecord {
+    var place: Hearth_Tasks_V1_Place {
+        .with {
+            $0.label = self.label
+            $0.latitude = self.latitude
+            $0.longitude = self.longitude
+            $0.radiusM = UInt32(self.radiusM)
+        }
+    }
+}
+
+extension OfferRecord {
+    func message(now: Date) -> Hearth_Tasks_V1_Offer {
+        var offer = Hearth_Tasks_V1_Offer()
+        offer.offerID = self.id
+        offer.activityID = self.activityID
+        offer.channel = Hearth_Tasks_V1_Channel(rawValue: self.channel) ?? .unspecified
+        offer.deliverAt = Google_Protobuf_Timestamp(date: self.deliverAt)
+        let texts = OfferRules.texts(title: self.title)
+        offer.title = texts.title
+        offer.body = texts.body
+        offer.actions = OfferRules.actions
+        offer.state = OfferRules.offerState(
+            answered: self.action != nil,
+            cancelled: self.cancelledAt != nil,
+            deliverAt: self.deliverAt,
+            now: now
+        )
+        if let action = self.action { offer.action = Hearth_Tasks_V1_OfferAction(rawValue: action) ?? .unspecified }
+        offer.snoozed = self.snoozed
+        return offer
+    }
+}
+
+extension OfferRules.Preferences {
+    var message: Hearth_Tasks_V1_OfferPreferences {
+        var preferences = Hearth_Tasks_V1_OfferPreferences()
+        preferences.enabled = self.enabled
+        preferences.dailyCap = UInt32(self.dailyCap)
+        preferences.minSpacingMinutes = UInt32(self.minSpacingMinutes)
+        preferences.defaultCooldownMinutes = UInt32(self.defaultCooldownMinutes)
+        if let quiet = self.quietHours {
+            preferences.quietHours = .with {
+                $0.start = String(format: "%02d:%02d", quiet.start / 60, quiet.start % 60)
+                $0.end = String(format: "%02d:%02d", quiet.end / 60, quiet.end % 60)
+            }
+        }
+        preferences.timeZone = self.timeZone
+        return preferences
+    }
+}

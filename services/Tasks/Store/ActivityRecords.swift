@@ -1,0 +1,213 @@
+import Foundation
+import GRDB
+
+struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "activity"
+    var id: String
+    var userID: String
+    var title: String
+    /// `Hearth_Tasks_V1_Repeat` raw value.
+    var repeatKind: Int
+    var priority: Int
+    var createdAt: Date
+    var updatedAt: Date
+    var lastCompletedAt: Date?
+    /// The local date of the last completion, in the user's zone then.
+    var lastCompletedDate: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, priority
+        case userID = "user_id"
+        case repeatKind = "repeat_kind"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case lastCompletedAt = "last_completed_at"
+        case lastCompletedDate = "last_completed_date"
+    }
+}
+
+struct RuleRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "activity_rule"
+    var activityID: String
+    var label: String
+    var latitude: Double
+    var longitude: Double
+    var radiusM: Int
+    /// `Hearth_Tasks_V1_Trigger` raw value.
+    var trigger: Int
+    var delayMinutes: Int
+    var cooldownMinutes: Int?
+    var onlyIfIncomplete: Bool
+    var enabled: Bool
+    var updatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case label, latitude, longitude, trigger, enabled
+        case activityID = "activity_id"
+        case radiusM = "radius_m"
+        case delayMinutes = "delay_minutes"
+        case cooldownMinutes = "cooldown_minutes"
+        case onlyIfIncomplete = "only_if_incomplete"
+        case updatedAt = "updated_at"
+    }
+}
+
+struct PreferencesRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "offer_preferences"
+    var userID: String
+    var enabled: Bool
+    var dailyCap: Int
+    var minSpacingMinutes: Int
+    var defaultCooldownMinutes: Int
+    var quietStart: Int?
+    var quietEnd: Int?
+    var timeZone: String
+    var updatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case enabled
+        case userID = "user_id"
+        case dailyCap = "daily_cap"
+        case minSpacingMinutes = "min_spacing_minutes"
+        case defaultCooldownMinutes = "default_cooldown_minutes"
+        case quietStart = "quiet_start"
+        case quietEnd = "quiet_end"
+        case timeZone = "time_zone"
+        case updatedAt = "updated_at"
+    }
+}
+
+struct OfferRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "offer"
+    var id: String
+    var userID: String
+    var activityID: String
+    var title: String
+    var channel: Int
+    var occurredAt: Date
+    var deliverAt: Date
+    var createdAt: Date
+    var snoozed: Bool
+    /// `Hearth_Tasks_V1_OfferAction` raw value, once answered.
+    var action: Int?
+    var answeredAt: Date?
+    var cancelledAt: Date?
+    /// The offer a snooze made.
+    var snoozedOfferID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, channel, snoozed, action
+        case userID = "user_id"
+        case activityID = "activity_id"
+        case occurredAt = "occurred_at"
+        case deliverAt = "deliver_at"
+        case createdAt = "created_at"
+        case answeredAt = "answered_at"
+        case cancelledAt = "cancelled_at"
+        case snoozedOfferID = "snoozed_offer_id"
+    }
+}
+
+/// Every location event and what was decided: the duplicate check and the statistics.
+struct LocationEventRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+    static let databaseTableName = "location_event"
+    var userID: String
+    var clientEventID: String
+    var activityID: String
+    var trigger: Int
+    var occurredAt: Date
+    var receivedAt: Date
+    /// `Hearth_Tasks_V1_SuppressionReason` raw value; 0 when it made an offer.
+    var reason: Int
+    var offerID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case trigger, reason
+        case userID = "user_id"
+        case clientEventID = "client_event_id"
+        case activityID = "activity_id"
+        case occurredAt = "occurred_at"
+        case receivedAt = "received_at"
+        case offerID = "offer_id"
+    }
+}
+
+enum ActivityMigrations {
+    static func register(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v2: activities, location rules, offers") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE activity (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        repeat_kind INTEGER NOT NULL,
+                        priority INTEGER NOT NULL,
+                        created_at DATETIME NOT NULL,
+                        updated_at DATETIME NOT NULL,
+                        last_completed_at DATETIME,
+                        last_completed_date TEXT
+                    );
+                    CREATE INDEX activity_by_user ON activity(user_id, created_at);
+
+                    CREATE TABLE activity_rule (
+                        activity_id TEXT PRIMARY KEY NOT NULL REFERENCES activity(id) ON DELETE CASCADE,
+                        label TEXT NOT NULL,
+                        latitude REAL NOT NULL,
+                        longitude REAL NOT NULL,
+                        radius_m INTEGER NOT NULL,
+                        trigger INTEGER NOT NULL,
+                        delay_minutes INTEGER NOT NULL,
+                        cooldown_minutes INTEGER,
+                        only_if_incomplete BOOLEAN NOT NULL,
+                        enabled BOOLEAN NOT NULL,
+                        updated_at DATETIME NOT NULL
+                    );
+
+                    CREATE TABLE offer_preferences (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        enabled BOOLEAN NOT NULL,
+                        daily_cap INTEGER NOT NULL,
+                        min_spacing_minutes INTEGER NOT NULL,
+                        default_cooldown_minutes INTEGER NOT NULL,
+                        quiet_start INTEGER,
+                        quiet_end INTEGER,
+                        time_zone TEXT NOT NULL,
+                        updated_at DATETIME NOT NULL
+                    );
+
+                    CREATE TABLE offer (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        activity_id TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        channel INTEGER NOT NULL,
+                        occurred_at DATETIME NOT NULL,
+                        deliver_at DATETIME NOT NULL,
+                        created_at DATETIME NOT NULL,
+                        snoozed BOOLEAN NOT NULL,
+                        action INTEGER,
+                        answered_at DATETIME,
+                        cancelled_at DATETIME,
+                        snoozed_offer_id TEXT
+                    );
+                    CREATE INDEX offer_by_user ON offer(user_id, deliver_at);
+                    CREATE INDEX offer_by_activity ON offer(activity_id, deliver_at);
+
+                    CREATE TABLE location_event (
+                        user_id TEXT NOT NULL,
+                        client_event_id TEXT NOT NULL,
+                        activity_id TEXT NOT NULL,
+                        trigger INTEGER NOT NULL,
+                        occurred_at DATETIME NOT NULL,
+                        received_at DATETIME NOT NULL,
+                        reason INTEGER NOT NULL,
+                        offer_id TEXT,
+                        PRIMARY KEY (user_id, client_event_id)
+                    );
+                    CREATE INDEX location_event_by_time ON location_event(user_id, occurred_at);
+                    """
+            )
+        }
+    }
+}

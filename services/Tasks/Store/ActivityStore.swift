@@ -1,0 +1,435 @@
+import Foundation
+import GRDB
+import HearthContracts
+import HearthCore
+import HearthStore
+
+/// An activity with its rule (if any).
+struct ActivityWithRule: Sendable, Equatable {
+    var activity: ActivityRecord
+    var rule: RuleRecord?
+}
+
+/// Activities, location rules and offers, in the tasks service's SQLite file. An offer is
+/// decided and recorded in one write transaction with the ledger it reads, so two concurrent
+/// reports can never both pass a cap.
+struct ActivityStore: Sendable {
+    let base: Store
+
+    var now: Date { self.base.now }
+
+    private var db: any DatabaseWriter { self.base.writer }
+
+    // MARK: Activities
+
+    func createActivity(user: String, title: String, repeat kind: Hearth_Tasks_V1_Repeat, priority: Int, now: Date)
+        async throws -> ActivityWithRule
+    {
+        let activity = ActivityRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: user,
+            title: title,
+            repeatKind: kind.rawValue,
+            priority: priority,
+            createdAt: now,
+            updatedAt: now
+        )
+        try await self.db.write { db in try activity.insert(db) }
+        return ActivityWithRule(activity: activity, rule: nil)
+    }
+
+    func activity(_ id: String, user: String) async throws -> ActivityWithRule? {
+        try await self.db.read { db in try Self.activity(id, user: user, in: db) }
+    }
+
+    func activities(user: String) async throws -> [ActivityWithRule] {
+        try await self.db.read { db in
+            let activities = try ActivityRecord.filter(Column("user_id") == user)
+                .order(Column("created_at").desc, Column.rowID.desc).fetchAll(db)
+            let rules = try RuleRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
+                    WHERE activity.user_id = ?
+                    """,
+                arguments: [user]
+            )
+            let byActivity = Dictionary(uniqueKeysWithValues: rules.map { ($0.activityID, $0) })
+            return activities.map { ActivityWithRule(activity: $0, rule: byActivity[$0.id]) }
+        }
+    }
+
+    /// Marks the activity done (for DAILY: done today in the user's zone) and cancels its open
+    /// offers, except `keeping` (the offer being answered with MARK_DONE).
+    func complete(_ id: String, user: String, now: Date, keeping: String? = nil) async throws -> ActivityWithRule? {
+        try await self.db.write { db in
+            try Self.complete(id, user: user, now: now, keeping: keeping, in: db)
+        }
+    }
+
+    /// Deletes the activity and its rule; its open offers are cancelled (kept for statistics).
+    func delete(_ id: String, user: String, now: Date) async throws -> Bool {
+        try await self.db.write { db in
+            guard try Self.activity(id, user: user, in: db) != nil else { return false }
+            try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
+            try db.execute(sql: "DELETE FROM activity WHERE id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    func setRule(_ id: String, user: String, rule: OfferRules.Rule, now: Date) async throws -> ActivityWithRule? {
+        try await self.db.write { db in
+            guard var found = try Self.activity(id, user: user, in: db) else { return nil }
+            let record = RuleRecord(
+                activityID: id,
+                label: rule.label,
+                latitude: rule.latitude,
+                longitude: rule.longitude,
+                radiusM: rule.radiusMeters,
+                trigger: rule.trigger.rawValue,
+                delayMinutes: rule.delayMinutes,
+                cooldownMinutes: rule.cooldownMinutes,
+                onlyIfIncomplete: rule.onlyIfIncomplete,
+                enabled: rule.enabled,
+                updatedAt: now
+            )
+            try record.save(db)
+            if !rule.enabled { try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db) }
+            found.rule = record
+            return found
+        }
+    }
+
+    func clearRule(_ id: String, user: String, now: Date) async throws -> ActivityWithRule? {
+        try await self.db.write { db in
+            guard var found = try Self.activity(id, user: user, in: db) else { return nil }
+            try db.execute(sql: "DELETE FROM activity_rule WHERE activity_id = ?", arguments: [id])
+            try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
+            found.rule = nil
+            return found
+        }
+    }
+
+    // MARK: Preferences
+
+    func preferences(user: String) async throws -> OfferRules.Preferences {
+        try await self.db.read { db in try Self.preferences(user: user, in: db) }
+    }
+
+    func setPreferences(_ preferences: OfferRules.Preferences, user: String, now: Date) async throws {
+        let record = PreferencesRecord(
+            userID: user,
+            enabled: preferences.enabled,
+            dailyCap: preferences.dailyCap,
+            minSpacingMinutes: preferences.minSpacingMinutes,
+            defaultCooldownMinutes: preferences.defaultCooldownMinutes,
+            quietStart: preferences.quietHours?.start,
+            quietEnd: preferences.quietHours?.end,
+            timeZone: preferences.timeZone,
+            updatedAt: now
+        )
+        try await self.db.write { db in try record.save(db) }
+    }
+
+    // MARK: Location events
+
+    enum ReportOutcome: Sendable {
+        case decided(OfferRules.Decision, OfferRecord?)
+        case missing
+    }
+
+    /// Decides on an event and records the decision (and the offer) in one transaction.
+    func report(
+        user: String,
+        activityID: String,
+        clientEventID: String,
+        event: OfferRules.Event,
+        now: Date
+    ) async throws -> ReportOutcome {
+        try await self.db.write { db in
+            guard let found = try Self.activity(activityID, user: user, in: db) else { return .missing }
+            let preferences = try Self.preferences(user: user, in: db)
+            let eventSeen =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT 1 FROM location_event WHERE user_id = ? AND client_event_id = ?",
+                    arguments: [user, clientEventID]
+                ) != nil
+            let day = LocalDate(event.occurredAt, in: preferences.zone)
+            let offers = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT activity_id, occurred_at, deliver_at, snoozed, cancelled_at FROM offer
+                    WHERE user_id = ? AND deliver_at >= ? AND deliver_at <= ?
+                    """,
+                arguments: [
+                    user, event.occurredAt.addingTimeInterval(-2 * 86_400),
+                    event.occurredAt.addingTimeInterval(2 * 86_400 + 7200),
+                ]
+            ).map { row -> OfferRules.PastOffer in
+                let deliverAt: Date = row["deliver_at"]
+                let cancelledAt: Date? = row["cancelled_at"]
+                let snoozed: Bool = row["snoozed"]
+                // Cancelled before it was delivered: never seen, does not count.
+                let unseen = cancelledAt.map { $0 < deliverAt } ?? false
+                return OfferRules.PastOffer(
+                    activityID: row["activity_id"],
+                    occurredAt: row["occurred_at"],
+                    deliverAt: deliverAt,
+                    counts: !snoozed && !unseen
+                )
+            }
+            let ledger = OfferRules.Ledger(
+                eventSeen: eventSeen,
+                activityDone: Self.isDone(found.activity, on: day),
+                offers: offers
+            )
+            let decision = OfferRules.decide(
+                activityID: activityID,
+                event: event,
+                rule: found.rule.map(\.rule),
+                preferences: preferences,
+                ledger: ledger,
+                now: now
+            )
+            var offer: OfferRecord?
+            var reason = 0
+            switch decision {
+            case .offer(let deliverAt, let channel):
+                offer = OfferRecord(
+                    id: UUID().uuidString.lowercased(),
+                    userID: user,
+                    activityID: activityID,
+                    title: found.activity.title,
+                    channel: channel.rawValue,
+                    occurredAt: event.occurredAt,
+                    deliverAt: deliverAt,
+                    createdAt: now,
+                    snoozed: false
+                )
+                try offer!.insert(db)
+            case .suppressed(let why, _):
+                reason = why.rawValue
+            }
+            if !eventSeen {
+                try LocationEventRecord(
+                    userID: user,
+                    clientEventID: clientEventID,
+                    activityID: activityID,
+                    trigger: event.trigger.rawValue,
+                    occurredAt: event.occurredAt,
+                    receivedAt: now,
+                    reason: reason,
+                    offerID: offer?.id
+                ).insert(db)
+            }
+            return .decided(decision, offer)
+        }
+    }
+
+    // MARK: Offers
+
+    /// Offers delivered and still open (answerable), oldest delivery first.
+    func pendingOffers(user: String, now: Date) async throws -> [OfferRecord] {
+        try await self.db.read { db in
+            try OfferRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM offer WHERE user_id = ? AND deliver_at <= ? AND deliver_at > ?
+                    AND answered_at IS NULL AND cancelled_at IS NULL ORDER BY deliver_at, id
+                    """,
+                arguments: [user, now, now.addingTimeInterval(-OfferRules.offerLifetime)]
+            )
+        }
+    }
+
+    enum RespondOutcome: Sendable {
+        case answered(OfferRecord, ActivityWithRule?, snoozed: OfferRecord?)
+        case answeredDifferently(OfferRecord)
+        case notDelivered(OfferRecord)
+        case expired(OfferRecord)
+        case cancelled(OfferRecord)
+        case missing
+    }
+
+    /// Answers a delivered offer; answering it again the same way is the same result.
+    func respond(offerID: String, user: String, action: Hearth_Tasks_V1_OfferAction, now: Date) async throws
+        -> RespondOutcome
+    {
+        try await self.db.write { db in
+            guard var offer = try OfferRecord.filter(Column("id") == offerID && Column("user_id") == user).fetchOne(db)
+            else { return .missing }
+            let found = try Self.activity(offer.activityID, user: user, in: db)
+            if let earlier = offer.action {
+                guard earlier == action.rawValue else { return .answeredDifferently(offer) }
+                let snoozed = try offer.snoozedOfferID.flatMap { try OfferRecord.fetchOne(db, key: $0) }
+                return .answered(offer, found, snoozed: snoozed)
+            }
+            switch OfferRules.offerState(
+                answered: false,
+                cancelled: offer.cancelledAt != nil,
+                deliverAt: offer.deliverAt,
+                now: now
+            ) {
+            case .scheduled: return .notDelivered(offer)
+            case .expired: return .expired(offer)
+            case .cancelled: return .cancelled(offer)
+            default: break
+            }
+            offer.action = action.rawValue
+            offer.answeredAt = now
+            var activity = found
+            var snoozed: OfferRecord?
+            switch action {
+            case .markDone:
+                activity = try Self.complete(offer.activityID, user: user, now: now, keeping: offer.id, in: db)
+            case .snooze15, .snooze60:
+                let minutes = action == .snooze15 ? 15 : 60
+                let next = OfferRecord(
+                    id: UUID().uuidString.lowercased(),
+                    userID: user,
+                    activityID: offer.activityID,
+                    title: offer.title,
+                    channel: offer.channel,
+                    occurredAt: offer.occurredAt,
+                    deliverAt: now.addingTimeInterval(TimeInterval(minutes * 60)),
+                    createdAt: now,
+                    snoozed: true
+                )
+                try next.insert(db)
+                offer.snoozedOfferID = next.id
+                snoozed = next
+            case .disable:
+                try db.execute(
+                    sql: "UPDATE activity_rule SET enabled = 0, updated_at = ? WHERE activity_id = ?",
+                    arguments: [now, offer.activityID]
+                )
+                try Self.cancelOpenOffers(activityID: offer.activityID, except: offer.id, now: now, in: db)
+                activity = try Self.activity(offer.activityID, user: user, in: db)
+            default:
+                break
+            }
+            try offer.update(db)
+            return .answered(offer, activity, snoozed: snoozed)
+        }
+    }
+
+    /// Every activity of the user that has a rule.
+    func rules(user: String) async throws -> [ActivityWithRule] {
+        try await self.activities(user: user).filter { $0.rule != nil }
+    }
+
+    struct Stats: Sendable, Equatable {
+        var eligible = 0
+        var suppressed: [Int: Int] = [:]
+        var shown: [Int: Int] = [:]
+        var actions: [Int: Int] = [:]
+    }
+
+    func stats(user: String, from: Date, to: Date, now: Date) async throws -> Stats {
+        try await self.db.read { db in
+            var stats = Stats()
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT reason, COUNT(*) AS n FROM location_event
+                    WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ? GROUP BY reason
+                    """,
+                arguments: [user, from, to]
+            ) {
+                let reason: Int = row["reason"]
+                let count: Int = row["n"]
+                if reason == 0 { stats.eligible = count } else { stats.suppressed[reason] = count }
+            }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT channel, COUNT(*) AS n FROM offer
+                    WHERE user_id = ? AND deliver_at >= ? AND deliver_at < ? AND deliver_at <= ?
+                    AND (cancelled_at IS NULL OR cancelled_at >= deliver_at) GROUP BY channel
+                    """,
+                arguments: [user, from, to, now]
+            ) {
+                stats.shown[row["channel"]] = row["n"]
+            }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT action, COUNT(*) AS n FROM offer
+                    WHERE user_id = ? AND answered_at >= ? AND answered_at < ? GROUP BY action
+                    """,
+                arguments: [user, from, to]
+            ) {
+                stats.actions[row["action"]] = row["n"]
+            }
+            return stats
+        }
+    }
+
+    // MARK: Helpers
+
+    static func activity(_ id: String, user: String, in db: Database) throws -> ActivityWithRule? {
+        guard let activity = try ActivityRecord.filter(Column("id") == id && Column("user_id") == user).fetchOne(db)
+        else { return nil }
+        return ActivityWithRule(activity: activity, rule: try RuleRecord.fetchOne(db, key: id))
+    }
+
+    static func preferences(user: String, in db: Database) throws -> OfferRules.Preferences {
+        guard let record = try PreferencesRecord.fetchOne(db, key: user) else { return OfferRules.Preferences() }
+        return OfferRules.Preferences(
+            enabled: record.enabled,
+            dailyCap: record.dailyCap,
+            minSpacingMinutes: record.minSpacingMinutes,
+            defaultCooldownMinutes: record.defaultCooldownMinutes,
+            quietHours: record.quietStart.flatMap { start in record.quietEnd.map { (start, $0) } },
+            timeZone: record.timeZone
+        )
+    }
+
+    /// Done for good (NONE), or done on `day` (DAILY).
+    static func isDone(_ activity: ActivityRecord, on day: LocalDate) -> Bool {
+        if activity.repeatKind == Hearth_Tasks_V1_Repeat.daily.rawValue {
+            return activity.lastCompletedDate == day.description
+        }
+        return activity.lastCompletedAt != nil
+    }
+
+    private static func complete(_ id: String, user: String, now: Date, keeping: String?, in db: Database) throws
+        -> ActivityWithRule?
+    {
+        guard var found = try Self.activity(id, user: user, in: db) else { return nil }
+        let zone = try Self.preferences(user: user, in: db).zone
+        found.activity.lastCompletedAt = now
+        found.activity.lastCompletedDate = LocalDate(now, in: zone).description
+        found.activity.updatedAt = now
+        try found.activity.update(db)
+        try Self.cancelOpenOffers(activityID: id, except: keeping, now: now, in: db)
+        return found
+    }
+
+    private static func cancelOpenOffers(activityID: String, except keep: String?, now: Date, in db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE offer SET cancelled_at = ?
+                WHERE activity_id = ? AND answered_at IS NULL AND cancelled_at IS NULL AND id IS NOT ?
+                """,
+            arguments: [now, activityID, keep]
+        )
+    }
+}
+
+extension RuleRecord {
+    var rule: OfferRules.Rule {
+        OfferRules.Rule(
+            label: self.label,
+            latitude: self.latitude,
+            longitude: self.longitude,
+            radiusMeters: self.radiusM,
+            trigger: Hearth_Tasks_V1_Trigger(rawValue: self.trigger) ?? .unspecified,
+            delayMinutes: self.delayMinutes,
+            cooldownMinutes: self.cooldownMinutes,
+            onlyIfIncomplete: self.onlyIfIncomplete,
+            enabled: self.enabled
+        )
+    }
+}
