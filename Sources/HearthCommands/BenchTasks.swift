@@ -9,6 +9,8 @@ import SwiftProtobuf
 /// - `pending`: ListPendingPrompts for a user with due prompts (made first: tasks whose one
 ///   prompt falls due at the next whole minute, which the command waits for).
 /// - `respond`: RespondToPrompt, each call answering a different due prompt (made the same way).
+/// - `report`: ReportLocationEvent over stored activities (made first, `--activities` of them
+///   spread over `--users` users, each with a LEAVE rule), each call a new event.
 struct BenchTasks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-tasks",
@@ -17,11 +19,12 @@ struct BenchTasks: AsyncParsableCommand {
               hearth bench-tasks --internal-secret "$SECRET" --user ana --concurrency 1 --total 300 create
               hearth bench-tasks --internal-secret "$SECRET" --user ana pending
               hearth bench-tasks --internal-secret "$SECRET" respond
+              hearth bench-tasks --internal-secret "$SECRET" --activities 10000 --users 100 report
             """
     )
 
     enum Scenario: String, ExpressibleByArgument, CaseIterable {
-        case create, pending, respond
+        case create, pending, respond, report
     }
 
     @Option(help: "HOST:PORT of the tasks process.")
@@ -35,6 +38,12 @@ struct BenchTasks: AsyncParsableCommand {
 
     @Option(help: "With pending: how many prompts the user has due.")
     var due = 20
+
+    @Option(help: "With report: activities to store first, each with a location rule.")
+    var activities = 10_000
+
+    @Option(help: "With report: the users the activities belong to (round-robin).")
+    var users = 100
 
     @Option(help: "Calls in flight at once.")
     var concurrency = 16
@@ -52,8 +61,8 @@ struct BenchTasks: AsyncParsableCommand {
     var scenario: Scenario
 
     func validate() throws {
-        guard self.concurrency >= 1, self.total >= 1, self.due >= 1 else {
-            throw ValidationError("--concurrency, --total and --due must be at least 1")
+        guard self.concurrency >= 1, self.total >= 1, self.due >= 1, self.activities >= 1, self.users >= 1 else {
+            throw ValidationError("--concurrency, --total, --due, --activities and --users must be at least 1")
         }
         guard self.warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
     }
@@ -63,6 +72,7 @@ struct BenchTasks: AsyncParsableCommand {
         let user = BenchUser(id: self.user ?? "bench-\(UUID().uuidString.prefix(8))", secret: self.internalSecret)
         let method: String
         let request: @Sendable (Int) -> Data
+        var caller: (@Sendable (Int) -> String)?
         switch self.scenario {
         case .create:
             method = TasksMethod.createTask
@@ -73,6 +83,20 @@ struct BenchTasks: AsyncParsableCommand {
             method = TasksMethod.listPendingPrompts
             let payload = try Hearth_Tasks_V1_ListPendingPromptsRequest().serializedData()
             request = { _ in payload }
+        case .report:
+            let (owners, ids) = try await self.storeActivities(client: client)
+            let run = String(UUID().uuidString.prefix(8))
+            method = ActivitiesMethod.reportLocationEvent
+            caller = { index in owners[index % owners.count] }
+            request = { index in
+                var event = Hearth_Tasks_V1_ReportLocationEventRequest()
+                event.activityID = ids[index % ids.count]
+                event.trigger = .leave
+                event.occurredAt = Google_Protobuf_Timestamp(date: Date())
+                event.appState = index % 2 == 0 ? .foreground : .background
+                event.clientEventID = "\(run)-\(index)"
+                return try! event.serializedData()
+            }
         case .respond:
             let prompts = try await self.promptsDueSoon(self.warmup + self.total, user: user, client: client)
             method = TasksMethod.respondToPrompt
@@ -91,6 +115,7 @@ struct BenchTasks: AsyncParsableCommand {
             method: method,
             request: request,
             options: user.options,
+            user: caller,
             concurrency: self.concurrency,
             limit: .total(self.total),
             warmup: .total(self.warmup)
@@ -159,6 +184,56 @@ struct BenchTasks: AsyncParsableCommand {
         return ids
     }
 
+    /// `--activities` activities over `--users` users, each with a LEAVE rule at a place of
+    /// its own, 32 calls at a time; answers each activity's owner and id, in the same order.
+    private func storeActivities(client: RPCClient) async throws -> (owners: [String], ids: [String]) {
+        let prefix = "bench-\(UUID().uuidString.prefix(8))"
+        let count = self.activities
+        let users = self.users
+        let secret = self.internalSecret
+        let made = try await withThrowingTaskGroup(of: [(Int, String, String)].self) { group in
+            let workers = 32
+            for worker in 0..<workers {
+                group.addTask {
+                    var made: [(Int, String, String)] = []
+                    for index in stride(from: worker, to: count, by: workers) {
+                        let owner = "\(prefix)-\(index % users)"
+                        let options = BenchUser(id: owner, secret: secret).options
+                        var create = Hearth_Tasks_V1_CreateActivityRequest()
+                        create.title = "Errand \(index)"
+                        create.repeat = index % 2 == 0 ? .none : .daily
+                        create.priority = UInt32(index % 3 + 1)
+                        let activity = try await client.call(
+                            ActivitiesMethod.createActivity,
+                            create,
+                            as: Hearth_Tasks_V1_Activity.self,
+                            options: options
+                        )
+                        var rule = Hearth_Tasks_V1_SetLocationRuleRequest()
+                        rule.activityID = activity.id
+                        rule.place = .with {
+                            $0.label = "Place \(index)"
+                            $0.latitude = 40 + Double(index % 1000) / 1000
+                            $0.longitude = -74 + Double(index / 1000) / 100
+                            $0.radiusM = 150
+                        }
+                        rule.trigger = .leave
+                        _ = try await client.call(
+                            ActivitiesMethod.setLocationRule,
+                            rule,
+                            as: Hearth_Tasks_V1_Activity.self,
+                            options: options
+                        )
+                        made.append((index, owner, activity.id))
+                    }
+                    return made
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }.sorted { $0.0 < $1.0 }
+        }
+        return (made.map(\.1), made.map(\.2))
+    }
+
     private static func utcDate(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day())
     }
@@ -176,4 +251,11 @@ private enum TasksMethod {
     static let createTask = prefix + "CreateTask"
     static let listPendingPrompts = prefix + "ListPendingPrompts"
     static let respondToPrompt = prefix + "RespondToPrompt"
+}
+
+private enum ActivitiesMethod {
+    static let prefix = "hearth.tasks.v1.Activities/"
+    static let createActivity = prefix + "CreateActivity"
+    static let setLocationRule = prefix + "SetLocationRule"
+    static let reportLocationEvent = prefix + "ReportLocationEvent"
 }

@@ -52,8 +52,10 @@ public struct Store: Sendable {
 
     /// The time now, as the store keeps dates (to the millisecond): a record made with it
     /// reads back equal, so the answer to a write and to its repeat (read from the store) match.
-    public var now: Date {
-        let now = self.clock.now()
-        return Date.fromDatabaseValue(now.databaseValue) ?? now
+    public var now: Date { Self.asStored(self.clock.now()) }
+
+    /// `date` as the store keeps it (to the millisecond).
+    public static func asStored(_ date: Date) -> Date {
+        Date.fromDatabaseValue(date.databaseValue) ?? date
     }
 }

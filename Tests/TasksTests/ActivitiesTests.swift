@@ -43,6 +43,7 @@ private struct Activities {
     func rule(
         _ id: String,
         trigger: Hearth_Tasks_V1_Trigger = .leave,
+        label: String = "Gym",
         radius: UInt32 = 150,
         delay: UInt32 = 0,
         cooldown: UInt32? = nil,
@@ -52,7 +53,7 @@ private struct Activities {
         var request = Hearth_Tasks_V1_SetLocationRuleRequest()
         request.activityID = id
         request.place = .with {
-            $0.label = "Gym"
+            $0.label = label
             $0.latitude = gym.latitude
             $0.longitude = gym.longitude
             $0.radiusM = radius
@@ -160,7 +161,9 @@ struct OfferDecisionTests {
         try await a.rule(gymID, trigger: .leave)
         #expect(try await a.reason(gymID, .arrive) == .triggerMismatch)
         try await a.preferences(enabled: false)
-        #expect(try await a.reason(gymID) == .disabled, "the global switch comes first")
+        #expect(try await a.reason(gymID, .arrive) == .disabled, "the global switch comes before the rule")
+        let ruleless = try await a.create("No rule yet")
+        #expect(try await a.reason(ruleless) == .disabled)
         try await a.preferences()
 
         // STALE_EVENT: 30 minutes old is still fresh; a second more, or a second ahead, is not.
@@ -169,6 +172,11 @@ struct OfferDecisionTests {
         #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1800), event: "e-1") == nil)
         // DUPLICATE_EVENT: the same id again, whatever it asks.
         #expect(try await a.reason(gymID, at: noon, event: "e-1") == .duplicateEvent)
+        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801), event: "e-1") == .staleEvent)
+        #expect(
+            try await a.reason(gymID, at: noon, position: (gym.latitude, gym.longitude, 1), event: "e-1")
+                == .duplicateEvent
+        )
 
         // NOT_CONFIRMED (leave: the accuracy circle wholly beyond radius + 25 m = 175 m).
         let other = try await a.create("Swim")
@@ -202,9 +210,11 @@ struct OfferDecisionTests {
         try await system.advance(by: 600)
         #expect(try await a.reason(gymID) == nil, "the rule's own cooldown wins over the default")
 
-        // ALREADY_DONE, unless the rule offers whatever the state.
+        // ALREADY_DONE, unless the rule offers whatever the state; the cooldown is checked first.
         _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
-        try await system.advance(by: 600)
+        try await system.advance(by: 599)
+        #expect(try await a.reason(gymID) == .eventCooldown)
+        try await system.advance(by: 1)
         #expect(try await a.reason(gymID) == .alreadyDone)
         try await a.rule(gymID, cooldown: 10, onlyIfIncomplete: false)
         #expect(try await a.reason(gymID) == nil)
@@ -221,6 +231,15 @@ struct OfferDecisionTests {
         #expect(try await a.reason(quiet) == .quietHours)
         try await system.advance(to: at("2026-06-02T11:00:00Z"))  // 07:00
         #expect(try await a.reason(quiet) == nil)
+
+        // Judged when the offer would arrive: an event at 21:50 with a 10-minute delay is quiet.
+        try await a.rule(quiet, delay: 10, cooldown: 1)
+        try await system.advance(to: at("2026-06-03T01:50:00Z"))  // 21:50
+        #expect(try await a.reason(quiet) == .quietHours)
+        // Quiet hours come before the daily cap.
+        try await a.preferences(cap: 1, quiet: ("22:00", "07:00"))
+        try await system.advance(to: at("2026-06-03T02:30:00Z"))  // 22:30, and June 2 already had offers
+        #expect(try await a.reason(quiet) == .quietHours)
     }
 
     @Test(
@@ -242,6 +261,8 @@ struct OfferDecisionTests {
         #expect(try await a.reason(ids[1]) == .minSpacing)  // 14:59
         try await system.advance(by: 60)
         #expect(try await a.reason(ids[1]) == nil)  // 15:00
+        try await system.advance(by: 60)
+        #expect(try await a.reason(ids[2]) == .dailyCap, "the cap is checked before the spacing")  // 15:01
         try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59
         #expect(try await a.reason(ids[2]) == .dailyCap)
         try await system.advance(to: at("2026-06-02T04:00:00Z"))  // 00:00 June 2: a new day
@@ -297,6 +318,8 @@ struct OfferDecisionTests {
         let done = try await a.service.completeActivity(.with { $0.activityID = walk }, a.context)
         #expect(done.done)
         #expect(try await a.reason(walk) == .alreadyDone)
+        try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59 in New York, June 2 in UTC
+        #expect(try await a.reason(walk) == .alreadyDone, "done today is judged in the user's zone")
         try await system.advance(to: at("2026-06-02T04:00:00Z"))  // midnight in New York
         #expect(try await a.service.getActivity(.with { $0.activityID = walk }, a.context).done == false)
         #expect(try await a.reason(walk) == nil)
@@ -345,7 +368,7 @@ struct OfferLifecycleTests {
         let system = try await TasksSystem(now: noon)
         defer { Task { await system.stop() } }
         let a = Activities(system: system)
-        try await a.preferences(cap: 1, spacing: 0)
+        try await a.preferences(cap: 2, spacing: 0)
         let gymID = try await a.create()
         try await a.rule(gymID, cooldown: 1)
         guard case .offer(let first)? = try await a.report(gymID).decision else {
@@ -367,11 +390,15 @@ struct OfferLifecycleTests {
 
         let swim = try await a.create("Swim")
         try await a.rule(swim, cooldown: 1)
-        try await system.advance(to: at("2026-06-02T16:00:00Z"))
-        guard case .offer(let next)? = try await a.report(swim).decision else {
-            Issue.record("the snooze should not have used up the cap of 1")
+        guard case .offer(let next)? = try await a.report(swim, foreground: true).decision else {
+            Issue.record("the snooze should not have used up the cap of 2")
             return
         }
+        let third = try await a.create("Run")
+        try await a.rule(third, cooldown: 1)
+        #expect(try await a.reason(third) == .dailyCap, "two offers today, not counting the snooze")
+        _ = try await a.report(third, event: "again")
+        #expect(try await a.reason(third, event: "again") == .duplicateEvent)
         let disabled = try await a.respond(next.offerID, .disable)
         #expect(disabled.activity.rule.enabled == false)
         try await system.advance(by: 120)
@@ -380,13 +407,15 @@ struct OfferLifecycleTests {
         let stats = try await a.service.getOfferStats(
             .with {
                 $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-60))
-                $0.to = Google_Protobuf_Timestamp(date: at("2026-06-03T00:00:00Z"))
+                $0.to = Google_Protobuf_Timestamp(date: at("2026-06-02T00:00:00Z"))
             },
             a.context
         )
         #expect(stats.eligible == 2)
-        #expect(stats.suppressed.map(\.reason) == [.ruleDisabled] && stats.suppressed[0].count == 1)
-        #expect(stats.shown.map(\.channel) == [.notification] && stats.shown[0].count == 3)
+        let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
+        #expect(suppressed == [.dailyCap: 2, .duplicateEvent: 1, .ruleDisabled: 1])
+        let shown = Dictionary(uniqueKeysWithValues: stats.shown.map { ($0.channel, $0.count) })
+        #expect(shown == [.notification: 2, .inApp: 1])
         #expect(
             Dictionary(uniqueKeysWithValues: stats.actions.map { ($0.action, $0.count) }) == [
                 .markDone: 1, .snooze15: 1, .disable: 1,
@@ -421,6 +450,13 @@ struct OfferLifecycleTests {
             ]
         )
         await expectCode(.invalidArgument) { _ = try await a.service.listGeofences(.with { $0.max = 101 }, a.context) }
+        for n in 0..<20 {
+            try await a.rule(try await a.create("More \(n)"))
+        }
+        let byDefault = try await a.service.listGeofences(.init(), a.context)
+        #expect(byDefault.geofences.count == 20 && byDefault.leftOut == 5, "20 when max is 0")
+        let all = try await a.service.listGeofences(.with { $0.max = 100 }, a.context)
+        #expect(all.geofences.count == 25 && all.leftOut == 0)
     }
 
     @Test("others get NOT_FOUND; bad fields are named")
@@ -476,6 +512,38 @@ struct OfferLifecycleTests {
         #expect(await fields { try await a.preferences(zone: "EST") } == ["time_zone"])
         #expect(await fields { _ = try await a.create(" ") } == ["title"])
         #expect(await fields { _ = try await a.create(priority: 4) } == ["priority"])
+        #expect(await fields { try await a.rule(gymID, cooldown: 1441) } == ["cooldown_minutes"])
+        #expect(await fields { try await a.rule(gymID, label: String(repeating: "l", count: 101)) } == ["place.label"])
+        #expect(await fields { try await a.rule(gymID, label: String(repeating: "l", count: 100)) }.isEmpty)
+        #expect(try await a.rule(gymID, radius: 0).rule.place.radiusM == 150, "0 means the default radius")
+        #expect(await fields { try await a.preferences(cap: 0) } == ["daily_cap"])
+        #expect(await fields { try await a.preferences(cap: 20) }.isEmpty)
+        #expect(await fields { try await a.preferences(cooldown: 0) } == ["default_cooldown_minutes"])
+        #expect(await fields { try await a.preferences(cooldown: 1441) } == ["default_cooldown_minutes"])
+        #expect(await fields { try await a.preferences(cooldown: 1440) }.isEmpty)
+        #expect(await fields { try await a.preferences(spacing: 1441) } == ["min_spacing_minutes"])
+        #expect(await fields { try await a.preferences(spacing: 0) }.isEmpty)
+        #expect(await fields { _ = try await a.report(gymID, position: (0, 0, 10_000)) }.isEmpty)
+        #expect(
+            await fields { _ = try await a.report(gymID, event: String(repeating: "e", count: 101)) } == [
+                "client_event_id"
+            ]
+        )
+        #expect(await fields { _ = try await a.report(gymID, event: String(repeating: "e", count: 100)) }.isEmpty)
+        #expect(await fields { _ = try await a.create(String(repeating: "t", count: 201)) } == ["title"])
+        #expect(await fields { _ = try await a.create(String(repeating: "t", count: 200)) }.isEmpty)
+        let stats = { (days: Double) in
+            _ = try await a.service.getOfferStats(
+                .with {
+                    $0.from = Google_Protobuf_Timestamp(date: noon)
+                    $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(days * 86_400))
+                },
+                a.context
+            )
+        }
+        #expect(await fields { try await stats(366) }.isEmpty)
+        #expect(await fields { try await stats(366.001) } == ["to"])
+        #expect(await fields { try await stats(0) } == ["to"])
         let defaults = try await ben.service.getOfferPreferences(.init(), ben.context)
         #expect(defaults.dailyCap == 2 && defaults.minSpacingMinutes == 360 && defaults.defaultCooldownMinutes == 120)
     }

@@ -238,15 +238,17 @@ enum OfferRules {
         var activityID: String
         var occurredAt: Date
         var deliverAt: Date
-        /// Counts toward the daily cap and the spacing (not a snooze, not cancelled unseen).
-        var counts: Bool
+        /// Delivered, or still to be: not cancelled before its delivery (counts for spacing).
+        var seen: Bool
+        /// Made by a snooze: spaced like any other, but outside the daily cap.
+        var snoozed: Bool
     }
 
     /// What the store knows when an event arrives.
     struct Ledger: Sendable {
         var eventSeen: Bool
-        /// Done (NONE), or done on the event's local day (DAILY).
-        var activityDone: Bool
+        var repeatKind: Hearth_Tasks_V1_Repeat
+        var lastCompletedAt: Date?
         /// The user's offers from two days before the event to two days after its delivery.
         var offers: [PastOffer]
     }
@@ -303,22 +305,39 @@ enum OfferRules {
                 "this activity was offered less than \(Int(cooldown / 60)) minutes before"
             )
         }
-        if rule.onlyIfIncomplete && ledger.activityDone { return .suppressed(.alreadyDone, "the activity is done") }
         let deliverAt = event.occurredAt.addingTimeInterval(TimeInterval(rule.delayMinutes * 60))
         let zone = preferences.zone
+        // "Done today" is judged on the day the offer would arrive, like the daily cap.
+        let day = LocalDate(deliverAt, in: zone)
+        if rule.onlyIfIncomplete,
+            Self.isDone(ledger.repeatKind, lastCompletedAt: ledger.lastCompletedAt, on: day, in: zone)
+        {
+            return .suppressed(.alreadyDone, "the activity is done")
+        }
         if let quiet = preferences.quietHours, Self.isQuiet(deliverAt, quiet, in: zone) {
             return .suppressed(.quietHours, "it would arrive in quiet hours")
         }
-        let counted = ledger.offers.filter(\.counts)
-        let day = LocalDate(deliverAt, in: zone)
-        if counted.filter({ LocalDate($0.deliverAt, in: zone) == day }).count >= preferences.dailyCap {
+        let seen = ledger.offers.filter(\.seen)
+        let capped = seen.filter { !$0.snoozed && LocalDate($0.deliverAt, in: zone) == day }
+        if capped.count >= preferences.dailyCap {
             return .suppressed(.dailyCap, "\(preferences.dailyCap) offers already on \(day)")
         }
         let spacing = TimeInterval(preferences.minSpacingMinutes * 60)
-        if counted.contains(where: { abs($0.deliverAt.timeIntervalSince(deliverAt)) < spacing }) {
+        if seen.contains(where: { abs($0.deliverAt.timeIntervalSince(deliverAt)) < spacing }) {
             return .suppressed(.minSpacing, "another offer is less than \(preferences.minSpacingMinutes) minutes away")
         }
         return .offer(deliverAt: deliverAt, channel: event.foreground ? .inApp : .notification)
+    }
+
+    /// Done for good (NONE), or done on `day` in `zone` (DAILY: the last completion fell on it).
+    static func isDone(
+        _ kind: Hearth_Tasks_V1_Repeat,
+        lastCompletedAt: Date?,
+        on day: LocalDate,
+        in zone: TimeZone
+    ) -> Bool {
+        guard let lastCompletedAt else { return false }
+        return kind == .daily ? LocalDate(lastCompletedAt, in: zone) == day : true
     }
 
     /// Whether `instant` falls in quiet hours [start, end) of its local day (crossing midnight

@@ -2,6 +2,7 @@ import Foundation
 import HearthContracts
 import HearthCore
 public import HearthRPC
+import HearthStore
 import SwiftProtobuf
 
 /// `hearth.tasks.v1.Activities`: activities with a place attached, and the "mark done?" offers
@@ -175,7 +176,7 @@ public struct ActivitiesService: RPCService {
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
         let event = OfferRules.Event(
             trigger: request.trigger,
-            occurredAt: request.occurredAt.date,
+            occurredAt: Store.asStored(request.occurredAt.date),
             position: request.hasPosition
                 ? (request.position.latitude, request.position.longitude, request.position.accuracyM) : nil,
             foreground: request.appState == .foreground
@@ -262,12 +263,13 @@ public struct ActivitiesService: RPCService {
         let zone = try await self.store.preferences(user: user).zone
         let today = LocalDate(now, in: zone)
         let ranked = try await self.store.rules(user: user).sorted { a, b in
-            let keyA = Self.rank(a, today: today)
-            let keyB = Self.rank(b, today: today)
+            let keyA = Self.rank(a, today: today, in: zone)
+            let keyB = Self.rank(b, today: today, in: zone)
             if keyA.enabled != keyB.enabled { return keyA.enabled }
             if keyA.open != keyB.open { return keyA.open }
             if keyA.priority != keyB.priority { return keyA.priority > keyB.priority }
-            return keyA.updatedAt > keyB.updatedAt
+            if keyA.updatedAt != keyB.updatedAt { return keyA.updatedAt > keyB.updatedAt }
+            return a.activity.id < b.activity.id
         }
         var response = Hearth_Tasks_V1_ListGeofencesResponse()
         response.geofences = ranked.prefix(max).map { found in
@@ -326,11 +328,12 @@ public struct ActivitiesService: RPCService {
 
     // MARK: Helpers
 
-    private static func rank(_ found: ActivityWithRule, today: LocalDate) -> (
+    private static func rank(_ found: ActivityWithRule, today: LocalDate, in zone: TimeZone) -> (
         enabled: Bool, open: Bool, priority: Int, updatedAt: Date
     ) {
         (
-            found.rule?.enabled ?? false, !ActivityStore.isDone(found.activity, on: today), found.activity.priority,
+            found.rule?.enabled ?? false, !ActivityStore.isDone(found.activity, on: today, in: zone),
+            found.activity.priority,
             max(found.rule?.updatedAt ?? .distantPast, found.activity.updatedAt)
         )
     }

@@ -10,7 +10,7 @@ extension ActivityWithRule {
         activity.title = self.activity.title
         activity.repeat = Hearth_Tasks_V1_Repeat(rawValue: self.activity.repeatKind) ?? .unspecified
         activity.priority = UInt32(self.activity.priority)
-        activity.done = ActivityStore.isDone(self.activity, on: LocalDate(now, in: zone))
+        activity.done = ActivityStore.isDone(self.activity, on: LocalDate(now, in: zone), in: zone)
         if let completedAt = self.activity.lastCompletedAt {
             activity.completedAt = Google_Protobuf_Timestamp(date: completedAt)
         }

@@ -12,8 +12,6 @@ struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, S
     var createdAt: Date
     var updatedAt: Date
     var lastCompletedAt: Date?
-    /// The local date of the last completion, in the user's zone then.
-    var lastCompletedDate: String?
 
     enum CodingKeys: String, CodingKey {
         case id, title, priority
@@ -22,7 +20,6 @@ struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, S
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case lastCompletedAt = "last_completed_at"
-        case lastCompletedDate = "last_completed_date"
     }
 }
 
@@ -145,8 +142,7 @@ enum ActivityMigrations {
                         priority INTEGER NOT NULL,
                         created_at DATETIME NOT NULL,
                         updated_at DATETIME NOT NULL,
-                        last_completed_at DATETIME,
-                        last_completed_date TEXT
+                        last_completed_at DATETIME
                     );
                     CREATE INDEX activity_by_user ON activity(user_id, created_at);
 
@@ -206,6 +202,15 @@ enum ActivityMigrations {
                         PRIMARY KEY (user_id, client_event_id)
                     );
                     CREATE INDEX location_event_by_time ON location_event(user_id, occurred_at);
+
+                    -- Reports of an event already seen (DUPLICATE_EVENT), for the statistics.
+                    CREATE TABLE location_event_repeat (
+                        user_id TEXT NOT NULL,
+                        client_event_id TEXT NOT NULL,
+                        occurred_at DATETIME NOT NULL,
+                        received_at DATETIME NOT NULL
+                    );
+                    CREATE INDEX location_event_repeat_by_time ON location_event_repeat(user_id, occurred_at);
                     """
             )
         }

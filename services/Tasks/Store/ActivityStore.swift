@@ -155,7 +155,6 @@ struct ActivityStore: Sendable {
                     sql: "SELECT 1 FROM location_event WHERE user_id = ? AND client_event_id = ?",
                     arguments: [user, clientEventID]
                 ) != nil
-            let day = LocalDate(event.occurredAt, in: preferences.zone)
             let offers = try Row.fetchAll(
                 db,
                 sql: """
@@ -176,12 +175,14 @@ struct ActivityStore: Sendable {
                     activityID: row["activity_id"],
                     occurredAt: row["occurred_at"],
                     deliverAt: deliverAt,
-                    counts: !snoozed && !unseen
+                    seen: !unseen,
+                    snoozed: snoozed
                 )
             }
             let ledger = OfferRules.Ledger(
                 eventSeen: eventSeen,
-                activityDone: Self.isDone(found.activity, on: day),
+                repeatKind: Hearth_Tasks_V1_Repeat(rawValue: found.activity.repeatKind) ?? .none,
+                lastCompletedAt: found.activity.lastCompletedAt,
                 offers: offers
             )
             let decision = OfferRules.decide(
@@ -211,7 +212,15 @@ struct ActivityStore: Sendable {
             case .suppressed(let why, _):
                 reason = why.rawValue
             }
-            if !eventSeen {
+            if eventSeen {
+                try db.execute(
+                    sql: """
+                        INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at)
+                        VALUES (?, ?, ?, ?)
+                        """,
+                    arguments: [user, clientEventID, event.occurredAt, now]
+                )
+            } else {
                 try LocationEventRecord(
                     userID: user,
                     clientEventID: clientEventID,
@@ -341,6 +350,14 @@ struct ActivityStore: Sendable {
                 let count: Int = row["n"]
                 if reason == 0 { stats.eligible = count } else { stats.suppressed[reason] = count }
             }
+            let repeats =
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT COUNT(*) FROM location_event_repeat WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?",
+                    arguments: [user, from, to]
+                ) ?? 0
+            if repeats > 0 { stats.suppressed[Hearth_Tasks_V1_SuppressionReason.duplicateEvent.rawValue] = repeats }
             for row in try Row.fetchAll(
                 db,
                 sql: """
@@ -386,21 +403,21 @@ struct ActivityStore: Sendable {
         )
     }
 
-    /// Done for good (NONE), or done on `day` (DAILY).
-    static func isDone(_ activity: ActivityRecord, on day: LocalDate) -> Bool {
-        if activity.repeatKind == Hearth_Tasks_V1_Repeat.daily.rawValue {
-            return activity.lastCompletedDate == day.description
-        }
-        return activity.lastCompletedAt != nil
+    /// Done for good (NONE), or done on `day` in `zone` (DAILY).
+    static func isDone(_ activity: ActivityRecord, on day: LocalDate, in zone: TimeZone) -> Bool {
+        OfferRules.isDone(
+            Hearth_Tasks_V1_Repeat(rawValue: activity.repeatKind) ?? .none,
+            lastCompletedAt: activity.lastCompletedAt,
+            on: day,
+            in: zone
+        )
     }
 
     private static func complete(_ id: String, user: String, now: Date, keeping: String?, in db: Database) throws
         -> ActivityWithRule?
     {
         guard var found = try Self.activity(id, user: user, in: db) else { return nil }
-        let zone = try Self.preferences(user: user, in: db).zone
         found.activity.lastCompletedAt = now
-        found.activity.lastCompletedDate = LocalDate(now, in: zone).description
         found.activity.updatedAt = now
         try found.activity.update(db)
         try Self.cancelOpenOffers(activityID: id, except: keeping, now: now, in: db)
