@@ -7,9 +7,12 @@ import HearthStore
 /// outbox happen in one write transaction, so a decision is never lost or taken twice.
 struct SafetyStore: Sendable {
     let base: Store
+    /// Heartbeats arriving together are committed together (group commit).
+    let heartbeats: WriteBatcher
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
+        self.heartbeats = WriteBatcher(writer: self.base.writer)
     }
 
     var now: Date { self.base.clock.now() }
@@ -143,9 +146,9 @@ struct SafetyStore: Sendable {
         // A forwarded activity counts from when it happened (never from the future).
         let clockNow = self.now
         let now = min(occurredAt ?? clockNow, clockNow)
-        return try await self.db.write { db in
+        return try await self.heartbeats.write { db in
             var enqueued = false
-            let outcome = try Self.heartbeat(
+            let (outcome, profile) = try Self.heartbeat(
                 user,
                 at: now,
                 timeZone: timeZone,
@@ -158,7 +161,7 @@ struct SafetyStore: Sendable {
             )
             return HeartbeatResult(
                 outcome: outcome,
-                status: try Self.snapshot(user, in: db),
+                status: try profile.map { try Self.snapshot($0, in: db) },
                 enqueued: enqueued
             )
         }
@@ -182,23 +185,23 @@ struct SafetyStore: Sendable {
         allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
         enqueued: inout Bool,
         in db: Database
-    ) throws -> HeartbeatOutcome {
+    ) throws -> (HeartbeatOutcome, ProfileRecord?) {
         guard
             var profile = try Self.profile(user, in: db)
-        else { return .noProfile }
-        if let last = profile.lastCheckInAt, now <= last { return .repeated }
+        else { return (.noProfile, nil) }
+        if let last = profile.lastCheckInAt, now <= last { return (.repeated, profile) }
         if try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
             arguments: [user, requestID]
         ) != nil {
-            return .repeated
+            return (.repeated, profile)
         }
         let recent = try Date.fetchAll(
             db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
             arguments: [user, now.addingTimeInterval(-3600)]
         )
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
-            return .repeated
+            return (.repeated, profile)
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
         if !limited {
@@ -212,11 +215,11 @@ struct SafetyStore: Sendable {
         }
         if let timeZone { profile.timeZone = timeZone }
         enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
-        _ = try Self.reschedule(profile, at: now, in: db)
+        profile = try Self.reschedule(profile, at: now, in: db)
         if limited, let oldest = recent.first {
-            return .rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now))
+            return (.rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now)), profile)
         }
-        return .recorded
+        return (.recorded, profile)
     }
 
     enum SwitchChange: Sendable {
@@ -283,9 +286,12 @@ struct SafetyStore: Sendable {
     }
 
     private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
-        guard
-            let profile = try Self.profile(user, in: db)
-        else { return nil }
+        try Self.profile(user, in: db).map { try Self.snapshot($0, in: db) }
+    }
+
+    /// The status of `profile` as it stands in this transaction.
+    private static func snapshot(_ profile: ProfileRecord, in db: Database) throws -> StatusSnapshot {
+        let user = profile.userID
         let alerts = try AlertRecord.fetchAll(
             db.cachedStatement(
                 sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id"
@@ -506,7 +512,7 @@ struct SafetyStore: Sendable {
         let next = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
         let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
         profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
-        try profile.update(db)
+        try profile.saveSwitch(in: db)
         return profile
     }
 

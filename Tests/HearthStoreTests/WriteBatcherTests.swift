@@ -1,0 +1,105 @@
+import Foundation
+import GRDB
+import HearthStore
+import Testing
+
+@Suite("Group commit", .timeLimit(.minutes(1)))
+struct WriteBatcherTests {
+    private func store() throws -> (Store, URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-batch-\(UUID())")
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE parent (id INTEGER PRIMARY KEY);
+                    INSERT INTO parent (id) VALUES (1);
+                    CREATE TABLE item (
+                        id INTEGER PRIMARY KEY,
+                        parent_id INTEGER NOT NULL REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED
+                    );
+                    """
+            )
+        }
+        let store = try Store(location: .file(folder.appendingPathComponent("s.sqlite").path), migrator: migrator)
+        return (store, folder)
+    }
+
+    @Test("concurrent writes all commit, each answered with its own value")
+    func concurrentWrites() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        let answers = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            for n in 0..<300 {
+                group.addTask {
+                    let value = try await batcher.write { db in
+                        try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                        return n * 2
+                    }
+                    return (n, value)
+                }
+            }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(answers.count == 300 && answers.allSatisfy { $0.value == $0.key * 2 })
+        #expect(try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 300)
+    }
+
+    @Test("a closure that throws fails only its caller; the others in its batch commit")
+    func oneFails() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        struct Refused: Error {}
+        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+            for n in 0..<100 {
+                group.addTask {
+                    do {
+                        try await batcher.write { db in
+                            try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                            if n % 10 == 0 { throw Refused() }
+                        }
+                        return (n, true)
+                    } catch {
+                        return (n, false)
+                    }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes.filter { !$0.value }.map(\.key).sorted() == Array(stride(from: 0, to: 100, by: 10)))
+        let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
+        #expect(stored == Set(outcomes.filter(\.value).map(\.key)), "its own insert rolled back with it")
+    }
+
+    @Test("a batch whose commit fails fails every caller in it, and keeps none of their writes")
+    func commitFails() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+            for n in 0..<100 {
+                group.addTask {
+                    do {
+                        // Number 50 points at a parent that does not exist: the deferred
+                        // foreign key fails at COMMIT, for the whole batch it is in.
+                        try await batcher.write { db in
+                            try db.execute(
+                                sql: "INSERT INTO item (id, parent_id) VALUES (?, ?)",
+                                arguments: [n, n == 50 ? 2 : 1]
+                            )
+                        }
+                        return (n, true)
+                    } catch {
+                        return (n, false)
+                    }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes[50] == false)
+        let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
+        #expect(stored == Set(outcomes.filter(\.value).map(\.key)), "success exactly when the row is kept")
+        #expect(!stored.contains(50))
+    }
+}
