@@ -397,6 +397,25 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "AuthorizationTests",
+            dependencies: [
+                "CheckinsService",
+                "RoutinesService",
+                "SafetyService",
+                "TasksService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthMail",
+                "HearthPush",
+                "HearthRPC",
+                "HearthStore",
+                "HearthTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "TasksTests",
             dependencies: [
                 "TasksService",

@@ -1,0 +1,374 @@
+import CheckinsService
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthMail
+import HearthPush
+import HearthRPC
+import HearthStore
+import HearthTestSupport
+import Logging
+import RoutinesService
+import SafetyService
+import SwiftProtobuf
+import TasksService
+import Testing
+
+/// Every method of every service, called over a real connection as the owner of some data, as
+/// a sitter of the owner's nest, as a stranger, and without the internal credential: nobody
+/// without the credential gets anything, and a stranger never sees (or changes) the owner's
+/// data, whatever ids they send.
+@Suite("Authorization matrix", .timeLimit(.minutes(2)))
+struct AuthorizationMatrixTests {
+    static let secret = "matrix-secret"
+    /// Appears in every piece of the owner's data; a response that contains it leaked.
+    static let marker = "OLIVIA-PRIVATE"
+
+    struct Ids {
+        var nest = "", session = "", checkIn = "", template = "", routine = "", action = "", task = ""
+        var prompt = "", activity = "", offer = "", contact = ""
+
+        var all: [String] {
+            [nest, session, checkIn, template, routine, action, task, prompt, activity, offer, contact]
+        }
+    }
+
+    /// A request for `method` (JSON) that names the owner's resources.
+    static func request(_ method: String, _ ids: Ids, now: Date) -> String {
+        let soon = Google_Protobuf_Timestamp(date: now.addingTimeInterval(3600)).date.formatted(.iso8601)
+        let recent = Google_Protobuf_Timestamp(date: now.addingTimeInterval(-60)).date.formatted(.iso8601)
+        let today = LocalDate(now, in: .gmt).description
+        let name = String(method.split(separator: "/").last ?? "")
+        let service = String(method.split(separator: "/").first ?? "")
+        switch (service, name) {
+        case ("hearth.checkins.v1.Checkins", "CreateNest"): return #"{"name": "Mine"}"#
+        case (_, "GetNest"), (_, "ListSessions"), (_, "ListTemplates"), (_, "ListRoutines"):
+            return #"{"nestId": "\#(ids.nest)"}"#
+        case (_, "ListMyNests"): return "{}"
+        case (_, "CreateSession"):
+            return
+                #"{"nestId": "\#(ids.nest)", "sitterUserId": "mallory", "startsAt": "\#(recent)", "endsAt": "\#(soon)", "timeZone": "UTC"}"#
+        case (_, "GetSession"), (_, "EndSession"): return #"{"sessionId": "\#(ids.session)"}"#
+        case (_, "GetNestRole"): return #"{"nestId": "\#(ids.nest)", "userId": "olivia"}"#
+        case ("hearth.checkins.v1.Checkins", "CreateCheckIn"):
+            return
+                #"{"sessionId": "\#(ids.session)", "caption": "hi", "capturedAt": "\#(recent)", "clientRequestId": "\#(UUID())"}"#
+        case (_, "ListCheckIns"): return #"{"sessionId": "\#(ids.session)"}"#
+        case (_, "GetCheckInPhoto"), (_, "DeleteCheckIn"), (_, "MarkViewed"):
+            return #"{"checkInId": "\#(ids.checkIn)"}"#
+        case (_, "AddTemplate"): return #"{"nestId": "\#(ids.nest)", "text": "Fed the cat"}"#
+        case (_, "RemoveTemplate"): return #"{"templateId": "\#(ids.template)"}"#
+        case (_, "CreateRoutine"): return #"{"nestId": "\#(ids.nest)", "title": "Mine", "actions": ["a"]}"#
+        case (_, "GetRoutine"), (_, "DeleteRoutine"): return #"{"routineId": "\#(ids.routine)"}"#
+        case (_, "UpdateRoutine"): return #"{"routineId": "\#(ids.routine)", "title": "Changed"}"#
+        case (_, "AddAction"): return #"{"routineId": "\#(ids.routine)", "text": "More"}"#
+        case (_, "RemoveAction"): return #"{"routineId": "\#(ids.routine)", "actionId": "\#(ids.action)"}"#
+        case (_, "SetActionDone"):
+            return #"{"routineId": "\#(ids.routine)", "actionId": "\#(ids.action)", "done": true, "timeZone": "UTC"}"#
+        case (_, "GetProgress"): return #"{"routineId": "\#(ids.routine)", "timeZone": "UTC", "userId": "olivia"}"#
+        case (_, "GetHistory"):
+            return
+                #"{"routineId": "\#(ids.routine)", "userId": "olivia", "fromDate": "\#(today)", "toDate": "\#(today)", "timeZone": "UTC"}"#
+        case (_, "UpsertProfile"):
+            return
+                #"{"name": "Me", "email": "me@example.com", "thresholdHours": 24, "preferredLanguage": "en", "timeZone": "UTC"}"#
+        case (_, "AddContact"): return #"{"email": "friend@example.com"}"#
+        case (_, "RemoveContact"): return #"{"contactId": "\#(ids.contact)"}"#
+        case (_, "RecordHeartbeat"): return #"{"clientRequestId": "\#(UUID())"}"#
+        case (_, "Pause"): return #"{"until": "\#(soon)"}"#
+        case (_, "SendTest"): return #"{"channel": "EMAIL"}"#
+        case (_, "ForwardActivity"): return #"{"source": "tasks", "eventId": "\#(UUID())", "occurredAt": "\#(recent)"}"#
+        case (_, "CreateTask"):
+            return #"{"title": "Mine", "checkInTimes": [{"preset": "EVENING"}], "durationDays": 2, "timeZone": "UTC"}"#
+        case (_, "GetTask"), (_, "CancelTask"), (_, "ListPrompts"): return #"{"taskId": "\#(ids.task)"}"#
+        case (_, "ListPendingPrompts"): return #"{"taskId": "\#(ids.task)"}"#
+        case (_, "RespondToPrompt"): return #"{"promptId": "\#(ids.prompt)", "responseText": "mine now"}"#
+        case ("hearth.tasks.v1.Tasks", "RecordCheckIn"):
+            return #"{"taskId": "\#(ids.task)", "responseText": "mine now"}"#
+        case (_, "DismissPrompt"): return #"{"promptId": "\#(ids.prompt)"}"#
+        case (_, "CreateActivity"): return #"{"title": "Mine", "repeat": "NONE"}"#
+        case (_, "GetActivity"), (_, "CompleteActivity"), (_, "DeleteActivity"), (_, "ClearLocationRule"):
+            return #"{"activityId": "\#(ids.activity)"}"#
+        case (_, "SetLocationRule"):
+            return
+                #"{"activityId": "\#(ids.activity)", "trigger": "LEAVE", "place": {"label": "X", "latitude": 1, "longitude": 1}}"#
+        case (_, "SetOfferPreferences"): return #"{"enabled": true, "timeZone": "UTC"}"#
+        case (_, "ReportLocationEvent"):
+            return
+                #"{"activityId": "\#(ids.activity)", "trigger": "LEAVE", "occurredAt": "\#(recent)", "appState": "FOREGROUND", "clientEventId": "\#(UUID())"}"#
+        case (_, "RespondToOffer"): return #"{"offerId": "\#(ids.offer)", "action": "MARK_DONE"}"#
+        case (_, "GetOfferStats"): return #"{"from": "\#(recent)", "to": "\#(soon)"}"#
+        default: return "{}"
+        }
+    }
+
+    @Test("no credential: refused; a stranger never sees or changes the owner's data; a sitter sees no personal data")
+    func matrix() async throws {
+        var logger = Logger(label: "matrix")
+        logger.logLevel = .critical
+        let now = Date()
+        let checkins = try CheckinsService(location: .inMemory)
+        let tasks = try TasksService(location: .inMemory, logger: logger)
+        let activities = ActivitiesService(sharingStoreOf: tasks)
+        let safety = try SafetyService(
+            location: .inMemory,
+            channels: AlertChannels(
+                mail: LogMailTransport(logger: logger),
+                from: MailAddress("alerts@hearth.example"),
+                push: LogPushSender(logger: logger)
+            ),
+            logger: logger
+        )
+        let configuration = ServerConfiguration(internalCredential: Self.secret)
+        try await withServer(configuration: configuration, services: [checkins]) { _, checkinsPort in
+            let rolesClient = RPCClient(configuration: .init(host: "127.0.0.1", port: checkinsPort))
+            defer { Task { await rolesClient.close() } }
+            let routines = try RoutinesService(
+                location: .inMemory,
+                roles: CheckinsNestRoles(client: rolesClient, internalCredential: Self.secret)
+            )
+            let services: [any RPCService] = [checkins, tasks, activities, safety, routines]
+            try await withServer(configuration: configuration, services: services) { _, port in
+                let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+                defer { Task { await client.close() } }
+                let ids = try await Self.seed(client, now: now)
+                let methods = services.flatMap(\.methods)
+                #expect(methods.count == 62)
+
+                func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
+                    var metadata: [String: String] = [:]
+                    if let user {
+                        metadata[TrustedMetadata.credential] = Self.secret
+                        metadata[TrustedMetadata.user] = user
+                    }
+                    do {
+                        let request = try method.requestType.init(jsonString: Self.request(method.name, ids, now: now))
+                        return .success(
+                            try await client.callRaw(
+                                method.name,
+                                payload: try request.serializedData(),
+                                options: CallOptions(timeout: .seconds(10), metadata: metadata)
+                            )
+                        )
+                    } catch {
+                        return .failure(RPCError(answering: error))
+                    }
+                }
+                func leaks(_ result: Result<Data, RPCError>, ids: [String]) -> Bool {
+                    let text: String
+                    switch result {
+                    case .success(let data): text = String(decoding: data, as: UTF8.self)
+                    case .failure(let error): text = error.message
+                    }
+                    return text.contains(Self.marker) || ids.contains { !$0.isEmpty && text.contains($0) }
+                }
+
+                for method in methods {
+                    let anonymous = await call(method, as: nil)
+                    #expect(
+                        (try? anonymous.get()) == nil && anonymous.failureCode == .unauthenticated,
+                        "\(method.name) without the credential"
+                    )
+                }
+                // A stranger may hear back the ids they sent (in NOT_FOUND), nothing else: no
+                // content (the marker) and no id they did not send.
+                for method in methods {
+                    let answer = await call(method, as: "mallory")
+                    #expect(!leaks(answer, ids: []), "\(method.name) as a stranger leaked: \(answer)")
+                    if case .success(let data) = answer {
+                        let sent = Self.request(method.name, ids, now: now)
+                        let unsent = ids.all.filter { !sent.contains($0) }
+                        #expect(
+                            !leaks(.success(data), ids: unsent),
+                            "\(method.name) as a stranger returned the owner's ids"
+                        )
+                    }
+                }
+                // The sitter shares the nest (checkins, routines), nothing personal.
+                for method in methods where ["hearth.tasks.", "hearth.safety."].contains(where: method.name.hasPrefix) {
+                    let answer = await call(method, as: "sam")
+                    #expect(!leaks(answer, ids: []), "\(method.name) as the sitter leaked: \(answer)")
+                }
+
+                // Everything the owner had is still there, unchanged by the others' calls.
+                let intact = try await Self.ownerView(client, ids)
+                #expect(
+                    intact.allSatisfy { $0.value.contains(Self.marker) },
+                    "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
+                )
+
+                // The owner's own calls are served (or refused for a business reason), never
+                // mistaken for someone else's.
+                for method in methods {
+                    let answer = await call(method, as: "olivia")
+                    #expect(
+                        ![.unauthenticated, .internal, .unimplemented].contains(answer.failureCode),
+                        "\(method.name) as the owner: \(answer)"
+                    )
+                }
+            }
+        }
+    }
+
+    /// The owner's data, each piece carrying the marker: a nest with sam sitting, a check-in, a
+    /// template, a routine, a task with a due prompt, an activity with a rule and an offer,
+    /// and a safety profile with a contact.
+    static func seed(_ client: RPCClient, now: Date) async throws -> Ids {
+        var ids = Ids()
+        let marker = Self.marker
+        let recent = now.addingTimeInterval(-60).formatted(.iso8601)
+        let later = now.addingTimeInterval(86_400).formatted(.iso8601)
+        func typed<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
+            _ method: String,
+            _ request: Request,
+            _: Response.Type,
+            as user: String = "olivia"
+        ) async throws -> Response {
+            try await client.call(
+                method,
+                request,
+                as: Response.self,
+                options: CallOptions(
+                    timeout: .seconds(10),
+                    metadata: [TrustedMetadata.credential: Self.secret, TrustedMetadata.user: user]
+                )
+            )
+        }
+        let nest = try await typed(
+            "hearth.checkins.v1.Checkins/CreateNest",
+            try Hearth_Checkins_V1_CreateNestRequest(jsonString: #"{"name": "\#(marker) home"}"#),
+            Hearth_Checkins_V1_Nest.self
+        )
+        ids.nest = nest.id
+        ids.session = try await typed(
+            "hearth.checkins.v1.Checkins/CreateSession",
+            try Hearth_Checkins_V1_CreateSessionRequest(
+                jsonString:
+                    #"{"nestId": "\#(nest.id)", "sitterUserId": "sam", "startsAt": "\#(recent)", "endsAt": "\#(later)", "timeZone": "UTC"}"#
+            ),
+            Hearth_Checkins_V1_Session.self
+        ).id
+        ids.checkIn = try await typed(
+            "hearth.checkins.v1.Checkins/CreateCheckIn",
+            try Hearth_Checkins_V1_CreateCheckInRequest(
+                jsonString:
+                    #"{"sessionId": "\#(ids.session)", "caption": "\#(marker) dog fed", "capturedAt": "\#(recent)", "clientRequestId": "seed"}"#
+            ),
+            Hearth_Checkins_V1_CheckIn.self,
+            as: "sam"
+        ).id
+        ids.template = try await typed(
+            "hearth.checkins.v1.Checkins/AddTemplate",
+            try Hearth_Checkins_V1_AddTemplateRequest(
+                jsonString: #"{"nestId": "\#(nest.id)", "text": "\#(marker) tpl"}"#
+            ),
+            Hearth_Checkins_V1_Template.self
+        ).id
+        let routine = try await typed(
+            "hearth.routines.v1.Routines/CreateRoutine",
+            try Hearth_Routines_V1_CreateRoutineRequest(
+                jsonString:
+                    #"{"nestId": "\#(nest.id)", "title": "\#(marker) bedtime", "actions": ["\#(marker) teeth"]}"#
+            ),
+            Hearth_Routines_V1_Routine.self
+        )
+        ids.routine = routine.id
+        ids.action = routine.actions[0].id
+        let hour = Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: now)
+        let task = try await typed(
+            "hearth.tasks.v1.Tasks/CreateTask",
+            try Hearth_Tasks_V1_CreateTaskRequest(
+                jsonString:
+                    #"{"title": "\#(marker) decision", "checkInTimes": [{"custom": "\#(String(format: "%02d:%02d", hour.hour!, hour.minute!))"}, {"preset": "EVENING"}], "durationDays": 3, "timeZone": "UTC", "startDate": "\#(LocalDate(now, in: .gmt).adding(days: 1))"}"#
+            ),
+            Hearth_Tasks_V1_CreateTaskResponse.self
+        )
+        ids.task = task.task.id
+        ids.prompt = task.nextPrompt.id
+        let activity = try await typed(
+            "hearth.tasks.v1.Activities/CreateActivity",
+            try Hearth_Tasks_V1_CreateActivityRequest(jsonString: #"{"title": "\#(marker) gym", "repeat": "DAILY"}"#),
+            Hearth_Tasks_V1_Activity.self
+        )
+        ids.activity = activity.id
+        _ = try await typed(
+            "hearth.tasks.v1.Activities/SetLocationRule",
+            try Hearth_Tasks_V1_SetLocationRuleRequest(
+                jsonString:
+                    #"{"activityId": "\#(activity.id)", "trigger": "LEAVE", "place": {"label": "\#(marker) gym", "latitude": 40.7, "longitude": -74}}"#
+            ),
+            Hearth_Tasks_V1_Activity.self
+        )
+        let report = try await typed(
+            "hearth.tasks.v1.Activities/ReportLocationEvent",
+            try Hearth_Tasks_V1_ReportLocationEventRequest(
+                jsonString:
+                    #"{"activityId": "\#(activity.id)", "trigger": "LEAVE", "occurredAt": "\#(recent)", "appState": "FOREGROUND", "clientEventId": "seed"}"#
+            ),
+            Hearth_Tasks_V1_ReportLocationEventResponse.self
+        )
+        ids.offer = report.offer.offerID
+        _ = try await typed(
+            "hearth.safety.v1.Safety/UpsertProfile",
+            try Hearth_Safety_V1_UpsertProfileRequest(
+                jsonString:
+                    #"{"name": "\#(marker) Olivia", "email": "olivia@example.com", "thresholdHours": 24, "preferredLanguage": "en", "timeZone": "UTC"}"#
+            ),
+            Hearth_Safety_V1_Profile.self
+        )
+        ids.contact = try await typed(
+            "hearth.safety.v1.Safety/AddContact",
+            try Hearth_Safety_V1_AddContactRequest(
+                jsonString: #"{"email": "brother@example.com", "name": "\#(marker) Wei"}"#
+            ),
+            Hearth_Safety_V1_Contact.self
+        ).id
+        return ids
+    }
+
+    /// What the owner reads of each piece, as text.
+    static func ownerView(_ client: RPCClient, _ ids: Ids) async throws -> [String: String] {
+        let options = CallOptions(
+            timeout: .seconds(10),
+            metadata: [TrustedMetadata.credential: Self.secret, TrustedMetadata.user: "olivia"]
+        )
+        var view: [String: String] = [:]
+        for (method, json) in [
+            ("hearth.checkins.v1.Checkins/GetNest", #"{"nestId": "\#(ids.nest)"}"#),
+            ("hearth.checkins.v1.Checkins/ListCheckIns", #"{"sessionId": "\#(ids.session)"}"#),
+            ("hearth.checkins.v1.Checkins/ListTemplates", #"{"nestId": "\#(ids.nest)"}"#),
+            ("hearth.routines.v1.Routines/GetRoutine", #"{"routineId": "\#(ids.routine)"}"#),
+            ("hearth.tasks.v1.Tasks/GetTask", #"{"taskId": "\#(ids.task)"}"#),
+            ("hearth.tasks.v1.Activities/GetActivity", #"{"activityId": "\#(ids.activity)"}"#),
+            ("hearth.safety.v1.Safety/GetProfile", "{}"),
+            ("hearth.safety.v1.Safety/ListContacts", "{}"),
+        ] {
+            let name = String(method.split(separator: "/").last!)
+            let requestType: any SwiftProtobuf.Message.Type =
+                switch name {
+                case "GetNest": Hearth_Checkins_V1_GetNestRequest.self
+                case "ListCheckIns": Hearth_Checkins_V1_ListCheckInsRequest.self
+                case "ListTemplates": Hearth_Checkins_V1_ListTemplatesRequest.self
+                case "GetRoutine": Hearth_Routines_V1_GetRoutineRequest.self
+                case "GetTask": Hearth_Tasks_V1_GetTaskRequest.self
+                case "GetActivity": Hearth_Tasks_V1_GetActivityRequest.self
+                case "GetProfile": Hearth_Safety_V1_GetProfileRequest.self
+                default: Hearth_Safety_V1_ListContactsRequest.self
+                }
+            let data = try await client.callRaw(
+                method,
+                payload: try requestType.init(jsonString: json).serializedData(),
+                options: options
+            )
+            view[method] = String(decoding: data, as: UTF8.self)
+        }
+        return view
+    }
+}
+
+extension Result where Failure == RPCError {
+    var failureCode: StatusCode? {
+        if case .failure(let error) = self { return error.code }
+        return nil
+    }
+}

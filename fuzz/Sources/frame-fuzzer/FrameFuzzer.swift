@@ -1,0 +1,94 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+
+@testable import HearthRPC
+
+/// One connection's server pipeline, exactly as `RPCServer` builds it (the length-prefix
+/// decoder, then the connection handler with a router), on an embedded channel: the input
+/// bytes arrive as if from a peer, every call it starts runs to completion on the channel's
+/// loop, then the connection closes. Crashes, sanitizer reports and leaks are findings.
+enum FrameFuzzer {
+    static let logger: Logger = {
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    static let configuration: ServerConfiguration = {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0, internalCredential: "fuzz-secret")
+        configuration.maxFrameSize = 64 * 1024
+        configuration.maxConcurrentCallsPerConnection = 8
+        return configuration
+    }()
+
+    static let router = MethodRouter(
+        handlers: [
+            "hearth.echo.v1.Echo/Echo": { payload, _ in payload },
+            "hearth.fuzz.v1.Fuzz/Fail": { _, _ in throw RPCError(.failedPrecondition, "failing as asked") },
+            "hearth.fuzz.v1.Fuzz/User": { _, context in Data(try context.verifiedUser().utf8) },
+            "hearth.health.v1.Health/Check": { _, _ in Data() },
+        ],
+        fallback: nil,
+        publicMethods: ["hearth.health.v1.Health/Check"],
+        credential: "fuzz-secret"
+    )
+
+    static func run(_ bytes: UnsafeRawBufferPointer) {
+        let channel = EmbeddedChannel()
+        let calls = CallCounter()
+        do {
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(
+                ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: Self.configuration.maxFrameSize))
+            )
+            try sync.addHandler(
+                ServerConnectionHandler(
+                    router: Self.router,
+                    configuration: Self.configuration,
+                    callsInFlight: calls,
+                    logger: Self.logger
+                )
+            )
+            channel.pipeline.fireChannelActive()
+            // Feed the input in two writes (split in its first byte's proportion), so frames
+            // that straddle reads are exercised too.
+            let split = bytes.isEmpty ? 0 : Int(bytes[0]) * bytes.count / 256
+            for part in [bytes[..<split], bytes[split...]] where !part.isEmpty {
+                var buffer = channel.allocator.buffer(capacity: part.count)
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: part))
+                try channel.writeInbound(buffer)
+                channel.embeddedEventLoop.run()
+            }
+        } catch {
+            // A protocol error closes the connection; that is an answer, not a finding.
+        }
+        for _ in 0..<4 { channel.embeddedEventLoop.run() }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+        channel.embeddedEventLoop.run()
+        precondition(calls.current >= 0, "calls in flight went negative")
+    }
+}
+
+/// libFuzzer's driver (from Swift's -sanitize=fuzzer runtime).
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+/// SwiftPM names an executable's entry point `<module>_main`; it hands over to libFuzzer.
+@_cdecl("frame_fuzzer_main")
+func fuzzerMain(
+    _ argc: CInt,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+) -> CInt {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { start, size in
+        FrameFuzzer.run(UnsafeRawBufferPointer(start: start, count: size))
+        return 0
+    }
+}
