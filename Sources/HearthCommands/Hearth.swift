@@ -16,7 +16,7 @@ public struct Hearth: AsyncParsableCommand {
             """,
         subcommands: [
             Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, BenchSafety.self,
-            BenchTasks.self,
+            BenchTasks.self, FaultWriter.self,
             TokenCommand.self,
         ]
     )

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Foundation
+import HearthContracts
+import HearthGateway
+import HearthRPC
+import SwiftProtobuf
+
+/// `hearth fault-writer`: the client of the fault-injection run (scripts/faults). Writers, each
+/// a user of its own with a token minted from the deployment's secret, create activities
+/// through the gateway for a while and log every call as a JSON line (time, user, outcome,
+/// acknowledged id, latency). `--verify` reads such a log back and checks, as each user, that
+/// every acknowledged write is stored.
+struct FaultWriter: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fault-writer",
+        abstract: "Write through the gateway, logging every acknowledged write; or verify a log.",
+        discussion: """
+              hearth fault-writer --writers 8 --duration 60s --out writes.jsonl
+              hearth fault-writer --verify writes.jsonl
+            """
+    )
+
+    @Option(help: "HOST:PORT of the gateway.")
+    var target = Target(host: "127.0.0.1", port: ProcessName.gateway.defaultPort)
+
+    @Option(help: "Folder holding the default secrets.")
+    var data = "./data"
+
+    @OptionGroup var secrets: SecretOptions
+
+    @Option(help: "Writers at once, each its own user.")
+    var writers = 8
+
+    @Option(help: "How long to write.")
+    var duration = DurationArgument(.seconds(30))
+
+    @Option(help: "The log to write (JSON lines).")
+    var out: String?
+
+    @Option(help: "A log to verify instead of writing.")
+    var verify: String?
+
+    struct Entry: Codable {
+        /// Seconds since the Unix epoch, when the call began.
+        var t: Double
+        var user: String
+        var ok: Bool
+        var id: String?
+        var code: String?
+        var ms: Double
+    }
+
+    func validate() throws {
+        guard (self.out == nil) != (self.verify == nil) else {
+            throw ValidationError("give either --out (write) or --verify (check a log)")
+        }
+        guard self.writers >= 1 else { throw ValidationError("--writers must be at least 1") }
+    }
+
+    func run() async throws {
+        let secrets = try self.secrets.load(dataDirectory: URL(fileURLWithPath: self.data), includingJWT: true)
+        let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
+        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        defer { Task { await client.close() } }
+        if let verify {
+            try await self.verify(log: verify, client: client, signer: signer)
+        } else if let out {
+            try await self.write(to: out, client: client, signer: signer)
+        }
+    }
+
+    private func options(_ user: String, _ signer: TokenSigner) async throws -> CallOptions {
+        let now = Date()
+        let token = try await signer.token(
+            for: HearthClaims(subject: user, issuedAt: now, expiresAt: now.addingTimeInterval(3600))
+        )
+        return CallOptions(timeout: .seconds(2), metadata: ["authorization": "Bearer \(token)"])
+    }
+
+    private func write(to path: String, client: RPCClient, signer: TokenSigner) async throws {
+        let run = String(UUID().uuidString.prefix(8)).lowercased()
+        let end = Date().addingTimeInterval(self.duration.seconds)
+        let entries = try await withThrowingTaskGroup(of: [Entry].self) { group in
+            for writer in 0..<self.writers {
+                let user = "fault-\(run)-\(writer)"
+                let options = try await self.options(user, signer)
+                group.addTask {
+                    var entries: [Entry] = []
+                    var n = 0
+                    while Date() < end {
+                        n += 1
+                        var request = Hearth_Tasks_V1_CreateActivityRequest()
+                        request.title = "fault write \(writer)-\(n)"
+                        request.repeat = .none
+                        let started = Date()
+                        do {
+                            let activity = try await client.call(
+                                "hearth.tasks.v1.Activities/CreateActivity",
+                                request,
+                                as: Hearth_Tasks_V1_Activity.self,
+                                options: options
+                            )
+                            entries.append(
+                                Entry(
+                                    t: started.timeIntervalSince1970,
+                                    user: user,
+                                    ok: true,
+                                    id: activity.id,
+                                    ms: Date().timeIntervalSince(started) * 1000
+                                )
+                            )
+                        } catch {
+                            entries.append(
+                                Entry(
+                                    t: started.timeIntervalSince1970,
+                                    user: user,
+                                    ok: false,
+                                    code: RPCError(answering: error).code.name,
+                                    ms: Date().timeIntervalSince(started) * 1000
+                                )
+                            )
+                            try? await Task.sleep(for: .milliseconds(10))
+                        }
+                        // Under the gateway's per-user limit (50 a second).
+                        try? await Task.sleep(for: .milliseconds(25))
+                    }
+                    return entries
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }.sorted { $0.t < $1.t }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var text = ""
+        for entry in entries {
+            text += String(decoding: try encoder.encode(entry), as: UTF8.self) + "\n"
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let acknowledged = entries.filter(\.ok).count
+        print("calls \(entries.count), acknowledged \(acknowledged), failed \(entries.count - acknowledged)")
+    }
+
+    private func verify(log path: String, client: RPCClient, signer: TokenSigner) async throws {
+        let decoder = JSONDecoder()
+        let entries = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try decoder.decode(Entry.self, from: Data($0.utf8))
+        }
+        let acknowledged = Dictionary(grouping: entries.filter(\.ok), by: \.user).mapValues { Set($0.compactMap(\.id)) }
+        var missing = 0
+        for (user, ids) in acknowledged {
+            let stored = try await client.call(
+                "hearth.tasks.v1.Activities/ListActivities",
+                Hearth_Tasks_V1_ListActivitiesRequest(),
+                as: Hearth_Tasks_V1_ListActivitiesResponse.self,
+                options: try await self.options(user, signer)
+            )
+            missing += ids.subtracting(stored.activities.map(\.id)).count
+        }
+        let total = acknowledged.values.map(\.count).reduce(0, +)
+        print(#"{"acknowledged": \#(total), "missing": \#(missing)}"#)
+        if missing > 0 { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+/// The short version of scripts/faults: the tasks process behind a real gateway is killed with
+/// SIGKILL three times while eight writers create activities through the gateway.
+@Suite("Faults (short run)", .timeLimit(.minutes(3)))
+struct FaultTests {
+    @Test(
+        "kill -9 of a service under write load loses no acknowledged write; the gateway answers UNAVAILABLE meanwhile"
+    )
+    func killsUnderLoad() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HEARTH_BIN"] = try builtProduct(named: "hearth").path
+        let run = try runProcess(
+            URL(fileURLWithPath: "/bin/bash"),
+            [repositoryRoot.appendingPathComponent("scripts/faults").path, "3", "8"],
+            environment: environment
+        )
+        #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+        #expect(run.stdout.contains("kills: 3;") && run.stdout.contains("lost: 0"), "\(run.stdout)")
+        let failures = run.stdout.split(separator: "\n").first { $0.hasPrefix("failed calls:") } ?? ""
+        #expect(!failures.contains("DEADLINE_EXCEEDED") && !failures.contains("INTERNAL"), "\(failures)")
+    }
+}
