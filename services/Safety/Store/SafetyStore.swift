@@ -9,10 +9,13 @@ struct SafetyStore: Sendable {
     let base: Store
     /// Heartbeats arriving together are committed together (group commit).
     let heartbeats: WriteBatcher
+    /// So are the outcomes of deliveries made at the same time.
+    let outcomes: WriteBatcher
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
         self.heartbeats = WriteBatcher(writer: self.base.writer)
+        self.outcomes = WriteBatcher(writer: self.base.writer)
     }
 
     var now: Date { self.base.clock.now() }
@@ -439,7 +442,7 @@ struct SafetyStore: Sendable {
 
     /// What became of one attempt. A message cancelled meanwhile (a check-in) stays cancelled.
     func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
-        try await self.db.write { db in
+        try await self.outcomes.write { db in
             if case .success(let note) = attempt {
                 // The common case, in one prepared statement.
                 try db.cachedStatement(
