@@ -96,23 +96,15 @@ struct BenchCheckins: AsyncParsableCommand {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
-        let (histogram, codes, seconds) = await runner.run()
-        await client.close()
         let name =
             self.scenario == .create ? (self.photo == nil ? "CreateCheckIn" : "CreateCheckIn+photo") : "ListCheckIns"
-        let report = BenchReport(
+        try await runner.runAndReport(
             method: name,
-            target: self.target.description,
+            target: self.target,
             concurrency: self.concurrency,
-            connections: 1,
-            seconds: seconds,
-            histogram: histogram,
-            codes: codes
+            json: self.json,
+            client: client
         )
-        try report.emit(json: self.json)
-        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
-            throw ValidationError("some calls failed: \(report.codes)")
-        }
     }
 }
 

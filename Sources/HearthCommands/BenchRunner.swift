@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import HearthCore
 import HearthRPC
@@ -225,4 +226,28 @@ struct BenchRunner: Sendable {
 final class BenchCounters: Sendable {
     let issued = Atomic<Int>(0)
     let finished = Atomic<UInt64>(0)
+}
+
+extension BenchRunner {
+    /// Runs the calls on one connection, closes `client`, prints (and with `json` writes) the
+    /// report named `method`; fails when any call failed, so scripts notice.
+    func runAndReport(method: String, target: Target, concurrency: Int, json: String?, client: RPCClient)
+        async throws
+    {
+        let (histogram, codes, seconds) = await self.run()
+        await client.close()
+        let report = BenchReport(
+            method: method,
+            target: target.description,
+            concurrency: concurrency,
+            connections: 1,
+            seconds: seconds,
+            histogram: histogram,
+            codes: codes
+        )
+        try report.emit(json: json)
+        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
+            throw ValidationError("some calls failed: \(report.codes)")
+        }
+    }
 }

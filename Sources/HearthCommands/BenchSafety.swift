@@ -72,21 +72,13 @@ struct BenchSafety: AsyncParsableCommand {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
-        let (histogram, codes, seconds) = await runner.run()
-        await client.close()
-        let report = BenchReport(
+        try await runner.runAndReport(
             method: "RecordHeartbeat",
-            target: self.target.description,
+            target: self.target,
             concurrency: self.concurrency,
-            connections: 1,
-            seconds: seconds,
-            histogram: histogram,
-            codes: codes
+            json: self.json,
+            client: client
         )
-        try report.emit(json: self.json)
-        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
-            throw ValidationError("some calls failed: \(report.codes)")
-        }
     }
 
     /// A profile and a contact for every user, 32 at a time.

@@ -120,21 +120,13 @@ struct BenchTasks: AsyncParsableCommand {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
-        let (histogram, codes, seconds) = await runner.run()
-        await client.close()
-        let report = BenchReport(
+        try await runner.runAndReport(
             method: String(method.split(separator: "/").last ?? ""),
-            target: self.target.description,
+            target: self.target,
             concurrency: self.concurrency,
-            connections: 1,
-            seconds: seconds,
-            histogram: histogram,
-            codes: codes
+            json: self.json,
+            client: client
         )
-        try report.emit(json: self.json)
-        guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
-            throw ValidationError("some calls failed: \(report.codes)")
-        }
     }
 
     /// The figure: 4 times a day for 90 days, from tomorrow (none skipped).
