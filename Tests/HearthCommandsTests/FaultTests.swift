@@ -9,10 +9,10 @@ struct FaultTests {
     @Test(
         "kill -9 of a service under write load loses no acknowledged write; the gateway answers UNAVAILABLE meanwhile"
     )
-    func killsUnderLoad() throws {
+    func killsUnderLoad() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["HEARTH_BIN"] = try builtProduct(named: "hearth").path
-        let run = try runProcess(
+        let run = try await runProcessDetached(
             URL(fileURLWithPath: "/bin/bash"),
             [repositoryRoot.appendingPathComponent("scripts/faults").path, "3", "8"],
             environment: environment

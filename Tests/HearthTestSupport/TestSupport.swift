@@ -40,6 +40,19 @@ public func builtProduct(named name: String) throws -> URL {
     return fallback
 }
 
+/// ``runProcess(_:_:environment:)`` on a thread of its own: an async test that waits for a
+/// long-running child this way does not hold one of the few threads Swift's task pool has
+/// (holding it starves every other test running in parallel).
+public func runProcessDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil)
+    async throws -> ProcessOutput
+{
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runProcess(executable, arguments, environment: environment) })
+        }
+    }
+}
+
 /// What a finished child process printed, and how it ended.
 public struct ProcessOutput: Sendable {
     public var status: Int32
