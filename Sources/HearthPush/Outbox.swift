@@ -3,7 +3,6 @@ public import GRDB
 public import HearthCore
 public import HearthScheduler
 public import Logging
-import Synchronization
 
 /// A durable outbox of pushes in a service's own SQLite file. A service enqueues a message in
 /// the same transaction as the change it reports, so the two commit or fail together, and
@@ -12,7 +11,7 @@ import Synchronization
 public final class Outbox: Sendable {
     private let writer: any DatabaseWriter
     private let clock: any WallClock
-    private let scheduler = Mutex<DueTimeScheduler?>(nil)
+    private let slot = SchedulerSlot()
 
     public init(writer: any DatabaseWriter, clock: any WallClock) {
         self.writer = writer
@@ -21,18 +20,16 @@ public final class Outbox: Sendable {
 
     /// Something was enqueued: send it now (when the deliverer runs).
     public func wake() {
-        self.scheduler.withLock { $0 }?.wake()
+        self.slot.wake()
     }
 
     /// The part that sends, with `sender`. Run it beside the server.
     public func deliverer(sender: any PushSender, logger: Logger) -> DueTimeScheduler {
-        let scheduler = DueTimeScheduler(
+        self.slot.fill(
             work: OutboxDeliverer(writer: self.writer, sender: sender, clock: self.clock, logger: logger),
             clock: self.clock,
             logger: logger
         )
-        self.scheduler.withLock { $0 = scheduler }
-        return scheduler
     }
 
     /// Adds the outbox table to a service's migrations (append this once, in order).

@@ -5,7 +5,6 @@ public import HearthCore
 public import HearthRPC
 public import HearthScheduler
 public import Logging
-import Synchronization
 
 /// A durable outbox of calls to another service, in the caller's own SQLite file: a service
 /// records the call in the same transaction as its own write, so the write never fails or
@@ -21,7 +20,7 @@ public final class Relay: Sendable {
 
     private let writer: any DatabaseWriter
     private let clock: any WallClock
-    private let scheduler = Mutex<DueTimeScheduler?>(nil)
+    private let slot = SchedulerSlot()
 
     public init(writer: any DatabaseWriter, clock: any WallClock) {
         self.writer = writer
@@ -77,13 +76,13 @@ public final class Relay: Sendable {
 
     /// Something was enqueued: deliver it now (when the deliverer runs).
     public func wake() {
-        self.scheduler.withLock { $0 }?.wake()
+        self.slot.wake()
     }
 
     /// The part that makes the calls, with `client` (to the other service) and the internal
     /// credential, acting for each call's user. Run it beside the server.
     public func deliverer(client: RPCClient, credential: String, logger: Logger) -> DueTimeScheduler {
-        let scheduler = DueTimeScheduler(
+        self.slot.fill(
             work: RelayWork(
                 writer: self.writer,
                 clock: self.clock,
@@ -94,8 +93,6 @@ public final class Relay: Sendable {
             clock: self.clock,
             logger: logger
         )
-        self.scheduler.withLock { $0 = scheduler }
-        return scheduler
     }
 }
 

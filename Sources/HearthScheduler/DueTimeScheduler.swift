@@ -143,3 +143,23 @@ private final class WakeSignal: Sendable {
         }
     }
 }
+
+/// The scheduler of work that is enqueued before the process has built its scheduler (the
+/// push outbox, the relay): code that enqueues calls ``wake()`` whether or not it exists yet.
+public final class SchedulerSlot: Sendable {
+    private let scheduler = Mutex<DueTimeScheduler?>(nil)
+
+    public init() {}
+
+    /// Wakes the scheduler, if it has been built.
+    public func wake() {
+        self.scheduler.withLock { $0 }?.wake()
+    }
+
+    /// Builds the scheduler for `work` and keeps it for ``wake()``.
+    public func fill(work: any DueWork, clock: any WallClock, logger: Logger) -> DueTimeScheduler {
+        let scheduler = DueTimeScheduler(work: work, clock: clock, logger: logger)
+        self.scheduler.withLock { $0 = scheduler }
+        return scheduler
+    }
+}

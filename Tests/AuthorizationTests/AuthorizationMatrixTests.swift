@@ -191,7 +191,11 @@ struct AuthorizationMatrixTests {
                 }
 
                 // Everything the owner had is still there, unchanged by the others' calls.
-                let intact = try await Self.ownerView(client, ids)
+                let intact = try await Self.ownerView(
+                    client,
+                    ids,
+                    methods: Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
+                )
                 #expect(
                     intact.allSatisfy { $0.value.contains(Self.marker) },
                     "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
@@ -327,7 +331,9 @@ struct AuthorizationMatrixTests {
     }
 
     /// What the owner reads of each piece, as text.
-    static func ownerView(_ client: RPCClient, _ ids: Ids) async throws -> [String: String] {
+    static func ownerView(_ client: RPCClient, _ ids: Ids, methods: [String: RPCMethod]) async throws
+        -> [String: String]
+    {
         let options = CallOptions(
             timeout: .seconds(10),
             metadata: [TrustedMetadata.credential: Self.secret, TrustedMetadata.user: "olivia"]
@@ -343,18 +349,7 @@ struct AuthorizationMatrixTests {
             ("hearth.safety.v1.Safety/GetProfile", "{}"),
             ("hearth.safety.v1.Safety/ListContacts", "{}"),
         ] {
-            let name = String(method.split(separator: "/").last!)
-            let requestType: any SwiftProtobuf.Message.Type =
-                switch name {
-                case "GetNest": Hearth_Checkins_V1_GetNestRequest.self
-                case "ListCheckIns": Hearth_Checkins_V1_ListCheckInsRequest.self
-                case "ListTemplates": Hearth_Checkins_V1_ListTemplatesRequest.self
-                case "GetRoutine": Hearth_Routines_V1_GetRoutineRequest.self
-                case "GetTask": Hearth_Tasks_V1_GetTaskRequest.self
-                case "GetActivity": Hearth_Tasks_V1_GetActivityRequest.self
-                case "GetProfile": Hearth_Safety_V1_GetProfileRequest.self
-                default: Hearth_Safety_V1_ListContactsRequest.self
-                }
+            let requestType = try #require(methods[method]).requestType
             let data = try await client.callRaw(
                 method,
                 payload: try requestType.init(jsonString: json).serializedData(),

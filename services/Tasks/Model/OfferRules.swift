@@ -29,23 +29,27 @@ enum OfferRules {
 
     // MARK: Preferences
 
+    /// Minutes after local midnight: [start, end), crossing midnight when end < start.
+    struct QuietHours: Sendable, Equatable {
+        var start: Int
+        var end: Int
+
+        /// Whether `minute` (after local midnight) falls inside.
+        func contains(_ minute: Int) -> Bool {
+            self.start < self.end
+                ? (self.start <= minute && minute < self.end) : (minute >= self.start || minute < self.end)
+        }
+    }
+
     struct Preferences: Sendable, Equatable {
         var enabled = true
         var dailyCap = 2
         var minSpacingMinutes = 360
         var defaultCooldownMinutes = 120
-        /// Minutes after local midnight: [start, end), crossing midnight when end < start.
-        var quietHours: (start: Int, end: Int)?
+        var quietHours: QuietHours?
         var timeZone = "UTC"
 
         var zone: TimeZone { TimeZone(identifier: self.timeZone) ?? .gmt }
-
-        static func == (lhs: Preferences, rhs: Preferences) -> Bool {
-            lhs.enabled == rhs.enabled && lhs.dailyCap == rhs.dailyCap && lhs.minSpacingMinutes == rhs.minSpacingMinutes
-                && lhs.defaultCooldownMinutes == rhs.defaultCooldownMinutes
-                && lhs.quietHours?.start == rhs.quietHours?.start && lhs.quietHours?.end == rhs.quietHours?.end
-                && lhs.timeZone == rhs.timeZone
-        }
     }
 
     /// Every violation of a SetOfferPreferences request at once; an unset number takes its default.
@@ -103,7 +107,7 @@ enum OfferRules {
                 if start == end {
                     violations.append(FieldViolation(field: "quiet_hours.end", description: "must differ from start"))
                 }
-                preferences.quietHours = (start.hour * 60 + start.minute, end.hour * 60 + end.minute)
+                preferences.quietHours = QuietHours(start: start.minuteOfDay, end: end.minuteOfDay)
             }
         }
         switch FieldChecks.zone(request.timeZone) {
@@ -314,7 +318,7 @@ enum OfferRules {
         {
             return .suppressed(.alreadyDone, "the activity is done")
         }
-        if let quiet = preferences.quietHours, Self.isQuiet(deliverAt, quiet, in: zone) {
+        if let quiet = preferences.quietHours, quiet.contains(TaskRules.minuteOfDay(deliverAt, in: zone)) {
             return .suppressed(.quietHours, "it would arrive in quiet hours")
         }
         let seen = ledger.offers.filter(\.seen)
@@ -338,18 +342,6 @@ enum OfferRules {
     ) -> Bool {
         guard let lastCompletedAt else { return false }
         return kind == .daily ? LocalDate(lastCompletedAt, in: zone) == day : true
-    }
-
-    /// Whether `instant` falls in quiet hours [start, end) of its local day (crossing midnight
-    /// when end is earlier than start).
-    static func isQuiet(_ instant: Date, _ quiet: (start: Int, end: Int), in zone: TimeZone) -> Bool {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let parts = calendar.dateComponents([.hour, .minute], from: instant)
-        let minute = parts.hour! * 60 + parts.minute!
-        return quiet.start < quiet.end
-            ? (quiet.start <= minute && minute < quiet.end)
-            : (minute >= quiet.start || minute < quiet.end)
     }
 
     static func name(_ trigger: Hearth_Tasks_V1_Trigger) -> String {

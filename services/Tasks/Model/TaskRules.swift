@@ -32,6 +32,7 @@ enum TaskRules {
 
         var partOfDay: Hearth_Tasks_V1_TimeOfDay { self.preset ?? TaskRules.partOfDay(hour: self.hour) }
         var text: String { String(format: "%02d:%02d", self.hour, self.minute) }
+        var minuteOfDay: Int { self.hour * 60 + self.minute }
 
         static func < (lhs: DailyTime, rhs: DailyTime) -> Bool {
             (lhs.hour, lhs.minute) < (rhs.hour, rhs.minute)
@@ -91,6 +92,14 @@ enum TaskRules {
         case 17..<22: .evening
         default: .lateNight
         }
+    }
+
+    /// Minutes after local midnight that the clocks in `zone` show at `instant`.
+    static func minuteOfDay(_ instant: Date, in zone: TimeZone) -> Int {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = calendar.dateComponents([.hour, .minute], from: instant)
+        return parts.hour! * 60 + parts.minute!
     }
 
     /// "HH:MM" (two digits each, 00:00-23:59).

@@ -74,8 +74,8 @@ extension OfferRules.Preferences {
         preferences.defaultCooldownMinutes = UInt32(self.defaultCooldownMinutes)
         if let quiet = self.quietHours {
             preferences.quietHours = .with {
-                $0.start = String(format: "%02d:%02d", quiet.start / 60, quiet.start % 60)
-                $0.end = String(format: "%02d:%02d", quiet.end / 60, quiet.end % 60)
+                $0.start = TaskRules.DailyTime(hour: quiet.start / 60, minute: quiet.start % 60).text
+                $0.end = TaskRules.DailyTime(hour: quiet.end / 60, minute: quiet.end % 60).text
             }
         }
         preferences.timeZone = self.timeZone

@@ -398,7 +398,9 @@ struct ActivityStore: Sendable {
             dailyCap: record.dailyCap,
             minSpacingMinutes: record.minSpacingMinutes,
             defaultCooldownMinutes: record.defaultCooldownMinutes,
-            quietHours: record.quietStart.flatMap { start in record.quietEnd.map { (start, $0) } },
+            quietHours: record.quietStart.flatMap { start in
+                record.quietEnd.map { OfferRules.QuietHours(start: start, end: $0) }
+            },
             timeZone: record.timeZone
         )
     }

@@ -315,7 +315,7 @@ struct TaskStore: Sendable {
                 prompt: nil,
                 clientRequestID: clientRequestID,
                 localDate: LocalDate(now, in: zone).description,
-                timeOfDay: TaskRules.partOfDay(hour: Calendar.hour(of: now, in: zone)).rawValue,
+                timeOfDay: TaskRules.partOfDay(hour: TaskRules.minuteOfDay(now, in: zone) / 60).rawValue,
                 now: now,
                 in: db
             )
@@ -434,13 +434,4 @@ struct TaskStore: Sendable {
 
     /// The outbox id of a prompt's "check-in due" push (one per prompt).
     static func pushID(_ promptID: String) -> String { "tasks.prompt.\(promptID)" }
-}
-
-extension Calendar {
-    /// The local hour of `instant` in `zone`.
-    static func hour(of instant: Date, in zone: TimeZone) -> Int {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        return calendar.component(.hour, from: instant)
-    }
 }
