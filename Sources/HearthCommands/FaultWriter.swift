@@ -148,16 +148,32 @@ struct FaultWriter: AsyncParsableCommand {
         let acknowledged = Dictionary(grouping: entries.filter(\.ok), by: \.user).mapValues { Set($0.compactMap(\.id)) }
         var missing = 0
         for (user, ids) in acknowledged {
-            let stored = try await client.call(
-                "hearth.tasks.v1.Activities/ListActivities",
-                Hearth_Tasks_V1_ListActivitiesRequest(),
-                as: Hearth_Tasks_V1_ListActivitiesResponse.self,
-                options: try await self.options(user, signer)
-            )
+            let stored = try await Self.retryingUnavailable {
+                try await client.call(
+                    "hearth.tasks.v1.Activities/ListActivities",
+                    Hearth_Tasks_V1_ListActivitiesRequest(),
+                    as: Hearth_Tasks_V1_ListActivitiesResponse.self,
+                    options: try await self.options(user, signer)
+                )
+            }
             missing += ids.subtracting(stored.activities.map(\.id)).count
         }
         let total = acknowledged.values.map(\.count).reduce(0, +)
         print(#"{"acknowledged": \#(total), "missing": \#(missing)}"#)
         if missing > 0 { throw ExitCode(1) }
+    }
+
+    /// Runs `read` again while it fails with UNAVAILABLE, for at most 15 s: the check reads what
+    /// was stored, and the gateway may still be reconnecting to the service restarted last
+    /// (its backoff), which is no verdict on the data.
+    private static func retryingUnavailable<T>(_ read: () async throws -> T) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while true {
+            do {
+                return try await read()
+            } catch let error as RPCError where error.code == .unavailable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
     }
 }
