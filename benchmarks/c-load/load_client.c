@@ -2,7 +2,7 @@
  * load_client: a small, single-threaded epoll load generator for Hearth's wire protocol.
  *
  *   load_client HOST PORT --inflight N --connections C --seconds S
- *               [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]...
+ *               [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]... [--raw]
  *
  * Each of C connections keeps N `hearth.echo.v1.Echo/Echo` calls in flight. Every response
  * read frees its call id, which is reused at once for a new request; all requests produced by
@@ -13,6 +13,14 @@
  * `authorization=Bearer TOKEN`); the value is everything after the first '='.
  *
  * Wire format: 4-byte big-endian length N, then N bytes of hearth.rpc.v1.Frame.
+ *
+ * --raw drives a bare length-prefixed echo server instead (benchmarks/c-echo, or any server that
+ * answers each frame with the identical frame): a request is the 4-byte big-endian length, then
+ * --payload bytes, and nothing else. Raw frames carry no call id, so the responses on a connection
+ * are matched to its requests in FIFO order: each connection keeps a ring of N send timestamps
+ * (head = oldest call in flight). A response of another length or with other bytes than the
+ * request is a protocol error (exit 2); so is one that arrives with nothing in flight. --metadata
+ * cannot be combined with --raw, and unknown_ids is always 0 in this mode.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -192,6 +200,7 @@ typedef struct {
     uint32_t *batch;     /* slots queued since the last send time was stamped */
     uint32_t nbatch;
     uint32_t inflight;
+    uint32_t head;       /* --raw: ring index of the oldest call in flight */
 } conn_t;
 
 typedef struct {
@@ -200,6 +209,7 @@ typedef struct {
 } meta_t;
 
 static struct {
+    bool raw;            /* --raw: bare length-prefixed frames, FIFO-matched */
     uint32_t inflight;
     meta_t *meta;        /* --metadata entries, in command-line order */
     size_t nmeta;
@@ -219,6 +229,23 @@ static size_t meta_entry_len(const meta_t *m) {
     return 1 + varint_size(m->klen) + m->klen + 1 + varint_size(m->vlen) + m->vlen;
 }
 
+/* A frame's 4-byte big-endian length prefix. */
+static void put_be32(uint8_t *p, size_t n) {
+    p[0] = (uint8_t)(n >> 24);
+    p[1] = (uint8_t)(n >> 16);
+    p[2] = (uint8_t)(n >> 8);
+    p[3] = (uint8_t)n;
+}
+
+/* --raw: the request is just the length prefix and the payload. */
+static void encode_raw_template(size_t payload) {
+    G.tmpl_len = 4 + payload;
+    G.tmpl = xrealloc(NULL, G.tmpl_len);
+    uint8_t *p = G.tmpl;
+    put_be32(p, payload);
+    for (size_t i = 0; i < payload; i++) p[4 + i] = (uint8_t)('a' + i % 26);
+}
+
 static void encode_template(size_t payload) {
     /* EchoRequest { bytes payload = 1; } */
     size_t echo_len = payload ? 1 + varint_size(payload) + payload : 0;
@@ -235,10 +262,7 @@ static void encode_template(size_t payload) {
     G.tmpl_len = 4 + body;
     G.tmpl = xrealloc(NULL, G.tmpl_len);
     uint8_t *p = G.tmpl;
-    p[0] = (uint8_t)(body >> 24);
-    p[1] = (uint8_t)(body >> 16);
-    p[2] = (uint8_t)(body >> 8);
-    p[3] = (uint8_t)body;
+    put_be32(p, body);
     p += 4;
     *p++ = 0x08; /* field 1, varint */
     G.id_off = (size_t)(p - G.tmpl);
@@ -299,6 +323,20 @@ static inline void queue_request(conn_t *c, uint32_t slot) {
     q[2] = (uint8_t)(((id >> 14) & 0x7f) | 0x80);
     q[3] = (uint8_t)(((id >> 21) & 0x7f) | 0x80);
     q[4] = (uint8_t)((id >> 28) & 0x7f);
+    c->olen += G.tmpl_len;
+    c->busy[slot] = 1;
+    c->inflight++;
+    G.total_inflight++;
+    G.sent++;
+    c->batch[c->nbatch++] = slot;
+}
+
+/* --raw: queues a request at the tail of the connection's ring of calls in flight. */
+static inline void queue_raw_request(conn_t *c) {
+    uint32_t slot = c->head + c->inflight;
+    if (slot >= G.inflight) slot -= G.inflight;
+    obuf_reserve(c, G.tmpl_len);
+    memcpy(c->obuf + c->olen, G.tmpl, G.tmpl_len);
     c->olen += G.tmpl_len;
     c->busy[slot] = 1;
     c->inflight++;
@@ -443,6 +481,25 @@ static void handle_frame(conn_t *c, const uint8_t *p, size_t len, uint64_t now, 
     }
 }
 
+/* --raw: a response answers the oldest call in flight on its connection. */
+static void handle_raw_frame(conn_t *c, const uint8_t *p, size_t len, uint64_t now, bool record, bool resend) {
+    if (len != G.tmpl_len - 4)
+        die("connection %d: raw response of %zu bytes, expected %zu", c->index, len, G.tmpl_len - 4);
+    if (c->inflight == 0) die("connection %d: raw response with no request in flight", c->index);
+    if (memcmp(p, G.tmpl + 4, len) != 0) die("connection %d: raw response bytes differ from the request", c->index);
+    uint32_t slot = c->head;
+    c->head = slot + 1 == G.inflight ? 0 : slot + 1;
+    c->busy[slot] = 0;
+    c->inflight--;
+    G.total_inflight--;
+    G.responses++;
+    if (record) {
+        G.calls++;
+        hist_add(&G.hist, now - c->sent_ns[slot]);
+    }
+    if (resend) queue_raw_request(c);
+}
+
 /* One read(), then every complete frame in the buffer, then one send() of what they produced. */
 static void conn_read(conn_t *c) {
     ssize_t n;
@@ -468,6 +525,14 @@ static void conn_read(conn_t *c) {
         const uint8_t *h = c->rbuf + off;
         uint32_t flen = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | (uint32_t)h[3];
         if (flen > MAX_FRAME) die("connection %d: frame of %u bytes exceeds 16 MiB", c->index, flen);
+        if (G.raw) {
+            if (flen != G.tmpl_len - 4) /* known wrong from the header already */
+                die("connection %d: raw response of %u bytes, expected %zu", c->index, flen, G.tmpl_len - 4);
+            if (c->rlen - off - 4 < flen) break;
+            handle_raw_frame(c, h + 4, flen, now, record, resend);
+            off += 4 + (size_t)flen;
+            continue;
+        }
         if (c->rlen - off - 4 < flen) break;
         handle_frame(c, h + 4, flen, now, record, resend);
         off += 4 + (size_t)flen;
@@ -519,7 +584,7 @@ static int connect_to(const char *host, const char *port) {
 
 static void usage(void) {
     fprintf(stderr, "usage: load_client HOST PORT --inflight N --connections C --seconds S\n"
-                    "                   [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]...\n");
+                    "                   [--warmup W] [--payload BYTES] [--json FILE] [--metadata KEY=VALUE]... [--raw]\n");
     exit(2);
 }
 
@@ -536,7 +601,9 @@ int main(int argc, char **argv) {
     double inflight = 0, conns = 0, seconds = 0, warmup = 1, payload = 256;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strncmp(a, "--", 2) == 0) {
+        if (!strcmp(a, "--raw")) {
+            G.raw = true;
+        } else if (strncmp(a, "--", 2) == 0) {
             if (i + 1 >= argc) usage();
             const char *v = argv[++i];
             if (!strcmp(a, "--inflight")) inflight = parse_num(a, v, 1, MAX_INFLIGHT);
@@ -560,11 +627,13 @@ int main(int argc, char **argv) {
     if (!host || !port || inflight < 1 || conns < 1 || seconds <= 0) usage();
     if (inflight != (uint32_t)inflight || conns != (int)conns || payload != (size_t)payload)
         die("--inflight, --connections and --payload take whole numbers");
+    if (G.raw && G.nmeta) die("--metadata cannot be used with --raw: raw frames carry only the payload");
     signal(SIGPIPE, SIG_IGN);
 
     G.inflight = (uint32_t)inflight;
     G.hist.min = UINT64_MAX;
-    encode_template((size_t)payload);
+    if (G.raw) encode_raw_template((size_t)payload);
+    else encode_template((size_t)payload);
     int nconn = (int)conns;
 
     G.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -589,7 +658,10 @@ int main(int argc, char **argv) {
     G.measure_start = t0 + (uint64_t)(warmup * 1e9);
     G.measure_end = G.measure_start + (uint64_t)(seconds * 1e9);
     for (int i = 0; i < nconn; i++) {
-        for (uint32_t s = 0; s < G.inflight; s++) queue_request(&cs[i], s);
+        for (uint32_t s = 0; s < G.inflight; s++) {
+            if (G.raw) queue_raw_request(&cs[i]);
+            else queue_request(&cs[i], s);
+        }
         conn_flush(&cs[i]);
     }
 
@@ -630,8 +702,8 @@ int main(int argc, char **argv) {
     double mx = h->max / us, mn = h->total ? h->min / us : 0;
     double mean = h->total ? (double)(h->sum / h->total) / us : 0;
 
-    printf("hearth c-load: %s:%s connections=%d inflight=%u payload=%zuB warmup=%gs seconds=%g\n", host, port,
-           nconn, G.inflight, (size_t)payload, warmup, seconds);
+    printf("hearth c-load%s: %s:%s connections=%d inflight=%u payload=%zuB warmup=%gs seconds=%g\n",
+           G.raw ? " (raw frames)" : "", host, port, nconn, G.inflight, (size_t)payload, warmup, seconds);
     printf("calls        %llu\n", (unsigned long long)G.calls);
     printf("qps          %.1f\n", qps);
     printf("latency us   p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  (min %.1f mean %.1f)\n", p50, p90,
