@@ -139,8 +139,10 @@ public final class Gateway: Service, Sendable {
                 guard remaining > .zero else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
                 timeout = min(timeout, .nanoseconds(remaining.nanoseconds))
             }
-            var metadata = context.metadata.filter { key, _ in
-                !key.hasPrefix(TrustedMetadata.prefix) && key != "authorization"
+            var metadata: [String: String] = [:]
+            for (key, value) in context.metadata
+            where !key.hasPrefix(TrustedMetadata.prefix) && key != "authorization" {
+                metadata[key] = value
             }
             metadata[TrustedMetadata.user] = user
             metadata[TrustedMetadata.credential] = self.configuration.internalCredential

@@ -58,7 +58,7 @@ struct FrameDecoderTests {
             frame.callID = UInt64(size) * 7919
             frame.kind = .response
             frame.method = "hearth.echo.v1.Echo/Echo"
-            frame.metadata = ["x-request-id": "r\(size)", "b": "2", "a": "1"]
+            frame.metadata = Metadata.entries(of: ["x-request-id": "r\(size)", "b": "2", "a": "1"])
             frame.payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
             frame.status.code = .notFound
             var options = BinaryEncodingOptions()
@@ -69,6 +69,26 @@ struct FrameDecoderTests {
             #expect(buffer.readInteger(as: UInt32.self) == UInt32(expected.count))
             #expect(Array(buffer.readableBytesView) == expected)
         }
+    }
+
+    @Test("metadata is DESIGN.md's map<string, string> on the wire: entries {1: key, 2: value}, the last of a key wins")
+    func metadataIsAMapOnTheWire() throws {
+        func entry(_ key: String, _ value: String) -> [UInt8] {
+            let body =
+                [0x0A, UInt8(key.utf8.count)] + Array(key.utf8) + [0x12, UInt8(value.utf8.count)] + Array(value.utf8)
+            return [0x22, UInt8(body.count)] + body  // field 4, length-delimited
+        }
+        // What any protobuf library writes for map<string, string> {"a": "1", "x-request-id": "r"}, with
+        // "a" sent twice as a peer may.
+        let bytes = entry("a", "0") + entry("x-request-id", "r") + entry("a", "1")
+        let frame = try WireFrame(serializedBytes: bytes)
+        let metadata = Metadata(entries: frame.metadata)
+        #expect(metadata["a"] == "1" && metadata["x-request-id"] == "r" && metadata["b"] == nil)
+        #expect(metadata.keys == ["a", "x-request-id"])
+
+        var written = WireFrame()
+        written.metadata = Metadata.entries(of: ["a": "1"])
+        #expect(try written.serializedBytes() == entry("a", "1"))
     }
 
     @Test("a truncated frame produces nothing and is dropped at close")

@@ -72,7 +72,7 @@ public final class RPCConnection: Sendable {
         var frame = WireFrame()
         frame.kind = .request
         frame.method = method
-        frame.metadata = metadata
+        frame.metadata = Metadata.entries(of: metadata)
         frame.payload = payload
         var localDeadline: TimeAmount?
         if let timeout {

@@ -140,7 +140,11 @@ public nonisolated struct Hearth_Rpc_V1_Frame: Sendable {
   public var method: String = String()
 
   /// Lower-case keys: `authorization`, `x-request-id`, ...
-  public var metadata: Dictionary<String,String> = [:]
+  /// This is DESIGN.md's `map<string, string> metadata = 4`, byte for byte: on the wire a map
+  /// is a repeated entry message with the key in field 1 and the value in field 2, and a
+  /// repeated key keeps its last value. It is declared as the entries because SwiftProtobuf's
+  /// generic map decoding took 16% of the echo server's CPU (BENCHMARKS.md, "Hot path").
+  public var metadata: [Hearth_Rpc_V1_Frame.MetadataEntry] = []
 
   /// On REQUEST: the time the caller will still wait, in milliseconds; 0 = no deadline.
   public var timeoutMs: UInt32 = 0
@@ -216,6 +220,21 @@ public nonisolated struct Hearth_Rpc_V1_Frame: Sendable {
 
   }
 
+  /// One entry of `metadata`.
+  public nonisolated struct MetadataEntry: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var key: String = String()
+
+    public var value: String = String()
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
   public init() {}
 
   fileprivate var _status: Hearth_Rpc_V1_Status? = nil
@@ -275,7 +294,7 @@ nonisolated extension Hearth_Rpc_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf.
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.callID) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.method) }()
-      case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.metadata) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.metadata) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       case 6: try { try decoder.decodeSingularBytesField(value: &self.payload) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._status) }()
@@ -299,7 +318,7 @@ nonisolated extension Hearth_Rpc_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf.
       try visitor.visitSingularStringField(value: self.method, fieldNumber: 3)
     }
     if !self.metadata.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.metadata, fieldNumber: 4)
+      try visitor.visitRepeatedMessageField(value: self.metadata, fieldNumber: 4)
     }
     if self.timeoutMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 5)
@@ -328,6 +347,41 @@ nonisolated extension Hearth_Rpc_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Hearth_Rpc_V1_Frame.Kind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}REQUEST\0\u{1}RESPONSE\0\u{1}CANCEL\0\u{1}PING\0\u{1}PONG\0\u{1}GOAWAY\0")
+}
+
+nonisolated extension Hearth_Rpc_V1_Frame.MetadataEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Hearth_Rpc_V1_Frame.protoMessageName + ".MetadataEntry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}key\0\u{1}value\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.key) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.key.isEmpty {
+      try visitor.visitSingularStringField(value: self.key, fieldNumber: 1)
+    }
+    if !self.value.isEmpty {
+      try visitor.visitSingularStringField(value: self.value, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Rpc_V1_Frame.MetadataEntry, rhs: Hearth_Rpc_V1_Frame.MetadataEntry) -> Bool {
+    if lhs.key != rhs.key {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }
 
 nonisolated extension Hearth_Rpc_V1_Status: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -26,7 +26,7 @@ struct MethodRouter: Sendable {
     }
 
     /// The handler for `method` called with `metadata`, or the error to answer instead.
-    func handler(for method: String, metadata: [String: String]) -> Result<RawHandler, RPCError> {
+    func handler(for method: String, metadata: Metadata) -> Result<RawHandler, RPCError> {
         if let credential = self.credential, !self.publicMethods.contains(method) {
             guard let presented = metadata[TrustedMetadata.credential],
                 constantTimeEqual(Array(presented.utf8), credential)

@@ -6,7 +6,7 @@ public struct RPCContext: Sendable {
     /// `package.Service/Method`.
     public let method: String
     /// The request's metadata, keys in lower case.
-    public let metadata: [String: String]
+    public let metadata: Metadata
     /// When the caller stops waiting; nil when it set no deadline.
     public let deadline: NIODeadline?
     /// The remote address of the connection the call came on.
@@ -37,7 +37,7 @@ public struct RPCContext: Sendable {
     ///     without an `x-request-id`.
     public init(
         method: String,
-        metadata: [String: String],
+        metadata: Metadata,
         deadline: NIODeadline?,
         peer: String,
         callID: UInt64,

@@ -221,7 +221,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             return
         }
         let handler: RawHandler
-        switch self.router.handler(for: frame.method, metadata: frame.metadata) {
+        let metadata = Metadata(entries: frame.metadata)
+        switch self.router.handler(for: frame.method, metadata: metadata) {
         case .success(let found):
             handler = found
         case .failure(let error):
@@ -233,7 +234,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let deadline: NIODeadline? = frame.timeoutMs > 0 ? .now() + .milliseconds(Int64(frame.timeoutMs)) : nil
         let callContext = RPCContext(
             method: frame.method,
-            metadata: frame.metadata,
+            metadata: metadata,
             deadline: deadline,
             peer: self.peer,
             callID: callID,

@@ -1,0 +1,44 @@
+/// A call's metadata as it came in its REQUEST frame: lower-case keys and their values, in
+/// order. A key sent twice reads as its last value, as the wire's `map<string, string>` says.
+///
+/// It keeps the frame's entries as they were decoded: a handful of keys are searched faster
+/// than a dictionary is built, and most calls read two or three of them.
+public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    private let entries: [Hearth_Rpc_V1_Frame.MetadataEntry]
+
+    init(entries: [Hearth_Rpc_V1_Frame.MetadataEntry]) {
+        self.entries = entries
+    }
+
+    public init(_ dictionary: [String: String] = [:]) {
+        self.entries = Self.entries(of: dictionary)
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.entries = elements.map(Self.entry)
+    }
+
+    /// The value of `key`, nil when the call did not send it.
+    public subscript(key: String) -> String? {
+        self.entries.last { $0.key == key }?.value
+    }
+
+    /// Each key once.
+    public var keys: Set<String> { Set(self.entries.map(\.key)) }
+
+    public func makeIterator() -> some IteratorProtocol<(key: String, value: String)> {
+        self.entries.lazy.map { (key: $0.key, value: $0.value) }.makeIterator()
+    }
+
+    /// A dictionary's entries as the frame carries them.
+    static func entries(of dictionary: [String: String]) -> [Hearth_Rpc_V1_Frame.MetadataEntry] {
+        dictionary.map(Self.entry)
+    }
+
+    private static func entry(_ key: String, _ value: String) -> Hearth_Rpc_V1_Frame.MetadataEntry {
+        var entry = Hearth_Rpc_V1_Frame.MetadataEntry()
+        entry.key = key
+        entry.value = value
+        return entry
+    }
+}
