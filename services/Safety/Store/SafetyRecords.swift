@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthStore
 
 struct ProfileRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "profile"
@@ -107,8 +108,8 @@ extension ProfileRecord {
                 WHERE user_id = ?
                 """
         ).execute(arguments: [
-            self.timeZone, self.periodStart, self.lastCheckInAt, self.snoozes, self.pausedUntil, self.epoch,
-            self.checkInEpoch, self.nextDueAt, self.updatedAt, self.userID,
+            self.timeZone, self.periodStart.stored, self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored,
+            self.epoch, self.checkInEpoch, self.nextDueAt?.stored, self.updatedAt.stored, self.userID,
         ])
     }
 }

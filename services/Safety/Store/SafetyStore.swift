@@ -201,7 +201,7 @@ struct SafetyStore: Sendable {
         }
         let recent = try Date.fetchAll(
             db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
-            arguments: [user, now.addingTimeInterval(-3600)]
+            arguments: [user, now.addingTimeInterval(-3600).stored]
         )
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
             return (.repeated, profile)
@@ -213,7 +213,7 @@ struct SafetyStore: Sendable {
                     INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
                     VALUES (?, ?, ?, ?, ?, ?)
                     """
-            ).execute(arguments: [user, now, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
+            ).execute(arguments: [user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
             )
         }
         if let timeZone { profile.timeZone = timeZone }
@@ -532,7 +532,7 @@ struct SafetyStore: Sendable {
                 db.cachedStatement(
                     sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
                 ),
-                arguments: [profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400)]
+                arguments: [profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400).stored]
             )
         )
         let checkedIn = profile.lastCheckInAt.map { LocalDate($0, in: zone) }

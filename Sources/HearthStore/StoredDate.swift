@@ -1,0 +1,78 @@
+public import Foundation
+public import GRDB
+
+/// A date bound to a statement exactly as GRDB stores a `Date` — the text
+/// "yyyy-MM-dd HH:mm:ss.SSS" in UTC — but written with integer arithmetic instead of GRDB's
+/// shared `DateFormatter`, which cost 7% of the safety service's CPU on the heartbeat path.
+/// Columns written either way compare and read back the same (checked against GRDB for every
+/// kind of date in HearthStoreTests).
+public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
+    public var date: Date
+
+    public init(_ date: Date) {
+        self.date = date
+    }
+
+    public var databaseValue: DatabaseValue {
+        Self.text(of: self.date).map { $0.databaseValue } ?? self.date.databaseValue
+    }
+
+    public static func fromDatabaseValue(_ dbValue: DatabaseValue) -> StoredDate? {
+        Date.fromDatabaseValue(dbValue).map(StoredDate.init)
+    }
+
+    /// GRDB's text for `date`, or nil outside 1900-9999 (left to GRDB's formatter: its calendar
+    /// is Julian before 1582, and years past 9999 need more digits).
+    static func text(of date: Date) -> String? {
+        // Milliseconds since 1970, to the nearest (GRDB's formatter rounds ".SSS", it does not truncate).
+        let udate = (date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1000
+        guard udate >= -2_208_988_800_000, udate < 253_402_300_800_000 else { return nil }  // 1900-01-01 ..< 10000-01-01
+        let millis = Int64((udate + 0.5).rounded(.down))  // halves up, as GRDB's formatter does
+        let dayMillis: Int64 = 86_400_000
+        let days = millis >= 0 ? millis / dayMillis : (millis - dayMillis + 1) / dayMillis
+        let ofDay = millis - days * dayMillis
+        let (year, month, day) = civil(daysSince1970: days)
+
+        var bytes = [UInt8](repeating: 0, count: 23)
+        func put(_ value: Int64, at offset: Int, digits: Int) {
+            var value = value
+            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                bytes[index] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
+                value /= 10
+            }
+        }
+        put(year, at: 0, digits: 4)
+        bytes[4] = UInt8(ascii: "-")
+        put(month, at: 5, digits: 2)
+        bytes[7] = UInt8(ascii: "-")
+        put(day, at: 8, digits: 2)
+        bytes[10] = UInt8(ascii: " ")
+        put(ofDay / 3_600_000, at: 11, digits: 2)
+        bytes[13] = UInt8(ascii: ":")
+        put(ofDay / 60_000 % 60, at: 14, digits: 2)
+        bytes[16] = UInt8(ascii: ":")
+        put(ofDay / 1000 % 60, at: 17, digits: 2)
+        bytes[19] = UInt8(ascii: ".")
+        put(ofDay % 1000, at: 20, digits: 3)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The proleptic Gregorian year, month and day of a day number (days since 1970-01-01),
+    /// by Howard Hinnant's `civil_from_days`.
+    private static func civil(daysSince1970 days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468  // days since 0000-03-01
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension Date {
+    /// This date bound as GRDB stores dates, without its `DateFormatter` (see ``StoredDate``).
+    public var stored: StoredDate { StoredDate(self) }
+}

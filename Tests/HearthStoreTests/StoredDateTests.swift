@@ -1,0 +1,70 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import HearthStore
+
+@Suite("Stored dates")
+struct StoredDateTests {
+    /// What GRDB itself stores for `date`.
+    private func grdb(_ date: Date) -> DatabaseValue { date.databaseValue }
+
+    @Test("a StoredDate binds the very text GRDB's formatter writes, for every kind of date")
+    func sameTextAsGRDB() {
+        var generator = SystemRandomNumberGenerator()
+        var dates: [Date] = [
+            Date(timeIntervalSince1970: 0),
+            Date(timeIntervalSince1970: -0.0005),
+            Date(timeIntervalSince1970: 951_782_399.999),  // 2000-02-28 23:59:59.999
+            Date(timeIntervalSince1970: 951_868_800),  // 2000-03-01, after a 400-year leap day
+            Date(timeIntervalSince1970: 4_107_542_400),  // 2100-03-01: 2100 is no leap year
+            Date(timeIntervalSince1970: -2_208_988_800),  // 1900-01-01, the first date done by hand
+            Date(timeIntervalSince1970: 253_402_300_799.999),  // 9999-12-31 23:59:59.999, the last
+            Date(timeIntervalSince1970: -2_208_988_800.001),  // before: GRDB's formatter does it
+            Date(timeIntervalSince1970: 253_402_300_800),  // after: likewise
+            Date(timeIntervalSince1970: -12_219_292_800),  // 1582-10-15, the Gregorian switch
+            // Halves of a millisecond round up, also before 1970 (found by the random dates).
+            Date(timeIntervalSince1970: -2_188_130_109.8995),
+            Date(timeIntervalSince1970: -426_724_256.444_5),
+            Date(timeIntervalSince1970: 1_763_800_000.000_5),
+        ]
+        for _ in 0..<100_000 {
+            let seconds = Double.random(in: -2_208_988_800...4_102_444_800, using: &generator)
+            dates.append(Date(timeIntervalSince1970: seconds))
+            // Whole milliseconds, as the stores keep them (Store.asStored), whose Double is often
+            // a hair below the exact value.
+            dates.append(Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
+            dates.append(Date(timeIntervalSince1970: (seconds * 1000).rounded(.down) / 1000 + 0.000_999_9))
+        }
+        var mismatches: [String] = []
+        for date in dates where StoredDate(date).databaseValue != self.grdb(date) {
+            mismatches.append("\(date.timeIntervalSince1970): \(StoredDate(date).databaseValue) vs \(self.grdb(date))")
+        }
+        #expect(mismatches.count == 0, "\(mismatches.prefix(5))")
+    }
+
+    @Test("outside 1900-9999 the text is GRDB's own")
+    func outsideTheFastRange() {
+        #expect(StoredDate.text(of: Date(timeIntervalSince1970: -2_208_988_800.001)) == nil)
+        #expect(StoredDate.text(of: Date(timeIntervalSince1970: 253_402_300_800)) == nil)
+        #expect(StoredDate.text(of: Date(timeIntervalSince1970: 0)) == "1970-01-01 00:00:00.000")
+    }
+
+    @Test("a stored date reads back as the Date GRDB reads back, and sorts the same in SQL")
+    func readsBack() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (a, b)")
+            for seconds in [0, 1_763_800_000.123, 1_763_800_000.1239, 4_000_000_000.5] {
+                let date = Date(timeIntervalSince1970: seconds)
+                try db.execute(sql: "INSERT INTO t VALUES (?, ?)", arguments: [date.stored, date])
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT a, b, a = b AS same FROM t ORDER BY a")
+            #expect(rows.allSatisfy { $0["same"] == true })
+            #expect(
+                try StoredDate.fetchAll(db, sql: "SELECT a FROM t").map(\.date)
+                    == (try Date.fetchAll(db, sql: "SELECT b FROM t"))
+            )
+        }
+    }
+}
