@@ -24,10 +24,11 @@ public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
     /// GRDB's text for `date`, or nil outside 1900-9999 (left to GRDB's formatter: its calendar
     /// is Julian before 1582, and years past 9999 need more digits).
     static func text(of date: Date) -> String? {
-        // Milliseconds since 1970, to the nearest (GRDB's formatter rounds ".SSS", it does not truncate).
+        // Milliseconds since 1970, to the nearest, halves up: GRDB's formatter rounds ".SSS" so.
         let udate = (date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1000
-        guard udate >= -2_208_988_800_000, udate < 253_402_300_800_000 else { return nil }  // 1900-01-01 ..< 10000-01-01
-        let millis = Int64((udate + 0.5).rounded(.down))  // halves up, as GRDB's formatter does
+        // 1900-01-01 ..< 10000-01-01
+        guard udate >= -2_208_988_800_000, udate < 253_402_300_800_000 else { return nil }
+        let millis = Int64((udate + 0.5).rounded(.down))
         let dayMillis: Int64 = 86_400_000
         let days = millis >= 0 ? millis / dayMillis : (millis - dayMillis + 1) / dayMillis
         let ofDay = millis - days * dayMillis
