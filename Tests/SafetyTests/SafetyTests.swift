@@ -190,7 +190,9 @@ struct SafetyTests {
         try await system.settle()
         try await system.advance(to: t0 + 21 * hour)
         try await eventually("the 3 h warning") { try system.pushes().count == 1 }
-        try await system.checkIn()
+        let answered = try await system.checkIn()
+        #expect(answered.emails.isEmpty && answered.state == .normal)
+        #expect(try await answered == system.status(), "the heartbeat answers the status as GetStatus reads it")
         try await system.advance(to: t0 + 23.5 * hour)
         #expect(try system.pushes().count == 1, "the 1 h warning of the old period was cancelled")
         #expect(try await system.status().state == .normal)
@@ -198,7 +200,8 @@ struct SafetyTests {
         try await system.advance(to: t0 + 21 * hour + 24 * hour)
         try await system.advance(to: t0 + 21 * hour + 24 * hour + 24 * hour)
         try await eventually("both contacts alerted") { try system.emails().count == 2 }
-        try await system.checkIn()
+        let clearing = try await system.checkIn()
+        #expect(clearing.emails.map(\.kind) == ["ALL_CLEAR", "ALL_CLEAR"], "the answer names the all-clears it queued")
         try await system.settle()
         try await eventually("all-clear to both") { try system.emails().count == 4 }
         let clear = try system.emails().suffix(2)

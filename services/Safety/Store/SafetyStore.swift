@@ -151,7 +151,7 @@ struct SafetyStore: Sendable {
         let now = min(occurredAt ?? clockNow, clockNow)
         return try await self.heartbeats.write { db in
             var enqueued = false
-            let (outcome, profile) = try Self.heartbeat(
+            let (outcome, status) = try Self.heartbeat(
                 user,
                 at: now,
                 timeZone: timeZone,
@@ -162,11 +162,7 @@ struct SafetyStore: Sendable {
                 enqueued: &enqueued,
                 in: db
             )
-            return HeartbeatResult(
-                outcome: outcome,
-                status: try profile.map { try Self.snapshot($0, in: db) },
-                enqueued: enqueued
-            )
+            return HeartbeatResult(outcome: outcome, status: status, enqueued: enqueued)
         }
     }
 
@@ -188,23 +184,23 @@ struct SafetyStore: Sendable {
         allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
         enqueued: inout Bool,
         in db: Database
-    ) throws -> (HeartbeatOutcome, ProfileRecord?) {
+    ) throws -> (HeartbeatOutcome, StatusSnapshot?) {
         guard
             var profile = try Self.profile(user, in: db)
         else { return (.noProfile, nil) }
-        if let last = profile.lastCheckInAt, now <= last { return (.repeated, profile) }
+        if let last = profile.lastCheckInAt, now <= last { return (.repeated, try Self.snapshot(profile, in: db)) }
         if try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
             arguments: [user, requestID]
         ) != nil {
-            return (.repeated, profile)
+            return (.repeated, try Self.snapshot(profile, in: db))
         }
         let recent = try Date.fetchAll(
             db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
             arguments: [user, now.addingTimeInterval(-3600).stored]
         )
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
-            return (.repeated, profile)
+            return (.repeated, try Self.snapshot(profile, in: db))
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
         if !limited {
@@ -218,11 +214,18 @@ struct SafetyStore: Sendable {
         }
         if let timeZone { profile.timeZone = timeZone }
         enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
-        profile = try Self.reschedule(profile, at: now, in: db)
+        let clock: SwitchClock
+        (profile, clock) = try Self.rescheduled(profile, at: now, in: db)
+        // The period began just now: its only messages are the all-clears just enqueued, if any.
+        let status = StatusSnapshot(
+            profile: profile,
+            clock: clock,
+            alerts: enqueued ? try Self.periodAlerts(profile, in: db) : []
+        )
         if limited, let oldest = recent.first {
-            return (.rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now)), profile)
+            return (.rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now)), status)
         }
-        return (.recorded, profile)
+        return (.recorded, status)
     }
 
     enum SwitchChange: Sendable {
@@ -294,14 +297,21 @@ struct SafetyStore: Sendable {
 
     /// The status of `profile` as it stands in this transaction.
     private static func snapshot(_ profile: ProfileRecord, in db: Database) throws -> StatusSnapshot {
-        let user = profile.userID
-        let alerts = try AlertRecord.fetchAll(
+        StatusSnapshot(
+            profile: profile,
+            clock: try Self.switchClock(profile, in: db),
+            alerts: try Self.periodAlerts(profile, in: db)
+        )
+    }
+
+    /// The messages of `profile`'s period (since its last check-in), test messages aside.
+    private static func periodAlerts(_ profile: ProfileRecord, in db: Database) throws -> [AlertRecord] {
+        try AlertRecord.fetchAll(
             db.cachedStatement(
                 sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id"
             ),
-            arguments: [user, profile.checkInEpoch]
+            arguments: [profile.userID, profile.checkInEpoch]
         )
-        return StatusSnapshot(profile: profile, clock: try Self.switchClock(profile, in: db), alerts: alerts)
     }
 
     /// Records a test message for delivery.
@@ -510,13 +520,20 @@ struct SafetyStore: Sendable {
     /// Sets when the scheduler looks at this switch next, and saves the profile.
     @discardableResult
     private static func reschedule(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> ProfileRecord {
+        try Self.rescheduled(profile, at: now, in: db).profile
+    }
+
+    /// ``reschedule(_:at:in:)``, also answering the switch's clock it read.
+    private static func rescheduled(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> (
+        profile: ProfileRecord, clock: SwitchClock
+    ) {
         var profile = profile
         let clock = try Self.switchClock(profile, in: db)
         let next = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
         let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
         profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
         try profile.saveSwitch(in: db)
-        return profile
+        return (profile, clock)
     }
 
     /// The next daily reminder (nil when off or paused): a day needs none once the user
