@@ -26,9 +26,10 @@ public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
     static func text(of date: Date) -> String? {
         // Milliseconds since 1970, to the nearest, halves up: GRDB's formatter rounds ".SSS" so.
         let udate = (date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1000
-        // 1900-01-01 ..< 10000-01-01
-        guard udate >= -2_208_988_800_000, udate < 253_402_300_800_000 else { return nil }
-        let millis = Int64((udate + 0.5).rounded(.down))
+        let rounded = (udate + 0.5).rounded(.down)
+        // 1900-01-01 ..< 10000-01-01, after rounding (NaN and infinities fail it too)
+        guard rounded >= -2_208_988_800_000, rounded < 253_402_300_800_000 else { return nil }
+        let millis = Int64(rounded)
         let dayMillis: Int64 = 86_400_000
         let days = millis >= 0 ? millis / dayMillis : (millis - dayMillis + 1) / dayMillis
         let ofDay = millis - days * dayMillis

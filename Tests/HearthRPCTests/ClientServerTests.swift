@@ -272,6 +272,30 @@ struct ClientServerTests {
         }
     }
 
+    @Test("64 metadata entries pass; 65 are INVALID_ARGUMENT, and the connection keeps serving")
+    func metadataEntryLimit() async throws {
+        try await withTestServer { _, port in
+            let client = makeClient(port: port)
+            func call(withEntries count: Int) async throws -> Hearth_Echo_V1_EchoResponse {
+                let metadata = Dictionary(uniqueKeysWithValues: (1...count).map { ("k\($0)", "v") })
+                return try await client.call(
+                    "hearth.echo.v1.Echo/Echo",
+                    echoRequest(text: "\(count)"),
+                    as: Hearth_Echo_V1_EchoResponse.self,
+                    options: CallOptions(metadata: metadata)
+                )
+            }
+            let atLimit = try await call(withEntries: Metadata.maxEntries)
+            #expect(atLimit.text == "64")
+            let error = await #expect(throws: RPCError.self) { try await call(withEntries: Metadata.maxEntries + 1) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("64 metadata entries") == true)
+            let after = try await call(withEntries: 1)
+            #expect(after.text == "1")
+            await client.close()
+        }
+    }
+
     @Test("PING over the client's connection")
     func ping() async throws {
         try await withTestServer { _, port in

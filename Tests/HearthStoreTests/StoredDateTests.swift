@@ -22,6 +22,7 @@ struct StoredDateTests {
             Date(timeIntervalSince1970: 253_402_300_799.999),  // 9999-12-31 23:59:59.999, the last
             Date(timeIntervalSince1970: -2_208_988_800.001),  // before: GRDB's formatter does it
             Date(timeIntervalSince1970: 253_402_300_800),  // after: likewise
+            Date(timeIntervalSince1970: 253_402_300_799.9996),  // rounds into the year 10000: likewise
             Date(timeIntervalSince1970: -12_219_292_800),  // 1582-10-15, the Gregorian switch
             // Halves of a millisecond round up, also before 1970 (found by the random dates).
             Date(timeIntervalSince1970: -2_188_130_109.8995),
@@ -47,6 +48,9 @@ struct StoredDateTests {
     func outsideTheFastRange() {
         #expect(StoredDate.text(of: Date(timeIntervalSince1970: -2_208_988_800.001)) == nil)
         #expect(StoredDate.text(of: Date(timeIntervalSince1970: 253_402_300_800)) == nil)
+        // Rounds up into the year 10000: GRDB's.
+        #expect(StoredDate.text(of: Date(timeIntervalSince1970: 253_402_300_799.9996)) == nil)
+        #expect(StoredDate.text(of: Date(timeIntervalSince1970: 253_402_300_799.999)) == "9999-12-31 23:59:59.999")
         #expect(StoredDate.text(of: Date(timeIntervalSince1970: 0)) == "1970-01-01 00:00:00.000")
     }
 

@@ -140,9 +140,10 @@ public nonisolated struct Hearth_Rpc_V1_Frame: Sendable {
   public var method: String = String()
 
   /// Lower-case keys: `authorization`, `x-request-id`, ...
-  /// This is DESIGN.md's `map<string, string> metadata = 4`, byte for byte: on the wire a map
-  /// is a repeated entry message with the key in field 1 and the value in field 2, and a
-  /// repeated key keeps its last value. It is declared as the entries because SwiftProtobuf's
+  /// This is DESIGN.md's `map<string, string> metadata = 4` on the wire: a map is a repeated
+  /// entry message with the key in field 1 and the value in field 2 (SwiftProtobuf's map
+  /// writer also writes an empty key or value, this one leaves it out; readers take both), and
+  /// a repeated key keeps its last value. At most 64 entries (Metadata.maxEntries). It is declared as the entries because SwiftProtobuf's
   /// generic map decoding took 16% of the echo server's CPU (BENCHMARKS.md, "Hot path").
   public var metadata: [Hearth_Rpc_V1_Frame.MetadataEntry] = []
 

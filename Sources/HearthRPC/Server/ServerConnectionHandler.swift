@@ -220,6 +220,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             )
             return
         }
+        guard frame.metadata.count <= Metadata.maxEntries else {
+            self.respond(
+                callID,
+                .failure(RPCError(.invalidArgument, "more than \(Metadata.maxEntries) metadata entries"))
+            )
+            return
+        }
         let handler: RawHandler
         let metadata = Metadata(entries: frame.metadata)
         switch self.router.handler(for: frame.method, metadata: metadata) {

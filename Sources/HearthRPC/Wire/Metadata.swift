@@ -4,6 +4,11 @@
 /// It keeps the frame's entries as they were decoded: a handful of keys are searched faster
 /// than a dictionary is built, and most calls read two or three of them.
 public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    /// The most entries a call may carry; a REQUEST with more is answered INVALID_ARGUMENT.
+    /// Keys are searched one by one, and a key sent many times is kept once per copy (a map
+    /// would have folded them), so a frame of empty entries must not become millions of them.
+    public static let maxEntries = 64
+
     private let entries: [Hearth_Rpc_V1_Frame.MetadataEntry]
 
     init(entries: [Hearth_Rpc_V1_Frame.MetadataEntry]) {
