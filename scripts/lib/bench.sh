@@ -3,10 +3,14 @@
 # A free loopback TCP port.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# Waits (at most 30 s) until the Hearth process on PORT answers its health check, and fails
+# Waits (30 s at most) until the Hearth process on PORT answers its health check, and fails
 # when it never does: wait_healthy BIN PORT
 wait_healthy() {
-  for _ in $(seq 300); do "$1" health --target "127.0.0.1:$2" >/dev/null 2>&1 && return; sleep 0.1; done
+  local deadline=$((SECONDS + 30))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    timeout 5 "$1" health --target "127.0.0.1:$2" >/dev/null 2>&1 && return
+    sleep 0.1
+  done
   echo "no healthy Hearth process on port $2 after 30 s" >&2
   return 1
 }

@@ -22,7 +22,10 @@ struct Serve: AsyncParsableCommand {
         for signalNumber in [SIGINT, SIGTERM] { signal(signalNumber) { _ in _exit(0) } }
         let transport = HTTP2ServerTransport.Posix(
             address: .ipv4(host: "127.0.0.1", port: self.port),
-            transportSecurity: .plaintext
+            transportSecurity: .plaintext,
+            // Without it the server announces no limit and the client keeps to HTTP/2's initial
+            // 100 streams: the 256-in-flight runs would queue 156 calls in the client.
+            config: .defaults { config in config.http2.maxConcurrentStreams = 1024 }
         )
         let server = GRPCServer(transport: transport, services: [EchoService()])
         try await withThrowingDiscardingTaskGroup { group in
