@@ -14,3 +14,14 @@ wait_healthy() {
   echo "no healthy Hearth process on port $2 after 30 s" >&2
   return 1
 }
+
+# The hearth binary to run: $HEARTH_BIN when set (to compare builds, or the tests' debug one),
+# else a release build made now. Use: bin=$(hearth_bin)
+hearth_bin() {
+  if [ -n "${HEARTH_BIN:-}" ]; then
+    echo "$HEARTH_BIN"
+  else
+    swift build -c release --product hearth >&2
+    echo .build/release/hearth
+  fi
+}

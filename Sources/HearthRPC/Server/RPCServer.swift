@@ -185,17 +185,11 @@ public final class RPCServer: Service, Sendable {
         }
         return channel.eventLoop.makeCompletedFuture {
             try self.configuration.connectionSetup?(channel)
-            let sync = channel.pipeline.syncOperations
-            try sync.addHandler(
-                ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: self.configuration.maxFrameSize))
-            )
-            try sync.addHandler(
-                ServerConnectionHandler(
-                    router: self.router,
-                    configuration: self.configuration,
-                    callsInFlight: self.callCounter,
-                    logger: self.logger
-                )
+            try channel.pipeline.syncOperations.addServerConnectionHandlers(
+                router: self.router,
+                configuration: self.configuration,
+                callsInFlight: self.callCounter,
+                logger: self.logger
             )
         }
     }

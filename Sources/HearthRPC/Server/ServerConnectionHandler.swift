@@ -411,3 +411,24 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension ServerConnectionHandler: Sendable {}
+
+extension ChannelPipeline.SynchronousOperations {
+    /// The handlers of one server connection: frames cut by their length prefix, then the
+    /// calls they carry. The server and the fuzzer build connections with it alike.
+    func addServerConnectionHandlers(
+        router: MethodRouter,
+        configuration: ServerConfiguration,
+        callsInFlight: CallCounter,
+        logger: Logger
+    ) throws {
+        try self.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: configuration.maxFrameSize)))
+        try self.addHandler(
+            ServerConnectionHandler(
+                router: router,
+                configuration: configuration,
+                callsInFlight: callsInFlight,
+                logger: logger
+            )
+        )
+    }
+}

@@ -39,17 +39,11 @@ enum FrameFuzzer {
         let channel = EmbeddedChannel()
         let calls = CallCounter()
         do {
-            let sync = channel.pipeline.syncOperations
-            try sync.addHandler(
-                ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: Self.configuration.maxFrameSize))
-            )
-            try sync.addHandler(
-                ServerConnectionHandler(
-                    router: Self.router,
-                    configuration: Self.configuration,
-                    callsInFlight: calls,
-                    logger: Self.logger
-                )
+            try channel.pipeline.syncOperations.addServerConnectionHandlers(
+                router: Self.router,
+                configuration: Self.configuration,
+                callsInFlight: calls,
+                logger: Self.logger
             )
             channel.pipeline.fireChannelActive()
             // Feed the input in two writes (split in its first byte's proportion), so frames

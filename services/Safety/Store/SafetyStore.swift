@@ -188,19 +188,21 @@ struct SafetyStore: Sendable {
         guard
             var profile = try Self.profile(user, in: db)
         else { return (.noProfile, nil) }
-        if let last = profile.lastCheckInAt, now <= last { return (.repeated, try Self.snapshot(profile, in: db)) }
+        // A repeat changes nothing and answers the status as it stands.
+        let repeated = { (HeartbeatOutcome.repeated, try Self.snapshot(profile, in: db) as StatusSnapshot?) }
+        if let last = profile.lastCheckInAt, now <= last { return try repeated() }
         if try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
             arguments: [user, requestID]
         ) != nil {
-            return (.repeated, try Self.snapshot(profile, in: db))
+            return try repeated()
         }
         let recent = try Date.fetchAll(
             db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
             arguments: [user, now.addingTimeInterval(-3600).stored]
         )
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
-            return (.repeated, try Self.snapshot(profile, in: db))
+            return try repeated()
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
         if !limited {
