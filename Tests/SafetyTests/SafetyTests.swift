@@ -340,6 +340,18 @@ struct SafetyTests {
         await system.stop()
     }
 
+    @Test("on a clock with sub-millisecond time the answer, its repeat and GetStatus agree to the last digit")
+    func heartbeatAnswersAsStored() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        system.clock.advance(by: 0.000_4)
+        let first = try await system.checkIn(id: "r1")
+        let repeated = try await system.checkIn(id: "r1")
+        #expect(repeated == first)
+        #expect(try await system.status() == first)
+        await system.stop()
+    }
+
     @Test("repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED")
     func heartbeatLimits() async throws {
         let system = try await SafetySystem()

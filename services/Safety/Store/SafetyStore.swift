@@ -18,7 +18,8 @@ struct SafetyStore: Sendable {
         self.outcomes = WriteBatcher(writer: self.base.writer)
     }
 
-    var now: Date { self.base.clock.now() }
+    /// To the millisecond, as dates are stored: an answer built from it reads back equal.
+    var now: Date { self.base.now }
     private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Profile and contacts
@@ -148,7 +149,7 @@ struct SafetyStore: Sendable {
     ) async throws -> HeartbeatResult {
         // A forwarded activity counts from when it happened (never from the future).
         let clockNow = self.now
-        let now = min(occurredAt ?? clockNow, clockNow)
+        let now = Store.asStored(min(occurredAt ?? clockNow, clockNow))
         return try await self.heartbeats.write { db in
             var enqueued = false
             let (outcome, status) = try Self.heartbeat(
