@@ -150,7 +150,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         self.flushes.readStarted()
         self.receivedAnyFrame = true
         let buffer = Self.unwrapInboundIn(data)
-        guard let frame = try? WireFrame(serializedBytes: buffer.readableBytesSpan) else {
+        guard let frame = try? WireFrame(decoding: buffer) else {
             self.protocolError("undecodable frame from server", context: context)
             return
         }

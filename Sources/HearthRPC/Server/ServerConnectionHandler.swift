@@ -85,7 +85,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let buffer = Self.unwrapInboundIn(data)
         let frame: WireFrame
         do {
-            frame = try WireFrame(serializedBytes: buffer.readableBytesSpan)
+            frame = try WireFrame(decoding: buffer)
         } catch {
             self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
             return
@@ -263,7 +263,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.callsInFlight.add(1)
         self.runningTasks += 1
         let payload = frame.payload
-        let task = Task(executorPreference: executor) {
+        let task = Task.immediate(executorPreference: executor) {
             let result: Result<Data, any Error>
             do {
                 result = .success(try await handler(payload, callContext))
@@ -276,7 +276,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 loop.execute { this.value.finishCall(callID, generation: generation, result) }
             }
         }
-        // The task cannot have finished yet: it runs on this loop, after this method returns.
+        // Started at once, on this loop: a handler that never suspends has already answered
+        // (the call is gone, and this sets nothing), one that awaits goes on from this loop.
         self.calls[callID]?.task = task
     }
 

@@ -58,45 +58,6 @@ public struct FrameTooLargeError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-extension ByteBufferAllocator {
-    /// Serializes `frame` behind its 4-byte length prefix, straight into one buffer: no
-    /// intermediate array, and one write per frame where `LengthFieldPrepender` makes two.
-    func buffer(framing frame: WireFrame) throws -> ByteBuffer {
-        let framed: PrefixedBytes = try frame.serializedBytes(options: deterministicEncoding)
-        return framed.buffer
-    }
-}
-
-/// Storage that swift-protobuf serializes into: a `ByteBuffer` whose first four bytes hold the
-/// body's length, big-endian, and whose body swift-protobuf fills in place.
-struct PrefixedBytes: SwiftProtobufContiguousBytes {
-    private(set) var buffer: ByteBuffer
-
-    init(repeating byte: UInt8, count: Int) {
-        self.buffer = ByteBufferAllocator().buffer(capacity: 4 + count)
-        self.buffer.writeInteger(UInt32(count))
-        self.buffer.writeRepeatingByte(byte, count: count)
-    }
-
-    init<S: Sequence>(_ sequence: S) where S.Element == UInt8 {
-        let bytes = Array(sequence)
-        self.init(repeating: 0, count: bytes.count)
-        self.buffer.setBytes(bytes, at: 4)
-    }
-
-    var count: Int { self.buffer.readableBytes - 4 }
-
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try self.buffer.withUnsafeReadableBytes { try body(UnsafeRawBufferPointer(rebasing: $0.dropFirst(4))) }
-    }
-
-    mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try self.buffer.withUnsafeMutableReadableBytes {
-            try body(UnsafeMutableRawBufferPointer(rebasing: $0.dropFirst(4)))
-        }
-    }
-}
-
 extension ChannelHandlerContext {
     /// Writes `frame` (not flushed). Returns false, after reporting the error down the
     /// pipeline, if it could not be encoded (only invalid UTF-8 could cause that).

@@ -35,11 +35,3 @@ extension StatusCode {
     /// Every code gRPC defines, in numeric order.
     public static let known: [StatusCode] = (0...16).compactMap { StatusCode(rawValue: $0) }
 }
-
-/// Binary encoding options used for every frame: map entries in a stable order, so that
-/// equal frames are equal bytes.
-let deterministicEncoding: BinaryEncodingOptions = {
-    var options = BinaryEncodingOptions()
-    options.useDeterministicOrdering = true
-    return options
-}()

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOEmbedded
+import SwiftProtobuf
 
 @testable import HearthRPC
 
@@ -36,6 +37,7 @@ enum FrameFuzzer {
     )
 
     static func run(_ bytes: UnsafeRawBufferPointer) {
+        Self.checkFrameCodec(bytes)
         let channel = EmbeddedChannel()
         let calls = CallCounter()
         do {
@@ -62,6 +64,28 @@ enum FrameFuzzer {
         _ = try? channel.finish(acceptAlreadyClosed: true)
         channel.embeddedEventLoop.run()
         precondition(calls.current >= 0, "calls in flight went negative")
+    }
+}
+
+extension FrameFuzzer {
+    /// The input as one frame body: the hand-written decoder must read it exactly as
+    /// swift-protobuf does (or refuse it likewise), and a frame it reads must be written back
+    /// to the bytes swift-protobuf writes for it.
+    static func checkFrameCodec(_ bytes: UnsafeRawBufferPointer) {
+        var body = ByteBufferAllocator().buffer(capacity: bytes.count)
+        body.writeBytes(bytes)
+        let hand = try? WireFrame(decoding: body)
+        let reference = try? WireFrame(serializedBytes: Array(bytes))
+        precondition(hand == reference, "the frame decoder disagrees with swift-protobuf")
+        guard let frame = hand else { return }
+        var options = BinaryEncodingOptions()
+        options.useDeterministicOrdering = true
+        var written = try! ByteBufferAllocator().buffer(framing: frame)
+        written.moveReaderIndex(forwardBy: 4)
+        precondition(
+            Array(written.readableBytesView) == (try! frame.serializedBytes(options: options) as [UInt8]),
+            "the frame encoder disagrees with swift-protobuf"
+        )
     }
 }
 
