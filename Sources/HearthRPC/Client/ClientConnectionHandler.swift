@@ -7,7 +7,6 @@ final class PendingCall: @unchecked Sendable {
     let promise: EventLoopPromise<WireFrame>
     var callID: UInt64 = 0
     var cancelled = false
-    var deadlineTimer: Scheduled<Void>?
 
     init(promise: EventLoopPromise<WireFrame>) {
         self.promise = promise
@@ -55,6 +54,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var pending: [UInt64: PendingCall] = [:]
     private var pings: [UInt64: EventLoopPromise<Void>] = [:]
     private var nextCallID: UInt64 = 1
+    /// Local deadlines by call id (ids are never reused), behind one timer for the connection.
+    private var deadlines = DeadlineTimer<UInt64>()
     private var flushes = FlushBatcher()
     private var context: ChannelHandlerContext?
     private let availability: ConnectionAvailability
@@ -104,8 +105,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         request.callID = call.callID
         self.pending[call.callID] = call
         if let timeout, let loop = self.context?.eventLoop {
-            let this = NIOLoopBound(self, eventLoop: loop)
-            call.deadlineTimer = loop.scheduleTask(in: timeout) { this.value.deadlinePassed(call) }
+            self.deadlines.add(
+                call.callID,
+                deadline: .now() + timeout,
+                liveCalls: self.pending.count,
+                isGone: { self.pending[$0] == nil },
+                loop: loop,
+                fire: self.deadlinesDueCallback(loop)
+            )
         }
         self.write(request)
     }
@@ -131,6 +138,18 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         self.write(frame)
     }
 
+    private func deadlinesDueCallback(_ loop: any EventLoop) -> @Sendable () -> Void {
+        let this = NIOLoopBound(self, eventLoop: loop)
+        return { this.value.deadlinesDue() }
+    }
+
+    private func deadlinesDue() {
+        guard let loop = self.context?.eventLoop else { return }
+        for callID in self.deadlines.takeDue(loop: loop, fire: self.deadlinesDueCallback(loop)) {
+            if let call = self.pending[callID] { self.deadlinePassed(call) }
+        }
+    }
+
     private func deadlinePassed(_ call: PendingCall) {
         guard self.remove(call) else { return }
         self.sendCancel(call.callID)
@@ -140,7 +159,6 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func remove(_ call: PendingCall) -> Bool {
         guard let found = self.pending[call.callID], found === call else { return false }
         self.pending.removeValue(forKey: call.callID)
-        call.deadlineTimer?.cancel()
         return true
     }
 
@@ -158,7 +176,6 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .response:
             self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
-            call.deadlineTimer?.cancel()
             call.promise.succeed(frame)
         case .pong:
             self.pings.removeValue(forKey: frame.callID)?.succeed()
@@ -213,8 +230,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         let pings = self.pings.values
         self.pending.removeAll()
         self.pings.removeAll()
+        self.deadlines.cancelAll()
         for call in calls {
-            call.deadlineTimer?.cancel()
             call.promise.fail(error)
         }
         for ping in pings { ping.fail(error) }

@@ -30,7 +30,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         /// Tells this call from a later one that reuses its call_id.
         var generation: UInt64
         var task: Task<Void, Never>?
-        var deadlineTimer: Scheduled<Void>?
+    }
+
+    /// A call as its deadline entry names it: the id may be reused by a later call.
+    private struct CallKey: Hashable {
+        var callID: UInt64
+        var generation: UInt64
     }
 
     private let router: MethodRouter
@@ -38,6 +43,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private let logger: Logger
     private var calls: [UInt64: InFlightCall] = [:]
     private var nextGeneration: UInt64 = 0
+    /// The calls' deadlines, behind one timer for the connection.
+    private var deadlines = DeadlineTimer<CallKey>()
     /// Handler tasks still running, including those whose call already ended by deadline or
     /// CANCEL but that ignore cancellation: the concurrency limit counts these.
     private var runningTasks = 0
@@ -253,13 +260,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let this = NIOLoopBound(self, eventLoop: loop)
         let generation = self.nextGeneration
         self.nextGeneration &+= 1
-        var call = InFlightCall(generation: generation)
+        self.calls[callID] = InFlightCall(generation: generation)
         if let deadline {
-            call.deadlineTimer = loop.scheduleTask(deadline: deadline) {
-                this.value.deadlinePassed(callID, generation: generation)
-            }
+            self.addDeadline(deadline, for: CallKey(callID: callID, generation: generation))
         }
-        self.calls[callID] = call
         self.callsInFlight.add(1)
         self.runningTasks += 1
         let payload = frame.payload
@@ -285,10 +289,33 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.runningTasks -= 1
         // Gone when the deadline passed or the caller cancelled (the id may even be in use by
         // a newer call): no second answer.
-        guard let call = self.removeCall(callID, generation: generation) else { return }
-        call.deadlineTimer?.cancel()
+        guard self.removeCall(callID, generation: generation) != nil else { return }
         self.respond(callID, result)
         self.closeIfDrained()
+    }
+
+    private func addDeadline(_ deadline: NIODeadline, for key: CallKey) {
+        guard let loop = self.context?.eventLoop else { return }
+        self.deadlines.add(
+            key,
+            deadline: deadline,
+            liveCalls: self.calls.count,
+            isGone: { self.calls[$0.callID]?.generation != $0.generation },
+            loop: loop,
+            fire: self.deadlinesDueCallback(loop)
+        )
+    }
+
+    private func deadlinesDueCallback(_ loop: any EventLoop) -> @Sendable () -> Void {
+        let this = NIOLoopBound(self, eventLoop: loop)
+        return { this.value.deadlinesDue() }
+    }
+
+    private func deadlinesDue() {
+        guard let loop = self.context?.eventLoop else { return }
+        for key in self.deadlines.takeDue(loop: loop, fire: self.deadlinesDueCallback(loop)) {
+            self.deadlinePassed(key.callID, generation: key.generation)
+        }
     }
 
     private func deadlinePassed(_ callID: UInt64, generation: UInt64) {
@@ -302,7 +329,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard let call = self.calls.removeValue(forKey: callID) else { return }
         self.callsInFlight.add(-1)
         call.task?.cancel()
-        call.deadlineTimer?.cancel()
         self.closeIfDrained()
     }
 
@@ -318,9 +344,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let calls = self.calls
         self.calls.removeAll()
         self.callsInFlight.add(-calls.count)
+        self.deadlines.cancelAll()
         for call in calls.values {
             call.task?.cancel()
-            call.deadlineTimer?.cancel()
         }
     }
 
