@@ -67,8 +67,8 @@ struct Bench: AsyncParsableCommand {
             throw ValidationError("unknown method \(self.method)")
         }
         let payload = try descriptor.requestType.init(jsonString: self.request).serializedData()
-        let client = RPCClient(
-            configuration: .init(
+        let (client, executor) = BenchRunner.makeClient(
+            .init(
                 host: self.target.host,
                 port: self.target.port,
                 connections: self.connections,
@@ -77,6 +77,7 @@ struct Bench: AsyncParsableCommand {
         )
         let runner = BenchRunner(
             client: client,
+            executor: executor,
             method: self.method,
             request: { _ in payload },
             options: CallOptions(

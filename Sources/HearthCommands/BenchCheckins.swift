@@ -59,7 +59,7 @@ struct BenchCheckins: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let run = String(UUID().uuidString.prefix(8))
         let owner = BenchUser(id: "bench-owner-\(run)", secret: self.internalSecret)
         let sitter = BenchUser(id: "bench-sitter-\(run)", secret: self.internalSecret)
@@ -89,6 +89,7 @@ struct BenchCheckins: AsyncParsableCommand {
 
         let runner = BenchRunner(
             client: client,
+            executor: executor,
             method: method,
             request: request,
             options: caller.options,

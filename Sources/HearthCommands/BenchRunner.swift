@@ -4,6 +4,7 @@ import HearthCore
 import HearthRPC
 import Histogram
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// What `hearth bench` measured.
@@ -95,6 +96,8 @@ struct BenchRunner: Sendable {
     }
 
     let client: RPCClient
+    /// Where the callers run (see ``makeClient(_:)``); nil: the global pool.
+    let executor: EventLoopTaskExecutor?
     let method: String
     /// The serialized request of the call with this sequence number (0, 1, 2, ... over the
     /// warm-up and the measured phase together, so no number is used twice).
@@ -110,6 +113,7 @@ struct BenchRunner: Sendable {
 
     init(
         client: RPCClient,
+        executor: EventLoopTaskExecutor?,
         method: String,
         request: @escaping @Sendable (Int) -> Data,
         options: CallOptions,
@@ -120,6 +124,7 @@ struct BenchRunner: Sendable {
         warmup: Limit
     ) {
         self.client = client
+        self.executor = executor
         self.method = method
         self.request = request
         self.user = user
@@ -135,10 +140,23 @@ struct BenchRunner: Sendable {
     func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
         Histogram<UInt64>, [StatusCode: UInt64], Double
     ) {
-        if !self.warmup.isEmpty {
-            _ = await self.phase(limit: self.warmup, progress: nil)
+        await withTaskExecutorPreference(self.executor) {
+            if !self.warmup.isEmpty {
+                _ = await self.phase(limit: self.warmup, progress: nil)
+            }
+            return await self.phase(limit: self.limit, progress: progress)
         }
-        return await self.phase(limit: self.limit, progress: progress)
+    }
+
+    /// The client a benchmark drives, and where its callers should run. Over one connection
+    /// they run on that connection's event loop: each call is written, and its answer resumes
+    /// its caller, without a thread hop (at one call in flight this doubled `hearth bench`'s
+    /// QPS). Over several connections the calls spread over the loops and the callers stay on
+    /// the global pool.
+    static func makeClient(_ configuration: RPCClient.Configuration) -> (RPCClient, EventLoopTaskExecutor?) {
+        guard configuration.connections == 1 else { return (RPCClient(configuration: configuration), nil) }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        return (RPCClient(configuration: configuration, group: loop), EventLoopTaskExecutor(loop: loop))
     }
 
     private func phase(limit: Limit, progress: (@Sendable (UInt64, Double) -> Void)?) async -> (

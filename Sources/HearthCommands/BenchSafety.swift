@@ -50,7 +50,7 @@ struct BenchSafety: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let run = String(UUID().uuidString.prefix(8))
         let prefix = self.prefix ?? "bench-\(run)"
         let users = (0..<self.users).map { "\(prefix)-\($0)" }
@@ -59,6 +59,7 @@ struct BenchSafety: AsyncParsableCommand {
         let count = users.count
         let runner = BenchRunner(
             client: client,
+            executor: executor,
             method: "hearth.safety.v1.Safety/RecordHeartbeat",
             request: { index in
                 var request = Hearth_Safety_V1_RecordHeartbeatRequest()

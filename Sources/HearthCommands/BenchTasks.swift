@@ -68,7 +68,7 @@ struct BenchTasks: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let user = BenchUser(id: self.user ?? "bench-\(UUID().uuidString.prefix(8))", secret: self.internalSecret)
         let method: String
         let request: @Sendable (Int) -> Data
@@ -112,6 +112,7 @@ struct BenchTasks: AsyncParsableCommand {
         }
         let runner = BenchRunner(
             client: client,
+            executor: executor,
             method: method,
             request: request,
             options: user.options,
