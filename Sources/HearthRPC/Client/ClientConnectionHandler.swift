@@ -111,7 +111,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 liveCalls: self.pending.count,
                 isGone: { self.pending[$0] == nil },
                 loop: loop,
-                fire: self.deadlinesDueCallback(loop)
+                fire: { [this = NIOLoopBound(self, eventLoop: loop)] in this.value.deadlinesDue() }
             )
         }
         self.write(request)
@@ -138,14 +138,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         self.write(frame)
     }
 
-    private func deadlinesDueCallback(_ loop: any EventLoop) -> @Sendable () -> Void {
-        let this = NIOLoopBound(self, eventLoop: loop)
-        return { this.value.deadlinesDue() }
-    }
-
     private func deadlinesDue() {
-        guard let loop = self.context?.eventLoop else { return }
-        for callID in self.deadlines.takeDue(loop: loop, fire: self.deadlinesDueCallback(loop)) {
+        for callID in self.deadlines.takeDue() {
             if let call = self.pending[callID] { self.deadlinePassed(call) }
         }
     }

@@ -302,18 +302,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             liveCalls: self.calls.count,
             isGone: { self.calls[$0.callID]?.generation != $0.generation },
             loop: loop,
-            fire: self.deadlinesDueCallback(loop)
+            fire: { [this = NIOLoopBound(self, eventLoop: loop)] in this.value.deadlinesDue() }
         )
     }
 
-    private func deadlinesDueCallback(_ loop: any EventLoop) -> @Sendable () -> Void {
-        let this = NIOLoopBound(self, eventLoop: loop)
-        return { this.value.deadlinesDue() }
-    }
-
     private func deadlinesDue() {
-        guard let loop = self.context?.eventLoop else { return }
-        for key in self.deadlines.takeDue(loop: loop, fire: self.deadlinesDueCallback(loop)) {
+        for key in self.deadlines.takeDue() {
             self.deadlinePassed(key.callID, generation: key.generation)
         }
     }

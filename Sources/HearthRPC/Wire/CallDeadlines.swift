@@ -107,9 +107,12 @@ struct CallDeadlines<Key: Hashable> {
 struct DeadlineTimer<Key: Hashable> {
     private var deadlines = CallDeadlines<Key>()
     private var timer: Scheduled<Void>?
+    /// Where the armed timer calls its owner, kept to arm it again; nil when none is armed.
+    private var target: (loop: any EventLoop, fire: @Sendable () -> Void)?
 
-    /// Adds `key`'s deadline, arming the timer (to call `fire` on `loop`) when it must fire
-    /// sooner. `fire` is made only then: most calls arm nothing.
+    /// Adds `key`'s deadline, arming the timer (to call `fire` on `loop`, where the owner then
+    /// calls ``takeDue()``) when it must fire sooner. `fire` is made only when nothing is armed:
+    /// most calls arm nothing.
     mutating func add(
         _ key: Key,
         deadline: NIODeadline,
@@ -121,27 +124,30 @@ struct DeadlineTimer<Key: Hashable> {
         guard let armAt = self.deadlines.add(key, deadline: deadline, liveCalls: liveCalls, isGone: isGone) else {
             return
         }
-        self.arm(at: armAt, loop: loop, fire: fire())
+        if self.target == nil { self.target = (loop, fire()) }
+        self.arm(at: armAt)
     }
 
     /// The timer fired: the keys now due (some may be of calls that already ended); the
     /// timer is armed again for the next deadline, if any.
-    mutating func takeDue(loop: any EventLoop, fire: @autoclosure () -> @Sendable () -> Void) -> [Key] {
+    mutating func takeDue() -> [Key] {
         self.timer = nil
         let (due, rearmAt) = self.deadlines.fire(now: .now())
-        if let rearmAt { self.arm(at: rearmAt, loop: loop, fire: fire()) }
+        if let rearmAt { self.arm(at: rearmAt) } else { self.target = nil }
         return due
     }
 
-    /// Forgets every deadline and stops the timer.
+    /// Forgets every deadline and stops the timer (and lets go of its owner).
     mutating func cancelAll() {
         self.deadlines.removeAll()
         self.timer?.cancel()
         self.timer = nil
+        self.target = nil
     }
 
-    private mutating func arm(at deadline: NIODeadline, loop: any EventLoop, fire: @escaping @Sendable () -> Void) {
+    private mutating func arm(at deadline: NIODeadline) {
+        guard let target = self.target else { return }
         self.timer?.cancel()
-        self.timer = loop.scheduleTask(deadline: deadline, fire)
+        self.timer = target.loop.scheduleTask(deadline: deadline, target.fire)
     }
 }

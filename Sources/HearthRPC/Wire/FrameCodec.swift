@@ -34,7 +34,7 @@ extension ByteBufferAllocator {
         var size = 0
         if frame.callID != 0 { size += 1 + varintSize(frame.callID) }
         if frame.kind.rawValue != 0 { size += 1 + varintSize(enumBits(frame.kind.rawValue)) }
-        size += fieldSize(utf8: frame.method.utf8.count)
+        size += fieldSize(bytes: frame.method.utf8.count)
         for entry in frame.metadata { size += entrySize(entry).total }
         if frame.timeoutMs != 0 { size += 1 + varintSize(UInt64(frame.timeoutMs)) }
         size += fieldSize(bytes: frame.payload.count)
@@ -206,14 +206,10 @@ private func fieldSize(bytes count: Int) -> Int {
     count == 0 ? 0 : 1 + varintSize(UInt64(count)) + count
 }
 
-private func fieldSize(utf8 count: Int) -> Int {
-    fieldSize(bytes: count)
-}
-
 /// A metadata entry's body size, and its size as a field of the frame.
 private func entrySize(_ entry: WireFrame.MetadataEntry) -> (body: Int, total: Int) {
     let body =
-        fieldSize(utf8: entry.key.utf8.count) + fieldSize(utf8: entry.value.utf8.count)
+        fieldSize(bytes: entry.key.utf8.count) + fieldSize(bytes: entry.value.utf8.count)
         + entry.unknownFields.data.count
     return (body, 1 + varintSize(UInt64(body)) + body)
 }

@@ -149,7 +149,7 @@ struct SafetyStore: Sendable {
     ) async throws -> HeartbeatResult {
         // A forwarded activity counts from when it happened (never from the future).
         let clockNow = self.now
-        let now = Store.asStored(min(occurredAt ?? clockNow, clockNow))
+        let now = occurredAt.map { min(Store.asStored($0), clockNow) } ?? clockNow
         return try await self.heartbeats.write { db in
             var enqueued = false
             let (outcome, status) = try Self.heartbeat(
