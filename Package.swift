@@ -100,6 +100,8 @@ let package = Package(
         // libvips (Debian's libvips-dev) for photos, behind a small non-variadic C shim.
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "VipsShim", dependencies: ["CVips"]),
+        // One glibc allocator setting for every Hearth process (mallopt is not in Swift's Glibc).
+        .target(name: "AllocatorTuning"),
 
         // Services: one module each, model / store / service inside.
         // The generated messages of every service's contract (proto/hearth/*/v1) and typed
@@ -260,7 +262,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "hearth",
-            dependencies: ["HearthCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "HearthCommands", "AllocatorTuning", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -5,8 +5,10 @@ import HearthRPC
 import SwiftProtobuf
 
 /// `hearth bench-safety`: RecordHeartbeat, a durable write, from many armed users (each with
-/// a profile and a contact), each call a new request; users are taken round-robin, so none
-/// checks in twice within the 5 s coalescing window unless the rate is very high.
+/// a profile and a contact), each call a new request, users taken round-robin. With at least as
+/// many users as calls (warm-up included) every heartbeat is a new check-in that is written;
+/// with fewer, a user's next one may come within the 5 s coalescing window and only be
+/// answered as a repeat, which writes nothing.
 struct BenchSafety: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-safety",

@@ -4,7 +4,8 @@ import Synchronization
 /// Group commit: many small write transactions run as one. Callers that write at the same time
 /// queue their closures; one of them (the leader) runs everything queued in a single
 /// transaction, each closure in its own savepoint, commits once, and answers every caller;
-/// then it takes what queued meanwhile. A closure that throws rolls back only its savepoint
+/// then it takes what queued meanwhile. The batches run on the writer's own queue, back to
+/// back, so the writer never waits for a hop between two of them. A closure that throws rolls back only its savepoint
 /// and fails only its caller; a commit that fails fails the whole batch, and nothing of it is
 /// kept. A caller's answer comes only after the commit, so an acknowledged write is as durable
 /// as with ``DatabaseWriter/write(_:)``.
@@ -27,13 +28,21 @@ public final class WriteBatcher: Sendable {
 
     private let writer: any DatabaseWriter
     private let maxBatch: Int
+    private let batchesPerTurn: Int
     private let state = Mutex(State())
 
-    /// - Parameter maxBatch: the most closures one transaction runs.
-    public init(writer: any DatabaseWriter, maxBatch: Int = 64) {
+    /// - Parameters:
+    ///   - maxBatch: the most closures one transaction runs.
+    ///   - batchesPerTurn: how many batches run back to back on the writer before the writes
+    ///     that waited meanwhile get their turn.
+    public init(writer: any DatabaseWriter, maxBatch: Int = 64, batchesPerTurn: Int = 8) {
         self.writer = writer
         self.maxBatch = maxBatch
+        self.batchesPerTurn = batchesPerTurn
     }
+
+    /// How many calls wait for a batch (for tests).
+    var queued: Int { self.state.withLock { $0.queue.count } }
 
     /// Runs `body` in a write transaction shared with other callers' and returns its value once
     /// that transaction has committed.
@@ -61,13 +70,15 @@ public final class WriteBatcher: Sendable {
                 state.leading = true
                 return true
             }
-            if lead { Task { await self.drain() } }
+            if lead { self.writer.asyncWriteWithoutTransaction { db in self.drain(db) } }
         }
     }
 
-    /// Runs batches until the queue is empty.
-    private func drain() async {
-        while true {
+    /// Runs batches on the writer's own queue, one after the other with no hop between them,
+    /// until the queue is empty. After `batchesPerTurn` batches it queues itself behind the
+    /// writes that waited meanwhile, so a steady stream of batched calls never starves them.
+    private func drain(_ db: Database) {
+        for _ in 0..<self.batchesPerTurn {
             let batch = self.state.withLock { state -> [Pending] in
                 let batch = Array(state.queue.prefix(self.maxBatch))
                 state.queue.removeFirst(batch.count)
@@ -75,12 +86,17 @@ public final class WriteBatcher: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
+            var answers: [@Sendable () -> Void] = []
             do {
-                let answers = try await self.writer.write { db in batch.map { $0.run(db) } }
+                try db.inTransaction(.immediate) {
+                    answers = batch.map { $0.run(db) }
+                    return .commit
+                }
                 for answer in answers { answer() }
             } catch {
                 for pending in batch { pending.fail(error) }
             }
         }
+        self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
     }
 }

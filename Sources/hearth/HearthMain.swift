@@ -4,6 +4,7 @@ import HearthCommands
 @main
 struct HearthMain {
     static func main() async {
+        MemoryTuning.apply()
         await Hearth.main()
     }
 }

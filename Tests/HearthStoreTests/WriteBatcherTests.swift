@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
-import HearthStore
+import Synchronization
 import Testing
+
+@testable import HearthStore
 
 @Suite("Group commit", .timeLimit(.minutes(1)))
 struct WriteBatcherTests {
@@ -101,5 +103,36 @@ struct WriteBatcherTests {
         let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
         #expect(stored == Set(outcomes.filter(\.value).map(\.key)), "success exactly when the row is kept")
         #expect(!stored.contains(50))
+    }
+
+    @Test("a long queue of batched writes lets a plain write through after batchesPerTurn batches")
+    func otherWritesGetTheirTurn() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer, maxBatch: 10, batchesPerTurn: 2)
+        // Hold the writer so that every batched write queues before the first batch runs.
+        let gate = DispatchSemaphore(value: 0)
+        store.writer.asyncWriteWithoutTransaction { _ in gate.wait() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<100 {
+                group.addTask {
+                    try await batcher.write { db in
+                        try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                    }
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while batcher.queued < 100 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(batcher.queued == 100)
+            // Queued on the writer behind the batcher's first turn.
+            let seen = Mutex<Int?>(nil)
+            store.writer.asyncWriteWithoutTransaction { db in
+                seen.withLock { $0 = try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") }
+            }
+            gate.signal()
+            try await group.waitForAll()
+            #expect(seen.withLock { $0 } == 20, "two batches of ten, then the plain write")
+        }
+        #expect(try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 100)
     }
 }
