@@ -362,7 +362,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthCoreTests",
-            dependencies: ["HearthCore"],
+            dependencies: ["HearthCore", "AllocatorTuning"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,7 @@
 #include "allocator_tuning.h"
 
+#include <stdlib.h>  // defines __GLIBC__ when the C library is glibc
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
