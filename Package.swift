@@ -33,6 +33,7 @@ let package = Package(
         // Shared libraries.
         .target(
             name: "HearthCore",
+            dependencies: ["AllocatorTuning"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -263,7 +264,7 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthCommands", "AllocatorTuning", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HearthCommands", "HearthCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -362,7 +363,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthCoreTests",
-            dependencies: ["HearthCore", "AllocatorTuning"],
+            dependencies: ["HearthCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HearthCommands
+import HearthCore
 
 @main
 struct HearthMain {

@@ -1,4 +1,4 @@
-import AllocatorTuning
+import HearthCore
 import Testing
 
 @Suite("Allocator tuning")
@@ -6,9 +6,9 @@ struct AllocatorTuningTests {
     @Test("on glibc the kept-free heap setting takes (it once compiled to nothing and did not)")
     func settingTakes() {
         #if canImport(Glibc)
-            #expect(hearth_keep_free_heap(16 << 20) == 1)
+            #expect(MemoryTuning.apply())
         #else
-            #expect(hearth_keep_free_heap(16 << 20) == 0)
+            #expect(!MemoryTuning.apply())
         #endif
     }
 }

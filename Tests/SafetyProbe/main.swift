@@ -23,6 +23,7 @@ import Logging
 import NIOCore
 import SafetyService
 
+MemoryTuning.apply()  // as every `hearth` process does
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let number = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: hearth-safety-probe seed PATH COUNT | run PATH SMTP_PORT\n".utf8))
