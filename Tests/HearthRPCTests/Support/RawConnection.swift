@@ -55,7 +55,7 @@ final class RawConnection: Sendable {
     var isClosed: Bool { self.received.closed.load(ordering: .relaxed) }
 
     /// Waits (bounded) for a frame matching `predicate`; nil if it did not come in time.
-    func waitFor(within limit: Duration = .seconds(5), _ predicate: (WireFrame) -> Bool) async throws -> WireFrame? {
+    func waitFor(within limit: Duration = .seconds(30), _ predicate: (WireFrame) -> Bool) async throws -> WireFrame? {
         let clock = ContinuousClock()
         let end = clock.now + limit
         while clock.now < end {
@@ -66,7 +66,7 @@ final class RawConnection: Sendable {
     }
 
     /// Waits (bounded) until the server closed the connection.
-    func waitUntilClosed(within limit: Duration = .seconds(5)) async throws -> Bool {
+    func waitUntilClosed(within limit: Duration = .seconds(30)) async throws -> Bool {
         let clock = ContinuousClock()
         let end = clock.now + limit
         while clock.now < end {
