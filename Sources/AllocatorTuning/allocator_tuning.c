@@ -6,11 +6,12 @@
 #include <malloc.h>
 #endif
 
-int hearth_keep_free_heap(int bytes) {
+int hearth_tune_allocator(int keep_free_bytes, int mmap_threshold_bytes) {
 #if defined(__GLIBC__)
-    return mallopt(M_TRIM_THRESHOLD, bytes);
+    return mallopt(M_TRIM_THRESHOLD, keep_free_bytes) == 1 && mallopt(M_MMAP_THRESHOLD, mmap_threshold_bytes) == 1;
 #else
-    (void)bytes;
+    (void)keep_free_bytes;
+    (void)mmap_threshold_bytes;
     return 0;
 #endif
 }

@@ -36,6 +36,7 @@ public final class WriteBatcher: Sendable {
     ///   - batchesPerTurn: how many batches run back to back on the writer before the writes
     ///     that waited meanwhile get their turn.
     public init(writer: any DatabaseWriter, maxBatch: Int = 64, batchesPerTurn: Int = 8) {
+        precondition(maxBatch > 0 && batchesPerTurn > 0, "a batch and a turn take at least one")
         self.writer = writer
         self.maxBatch = maxBatch
         self.batchesPerTurn = batchesPerTurn
@@ -64,13 +65,14 @@ public final class WriteBatcher: Sendable {
                 },
                 fail: { error in continuation.resume(throwing: error) }
             )
-            let lead = self.state.withLock { state -> Bool in
+            self.state.withLock { state in
                 state.queue.append(pending)
-                if state.leading { return false }
+                guard !state.leading else { return }
                 state.leading = true
-                return true
+                // Queued on the writer before the lock is let go (it only enqueues): whatever
+                // queues on the writer after this call is seen to run after the first batch.
+                self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
             }
-            if lead { self.writer.asyncWriteWithoutTransaction { db in self.drain(db) } }
         }
     }
 
