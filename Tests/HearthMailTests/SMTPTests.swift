@@ -128,6 +128,10 @@ struct SMTPTests {
         }
         #expect(EncodedWords.encode("Plain subject") == "Plain subject")
         #expect(SMTPClient.dotStuffed("a\r\n.b\r\n..c") == "a\r\n..b\r\n...c")
+        #expect(SMTPClient.dotStuffed(".first\r\n.\r\n") == "..first\r\n..\r\n")
+        #expect(SMTPClient.dotStuffed("a\n.b\r.c") == "a\n.b\r.c", "a lone LF or CR ends no line")
+        #expect(SMTPClient.dotStuffed("報平安\r\n.點") == "報平安\r\n..點")
+        #expect(SMTPClient.dotStuffed("") == "")
         #expect(MailAddress("mei@example.com").isValid)
         for bad in ["mei", "mei@", "@example.com", "mei@example", "mei @example.com", "mei@exa>mple.com", "a@b@c.com"] {
             #expect(!MailAddress(bad).isValid, "\(bad)")
