@@ -2,13 +2,13 @@ public import GRDB
 import Synchronization
 
 /// Group commit: many small write transactions run as one. Callers that write at the same time
-/// queue their closures; one of them (the leader) runs everything queued in a single
-/// transaction, each closure in its own savepoint, commits once, and answers every caller;
-/// then it takes what queued meanwhile. The batches run on the writer's own queue, back to
-/// back, so the writer never waits for a hop between two of them. A closure that throws rolls back only its savepoint
-/// and fails only its caller; a commit that fails fails the whole batch, and nothing of it is
-/// kept. A caller's answer comes only after the commit, so an acknowledged write is as durable
-/// as with ``DatabaseWriter/write(_:)``.
+/// queue their closures; the first one queues a drain on the writer, which runs everything
+/// queued in a single transaction, each closure in its own savepoint, commits once, answers
+/// every caller, and then takes what queued meanwhile, batch after batch with no hop between
+/// them. A closure that throws rolls back only its savepoint and fails only its caller; a commit
+/// that fails fails the whole batch, and nothing of it is kept. A caller's answer comes only
+/// after the commit, so an acknowledged write is as durable as with
+/// ``DatabaseWriter/write(_:)``.
 ///
 /// Worth it on a hot write path with many calls in flight: the hops to the writer's queue, the
 /// BEGIN/COMMIT and the WAL frames of a commit are paid once per batch instead of once per call.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthTestSupport
 import Synchronization
 import Testing
 
@@ -121,9 +122,7 @@ struct WriteBatcherTests {
                     }
                 }
             }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while batcher.queued < 100 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(batcher.queued == 100)
+            try await eventually("every batched write is queued") { batcher.queued == 100 }
             // Queued on the writer behind the batcher's first turn.
             let seen = Mutex<Int?>(nil)
             store.writer.asyncWriteWithoutTransaction { db in

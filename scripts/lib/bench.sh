@@ -15,13 +15,17 @@ wait_healthy() {
   return 1
 }
 
-# The hearth binary to run: $HEARTH_BIN when set (to compare builds, or the tests' debug one),
-# else a release build made now. Use: bin=$(hearth_bin)
-hearth_bin() {
-  if [ -n "${HEARTH_BIN:-}" ]; then
-    echo "$HEARTH_BIN"
+# A release build of PRODUCT made now, or OVERRIDE when set (a binary built elsewhere, to
+# compare builds). Use: probe=$(release_product hearth-safety-probe "${HEARTH_PROBE:-}")
+release_product() {
+  if [ -n "${2:-}" ]; then
+    echo "$2"
   else
-    swift build -c release --product hearth >&2
-    echo .build/release/hearth
+    swift build -c release --product "$1" >&2
+    echo ".build/release/$1"
   fi
 }
+
+# The hearth binary to run: $HEARTH_BIN when set (to compare builds, or the tests' debug one),
+# else a release build made now. Use: bin=$(hearth_bin)
+hearth_bin() { release_product hearth "${HEARTH_BIN:-}"; }
