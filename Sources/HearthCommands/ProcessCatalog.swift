@@ -199,6 +199,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         let gateway = Gateway(
             configuration: try settings.gateway.configuration(internalCredential: settings.secrets.internalCredential),
             verifier: verifier,
+            metrics: metrics,
             logger: logger
         )
         let server = RPCServer(
@@ -208,8 +209,9 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 connectionSetup: settings.gatewayTLS
             ),
             services: [],
-            fallback: gateway.handler,
-            interceptors: [ServerObservabilityInterceptor(metrics: metrics, logsCalls: false)],
+            forwarder: gateway,
+            // The gateway's own methods (health); the gateway counts what it forwards.
+            interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)

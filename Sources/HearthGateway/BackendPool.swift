@@ -17,7 +17,7 @@ public struct EjectionPolicy: Sendable {
     }
 }
 
-/// One backend replica: its connection pool, and its standing with the gateway.
+/// One backend replica: its connections, and its standing with the gateway.
 final class Replica: Sendable {
     private struct Standing {
         var consecutiveFailures = 0
@@ -25,23 +25,49 @@ final class Replica: Sendable {
     }
 
     let address: String
-    let client: RPCClient
+    /// A client per event loop, its connections on that loop: a call goes out on the thread it
+    /// came in on, so forwarding it wakes no other thread.
+    private let clients: [(loop: any EventLoop, client: RPCClient)]
     private let policy: EjectionPolicy
     private let standing = Mutex(Standing())
 
-    init(host: String, port: Int, connections: Int, policy: EjectionPolicy) {
+    /// - Parameter connections: connections to the replica from each of `loops`.
+    init(host: String, port: Int, connections: Int, policy: EjectionPolicy, loops: [any EventLoop]) {
+        precondition(!loops.isEmpty, "a replica needs an event loop")
         self.address = "\(host):\(port)"
-        // Short backoff: a restarted backend should be used again within about a second.
-        self.client = RPCClient(
-            configuration: .init(
-                host: host,
-                port: port,
-                connections: connections,
-                connectTimeout: .seconds(2),
-                backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
+        self.clients = loops.map { loop in
+            // Short backoff: a restarted backend should be used again within about a second.
+            let client = RPCClient(
+                configuration: .init(
+                    host: host,
+                    port: port,
+                    connections: connections,
+                    connectTimeout: .seconds(2),
+                    backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
+                ),
+                group: loop
             )
-        )
+            return (loop, client)
+        }
         self.policy = policy
+    }
+
+    /// The client whose connections live on `loop`; the first one for a loop of another group.
+    func client(on loop: any EventLoop) -> RPCClient {
+        let id = ObjectIdentifier(loop)
+        return self.clients.first { ObjectIdentifier($0.loop) == id }?.client ?? self.clients[0].client
+    }
+
+    /// Whether the replica answers SERVING to a health check, asked on one of its clients.
+    func isServing() async -> Bool {
+        let status = try? await HealthClient(client: self.clients[0].client).check(
+            options: CallOptions(timeout: .seconds(1))
+        )
+        return status == .serving
+    }
+
+    func close() async {
+        for (_, client) in self.clients { await client.close() }
     }
 
     var isEjected: Bool { self.standing.withLock { $0.ejectedUntil != nil } }
@@ -72,6 +98,37 @@ final class Replica: Sendable {
     }
 }
 
+/// What a forwarded call sends to whichever replica takes it.
+struct ForwardedRequest: Sendable {
+    var method: String
+    var payload: Data
+    var metadata: Metadata
+    var timeout: Duration
+}
+
+/// The attempt of a forwarded call in flight now, so that cancelling the call stops whichever
+/// replica has it.
+final class CurrentAttempt: Sendable {
+    private let state = Mutex<(call: StartedCall?, cancelled: Bool)>((nil, false))
+
+    /// Makes `call` the one in flight, or cancels it at once when the forwarded call was.
+    func replace(with call: StartedCall) {
+        let cancelled = self.state.withLock { state in
+            if !state.cancelled { state.call = call }
+            return state.cancelled
+        }
+        if cancelled { call.cancel() }
+    }
+
+    func cancel() {
+        let call = self.state.withLock { state in
+            state.cancelled = true
+            return state.call
+        }
+        call?.cancel()
+    }
+}
+
 /// The replicas of one service, used round-robin. A call that certainly never reached a
 /// replica (no connection) is tried once more on another; one that may have reached it is
 /// never retried.
@@ -88,16 +145,54 @@ final class BackendPool: Sendable {
         self.logger = logger
     }
 
-    func call(_ method: String, payload: Data, options: CallOptions) async throws -> Data {
-        var tried: [Int] = []
-        while tried.count < 2, let index = self.pick(excluding: tried) {
-            tried.append(index)
-            let replica = self.replicas[index]
-            do {
-                let response = try await replica.client.callRaw(method, payload: payload, options: options)
+    /// Sends a call to a replica: without a task when the replica's connection is ready.
+    func forward(
+        _ method: String,
+        payload: Data,
+        metadata: Metadata,
+        timeout: Duration,
+        on loop: any EventLoop
+    ) -> StartedCall {
+        let request = ForwardedRequest(method: method, payload: payload, metadata: metadata, timeout: timeout)
+        let answer = loop.makePromise(of: Data.self)
+        let current = CurrentAttempt()
+        self.attempt(request, tried: [], answer: answer, current: current)
+        return StartedCall(response: answer.futureResult, cancel: current.cancel)
+    }
+
+    /// Tries the next replica in turn that is not in `tried`; a call it certainly never got is
+    /// tried once more on another.
+    private func attempt(
+        _ request: ForwardedRequest,
+        tried: [Int],
+        answer: EventLoopPromise<Data>,
+        current: CurrentAttempt
+    ) {
+        guard tried.count < 2, let index = self.pick(excluding: tried) else {
+            answer.fail(
+                RPCError(
+                    .unavailable,
+                    "\(self.prefix.dropLast()) is unavailable; try again shortly",
+                    retryAfter: .milliseconds(200)
+                )
+            )
+            return
+        }
+        let replica = self.replicas[index]
+        let call = replica.client(on: answer.futureResult.eventLoop).start(
+            request.method,
+            payload: request.payload,
+            metadata: request.metadata,
+            timeout: request.timeout,
+            on: answer.futureResult.eventLoop
+        )
+        current.replace(with: call)
+        call.response.whenComplete { result in
+            switch result {
+            case .success(let payload):
                 replica.recordSuccess()
-                return response
-            } catch let error as RPCError where error.wasNeverSent {
+                answer.succeed(payload)
+            case .failure(let error as RPCError) where error.wasNeverSent:
                 if replica.recordConnectionFailure(now: .now) {
                     self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
                 }
@@ -105,16 +200,12 @@ final class BackendPool: Sendable {
                     "backend unreachable",
                     metadata: ["backend": "\(replica.address)", "error": "\(error)"]
                 )
-            } catch let error as RPCError {
-                replica.recordSuccess()  // it answered: the connection works
-                throw error
+                self.attempt(request, tried: tried + [index], answer: answer, current: current)
+            case .failure(let error):
+                if error is RPCError { replica.recordSuccess() }  // it answered: the connection works
+                answer.fail(error)
             }
         }
-        throw RPCError(
-            .unavailable,
-            "\(self.prefix.dropLast()) is unavailable; try again shortly",
-            retryAfter: .milliseconds(200)
-        )
     }
 
     /// The next replica in rotation that is not ejected and not tried yet. When every replica
@@ -135,10 +226,7 @@ final class BackendPool: Sendable {
     func probeEjected() async {
         let now = ContinuousClock.now
         for replica in self.replicas where replica.isDueForReadmission(now: now) {
-            let status = try? await HealthClient(client: replica.client).check(
-                options: CallOptions(timeout: .seconds(1))
-            )
-            if status == .serving {
+            if await replica.isServing() {
                 replica.readmit()
                 self.logger.notice("readmitted backend", metadata: ["backend": "\(replica.address)"])
             }
@@ -146,6 +234,6 @@ final class BackendPool: Sendable {
     }
 
     func close() async {
-        for replica in self.replicas { await replica.client.close() }
+        for replica in self.replicas { await replica.close() }
     }
 }

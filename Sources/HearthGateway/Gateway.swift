@@ -2,7 +2,8 @@ import Foundation
 public import HearthCore
 public import HearthRPC
 public import Logging
-import NIOCore
+public import NIOCore
+public import NIOPosix
 public import ServiceLifecycle
 
 /// The gateway: the one door for clients. It authenticates each call's bearer token, applies
@@ -11,7 +12,7 @@ public import ServiceLifecycle
 /// credential that services require. The answer goes back on the client's call.
 ///
 /// As a `Service` it health-checks ejected replicas once a second and readmits them.
-public final class Gateway: Service, Sendable {
+public final class Gateway: Service, CallForwarder, Sendable {
     public struct Configuration: Sendable {
         /// Method prefix (a package, e.g. `hearth.echo.`) -> replica addresses.
         public var routes: [String: [(host: String, port: Int)]]
@@ -19,7 +20,7 @@ public final class Gateway: Service, Sendable {
         public var routeTimeout: Duration
         public var rateLimit: RateLimiter.Limits
         public var ejection: EjectionPolicy
-        /// Connections per replica.
+        /// Connections to each replica from each event loop.
         public var connectionsPerBackend: Int
         /// What services require in `x-hearth-internal`.
         public var internalCredential: String
@@ -32,7 +33,7 @@ public final class Gateway: Service, Sendable {
             routeTimeout: Duration = .seconds(15),
             rateLimit: RateLimiter.Limits = RateLimiter.Limits(),
             ejection: EjectionPolicy = EjectionPolicy(),
-            connectionsPerBackend: Int = 2,
+            connectionsPerBackend: Int = 1,
             probeInterval: Duration = .seconds(1)
         ) {
             self.routes = routes
@@ -49,15 +50,23 @@ public final class Gateway: Service, Sendable {
     private let pools: [BackendPool]
     private let verifier: TokenVerifier
     private let limiter: RateLimiter
+    private let metrics: MethodMetrics
     private let logger: Logger
 
+    /// - Parameters:
+    ///   - metrics: where forwarded calls are counted (server interceptors do not see them).
+    ///   - group: the event loops of the gateway's server; each keeps its own backend
+    ///     connections, so a call goes out on the thread it came in on.
     public init(
         configuration: Configuration,
         verifier: TokenVerifier,
         clock: any WallClock = SystemClock(),
+        metrics: MethodMetrics = MethodMetrics(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
     ) {
         self.configuration = configuration
+        self.metrics = metrics
         self.verifier = verifier
         self.limiter = RateLimiter(limits: configuration.rateLimit, clock: clock)
         self.logger = logger
@@ -70,7 +79,8 @@ public final class Gateway: Service, Sendable {
                         host: $0.host,
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
-                        policy: configuration.ejection
+                        policy: configuration.ejection,
+                        loops: Array(group.makeIterator())
                     )
                 },
                 logger: logger
@@ -81,11 +91,6 @@ public final class Gateway: Service, Sendable {
     /// Replicas out of rotation right now (`host:port`), for operators and tests.
     public var ejectedBackends: [String] {
         self.pools.flatMap { pool in pool.replicas.filter(\.isEjected).map(\.address) }
-    }
-
-    /// The handler the gateway's server runs for every method it does not serve itself.
-    public var handler: RawHandler {
-        { payload, context in try await self.forward(payload, context: context) }
     }
 
     /// Runs the readmission checks until shutdown, then closes the backend connections.
@@ -103,58 +108,74 @@ public final class Gateway: Service, Sendable {
         for pool in self.pools { await pool.close() }
     }
 
-    func forward(_ payload: Data, context: RPCContext) async throws -> Data {
-        let start = ContinuousClock.now
-        var user = "-"
-        var code = StatusCode.ok
-        defer {
-            if context.logLevel <= .info {
-                context.logger.info(
-                    "call",
-                    metadata: [
-                        "method": "\(context.method)",
-                        "code": "\(code.name)",
-                        "duration_us": "\((ContinuousClock.now - start).microseconds)",
-                        "user": "\(user)",
-                    ]
-                )
-            }
-        }
+    /// Sends one call on, on the calling connection's event loop. A client's calls after its
+    /// first (whose token was verified then) start no task: the token is known, and the
+    /// replica's connection is ready.
+    public func forward(_ payload: Data, context: RPCContext, on loop: any EventLoop) -> StartedCall {
+        let start = NIODeadline.now()
+        let authorization = context.metadata["authorization"]
+        var user: String?
+        let call: StartedCall
         do {
             guard let pool = self.pools.first(where: { context.method.hasPrefix($0.prefix) }) else {
                 throw RPCError(.unimplemented, "no service serves \(context.method)")
             }
-            user = try await self.verifier.userID(authorization: context.metadata["authorization"])
-            if let wait = self.limiter.admit(user) {
-                let limit = self.configuration.rateLimit
-                throw RPCError(
-                    .resourceExhausted,
-                    "rate limit exceeded: \(Int(limit.perSecond)) calls a second, bursts of \(Int(limit.burst))",
-                    retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))
-                )
+            user = try self.verifier.knownUserID(authorization: authorization)
+            if let user {
+                call = try self.send(payload, context: context, user: user, to: pool, on: loop)
+            } else {
+                // The first call with this token: checking its signature awaits.
+                call = .task(on: loop) {
+                    let user = try await self.verifier.userID(authorization: authorization)
+                    return try await self.send(payload, context: context, user: user, to: pool, on: loop).value
+                }
             }
-            var timeout = self.configuration.routeTimeout
-            if let deadline = context.deadline {
-                let remaining = deadline - .now()
-                guard remaining > .zero else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
-                timeout = min(timeout, .nanoseconds(remaining.nanoseconds))
-            }
-            var metadata: [String: String] = [:]
-            for (key, value) in context.metadata
-            where !key.hasPrefix(TrustedMetadata.prefix) && key != "authorization" {
-                metadata[key] = value
-            }
-            metadata[TrustedMetadata.user] = user
-            metadata[TrustedMetadata.credential] = self.configuration.internalCredential
-            metadata["x-request-id"] = context.requestID
-            return try await pool.call(
-                context.method,
-                payload: payload,
-                options: CallOptions(timeout: timeout, metadata: metadata)
-            )
         } catch {
-            code = RPCError(answering: error).code
-            throw error
+            call = .answered(.failure(error), on: loop)
         }
+        call.response.whenComplete { [user] result in
+            // A token verified in the task is known by now.
+            let user = user ?? (try? self.verifier.knownUserID(authorization: authorization)) ?? nil
+            var code = StatusCode.ok
+            if case .failure(let error) = result { code = RPCError(answering: error).code }
+            context.recordServed(code: code, since: start, user: user, in: self.metrics)
+        }
+        return call
+    }
+
+    /// Applies the user's rate limit and the route's deadline, then sends the call to a replica
+    /// with the verified user and the internal credential in place of what the client sent.
+    private func send(
+        _ payload: Data,
+        context: RPCContext,
+        user: String,
+        to pool: BackendPool,
+        on loop: any EventLoop
+    ) throws -> StartedCall {
+        if let wait = self.limiter.admit(user) {
+            let limit = self.configuration.rateLimit
+            throw RPCError(
+                .resourceExhausted,
+                "rate limit exceeded: \(Int(limit.perSecond)) calls a second, bursts of \(Int(limit.burst))",
+                retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))
+            )
+        }
+        var timeout = self.configuration.routeTimeout
+        if let deadline = context.deadline {
+            let remaining = deadline - .now()
+            guard remaining > .zero else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
+            timeout = min(timeout, .nanoseconds(remaining.nanoseconds))
+        }
+        let metadata = context.metadata.filtered(
+            keeping: { key in
+                !key.hasPrefix(TrustedMetadata.prefix) && key != "authorization" && key != "x-request-id"
+            },
+            adding: [
+                TrustedMetadata.user: user,
+                TrustedMetadata.credential: self.configuration.internalCredential,
+                "x-request-id": context.requestID,
+            ]
+        )
+        return pool.forward(context.method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
     }
 }

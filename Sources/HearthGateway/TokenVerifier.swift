@@ -63,6 +63,22 @@ public struct TokenVerifier: Sendable {
     /// - Throws: ``RPCError`` UNAUTHENTICATED saying what is wrong: missing, malformed,
     ///   unsupported algorithm (including `none`), bad signature, expired, not yet valid.
     public func userID(authorization: String?) async throws -> String {
+        let token = try Self.bearerToken(in: authorization)
+        let claims = try await self.verified.claims(of: token) { try await self.verifySignature(of: token) }
+        return try self.userID(of: claims)
+    }
+
+    /// The verified user id, without awaiting, when this token's signature checked out before;
+    /// nil when it must be verified first (``userID(authorization:)``). Every call of a client
+    /// after its first takes this path.
+    /// - Throws: ``RPCError`` UNAUTHENTICATED as ``userID(authorization:)`` does.
+    public func knownUserID(authorization: String?) throws -> String? {
+        let token = try Self.bearerToken(in: authorization)
+        return try self.verified.known(token).map(self.userID(of:))
+    }
+
+    /// The token of `Bearer <token>`.
+    private static func bearerToken(in authorization: String?) throws -> String {
         guard let authorization, !authorization.isEmpty else {
             throw Self.failure("missing authorization: send 'authorization: Bearer <token>'")
         }
@@ -79,8 +95,11 @@ public struct TokenVerifier: Sendable {
         let rest = authorization.dropFirst(scheme.count).drop(while: isBlank)
         var end = rest.endIndex
         while end > rest.startIndex, isBlank(rest[rest.index(before: end)]) { end = rest.index(before: end) }
-        let token = String(rest[..<end])
-        let claims = try await self.verified.claims(of: token) { try await self.verifySignature(of: token) }
+        return String(rest[..<end])
+    }
+
+    /// The subject of claims whose signature checked out, once their times are checked now.
+    private func userID(of claims: HearthClaims) throws -> String {
         let now = self.clock.now()
         if claims.exp.value.addingTimeInterval(Self.leeway) <= now {
             throw Self.failure("token expired at \(claims.exp.value.formatted(.iso8601))")
@@ -141,8 +160,13 @@ final class VerifiedTokens: Sendable {
         self.capacity = capacity
     }
 
+    /// The claims of `token` if its signature was verified before.
+    func known(_ token: String) -> HearthClaims? {
+        self.entries.withLock { $0[token] }
+    }
+
     func claims(of token: String, verify: () async throws -> HearthClaims) async throws -> HearthClaims {
-        if let known = self.entries.withLock({ $0[token] }) { return known }
+        if let known = self.known(token) { return known }
         let claims = try await verify()
         self.entries.withLock { entries in
             if entries.count >= self.capacity { entries.removeAll(keepingCapacity: true) }

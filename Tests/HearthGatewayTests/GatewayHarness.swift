@@ -102,6 +102,8 @@ struct GatewayHarness {
     let replicas: [Replica]
     let gateway: Gateway
     let gatewayServer: RPCServer
+    /// What the gateway counted of the calls it forwarded.
+    let metrics: MethodMetrics
     let client: RPCClient
     let clock: ManualClock
     let events: Events
@@ -156,6 +158,7 @@ struct GatewayHarness {
         let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)", events: events) }
         var addresses: [(host: String, port: Int)] = []
         for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
+        let metrics = MethodMetrics()
         let gateway = Gateway(
             configuration: Gateway.Configuration(
                 routes: ["hearth.echo.": addresses, "hearth.probe.": addresses],
@@ -168,9 +171,10 @@ struct GatewayHarness {
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,
+            metrics: metrics,
             logger: quietLogger
         )
-        let server = RPCServer(services: [], fallback: gateway.handler, logger: quietLogger)
+        let server = RPCServer(services: [], forwarder: gateway, logger: quietLogger)
         let gatewayRun = Task { try await gateway.run() }
         let serverRun = Task { try await server.run() }
         let client = RPCClient(host: "127.0.0.1", port: try await server.localAddress.port!)
@@ -178,6 +182,7 @@ struct GatewayHarness {
             replicas: replicas,
             gateway: gateway,
             gatewayServer: server,
+            metrics: metrics,
             client: client,
             clock: clock,
             events: events

@@ -112,6 +112,22 @@ struct GatewayTests {
         }
     }
 
+    @Test("forwarded calls are counted by method and code in the gateway's metrics")
+    func metricsCountForwardedCalls() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = try await harness.token()
+            _ = try await harness.call(EchoService.echoMethod, authorization: "Bearer \(token)")
+            _ = try await harness.call(EchoService.echoMethod, authorization: "Bearer \(token)")
+            _ = try? await harness.call(EchoService.echoMethod, authorization: nil)
+            var failing = self.echo()
+            failing.failWithCode = 5
+            _ = try? await harness.call(EchoService.echoMethod, failing, authorization: "Bearer \(token)")
+
+            let echo = try #require(harness.metrics.snapshot()[EchoService.echoMethod])
+            #expect(echo.countsByCode == [.ok: 2, .unauthenticated: 1, .notFound: 1])
+        }
+    }
+
     @Test("health checks need no token")
     func healthWithoutToken() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

@@ -1,14 +1,15 @@
+import Foundation
 import NIOCore
 import SwiftProtobuf
 import Synchronization
 
-/// One call waiting for its response. Touched only on its connection's event loop.
+/// One call waiting for its response payload. Touched only on its connection's event loop.
 final class PendingCall: @unchecked Sendable {
-    let promise: EventLoopPromise<WireFrame>
+    let promise: EventLoopPromise<Data>
     var callID: UInt64 = 0
     var cancelled = false
 
-    init(promise: EventLoopPromise<WireFrame>) {
+    init(promise: EventLoopPromise<Data>) {
         self.promise = promise
     }
 }
@@ -170,7 +171,11 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .response:
             self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
-            call.promise.succeed(frame)
+            if frame.hasStatus, frame.status.code != .ok {
+                call.promise.fail(RPCError(status: frame.status))
+            } else {
+                call.promise.succeed(frame.payload)
+            }
         case .pong:
             self.pings.removeValue(forKey: frame.callID)?.succeed()
         case .ping:
@@ -245,9 +250,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context, context.write(frame: frame) else { return }
-        if self.flushes.wrote() {
+        switch self.flushes.wrote() {
+        case .none:
+            break
+        case .scheduleTickEnd:
             let this = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.execute { this.value.endOfTick() }
+        case .flush:
+            context.flush()
         }
     }
 

@@ -64,6 +64,7 @@ public final class RPCClient: Sendable {
 
     public let configuration: Configuration
     private let slots: [ConnectionSlot]
+    private let turn: RoundRobin
     private let invoke: @Sendable (String, Data, CallOptions) async throws -> Data
 
     public init(
@@ -77,7 +78,9 @@ public final class RPCClient: Sendable {
         }
         self.slots = slots
         let turn = RoundRobin()
-        let base: @Sendable (String, Data, CallOptions) async throws -> Data = { [slots] method, payload, options in
+        self.turn = turn
+        let base: @Sendable (String, Data, CallOptions) async throws -> Data = {
+            [slots, turn] method, payload, options in
             let slot = slots.count == 1 ? slots[0] : slots[turn.next(below: slots.count)]
             func attempt() async throws -> Data {
                 let connection = try await slot.connection(timeout: options.timeout)
@@ -117,6 +120,28 @@ public final class RPCClient: Sendable {
         try await self.invoke(method, payload, options)
     }
 
+    /// Starts a call without a task: for callers on an event loop that must not start one per
+    /// call (the gateway forwards with it). On the round-robin turn's connection when it is
+    /// ready; otherwise a task connects first (waiting at most `timeout`). Interceptors do not
+    /// apply, and a call the connection refused before sending it is not tried again here.
+    public func start(
+        _ method: String,
+        payload: Data,
+        metadata: Metadata,
+        timeout: Duration?,
+        on loop: any EventLoop
+    ) -> StartedCall {
+        let slot = self.slots.count == 1 ? self.slots[0] : self.slots[self.turn.next(below: self.slots.count)]
+        if let connection = slot.readyConnection {
+            return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
+        }
+        return .task(on: loop) {
+            let connection = try await slot.connection(timeout: timeout)
+            return try await connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
+                .value
+        }
+    }
+
     /// Calls a unary method with typed messages.
     /// - Throws: ``RPCError``; INTERNAL when the response does not decode as `Response`.
     public func call<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
@@ -144,7 +169,7 @@ public final class RPCClient: Sendable {
 
     /// Whether every pooled connection is open and taking calls (for tests and diagnostics).
     var allConnectionsAcceptCalls: Bool {
-        self.slots.allSatisfy(\.currentConnectionAcceptsCalls)
+        self.slots.allSatisfy { $0.readyConnection != nil }
     }
 }
 
@@ -355,10 +380,12 @@ final class ConnectionSlot: Sendable {
         }
     }
 
-    var currentConnectionAcceptsCalls: Bool {
+    /// The current connection when it takes calls, without waiting; nil when one must be
+    /// made, or waited for, first.
+    var readyConnection: RPCConnection? {
         self.state.withLock { state in
-            if case .ready(let connection, _) = state { return connection.isAcceptingCalls }
-            return false
+            if case .ready(let connection, _) = state, connection.isAcceptingCalls { return connection }
+            return nil
         }
     }
 

@@ -69,10 +69,17 @@ public final class RPCConnection: Sendable {
     public func call(method: String, payload: Data, metadata: [String: String] = [:], timeout: Duration? = nil)
         async throws -> Data
     {
+        try await self.start(method: method, payload: payload, metadata: Metadata(metadata), timeout: timeout).value
+    }
+
+    /// Sends one REQUEST without waiting for its RESPONSE: for code on an event loop that
+    /// must not start a task per call (the gateway forwards calls with it). ``call(method:payload:metadata:timeout:)``
+    /// is this, awaited.
+    public func start(method: String, payload: Data, metadata: Metadata, timeout: Duration?) -> StartedCall {
         var frame = WireFrame()
         frame.kind = .request
         frame.method = method
-        frame.metadata = Metadata.entries(of: metadata)
+        frame.metadata = metadata.entries
         frame.payload = payload
         var localDeadline: TimeAmount?
         if let timeout {
@@ -80,25 +87,21 @@ public final class RPCConnection: Sendable {
             localDeadline = .nanoseconds(nanos)
             frame.timeoutMs = UInt32(clamping: (nanos + 999_999) / 1_000_000)
         }
-        let request = frame
-        let timeAmount = localDeadline
         let loop = self.channel.eventLoop
         let call = PendingCall(promise: loop.makePromise())
         let handler = self.handler
-        let response = try await withTaskCancellationHandler {
+        if loop.inEventLoop {
+            handler.value.start(call, request: frame, timeout: localDeadline)
+        } else {
+            loop.execute { [frame, localDeadline] in handler.value.start(call, request: frame, timeout: localDeadline) }
+        }
+        return StartedCall(response: call.promise.futureResult) {
             if loop.inEventLoop {
-                handler.value.start(call, request: request, timeout: timeAmount)
+                handler.value.cancel(call)
             } else {
-                loop.execute { handler.value.start(call, request: request, timeout: timeAmount) }
+                loop.execute { handler.value.cancel(call) }
             }
-            return try await call.promise.futureResult.get()
-        } onCancel: {
-            loop.execute { handler.value.cancel(call) }
         }
-        if response.hasStatus, response.status.code != .ok {
-            throw RPCError(status: response.status)
-        }
-        return response.payload
     }
 
     /// Sends PING and waits for PONG, at most `timeout`.

@@ -1,38 +1,20 @@
 public import Foundation
 public import Logging
-import NIOCore
+public import NIOCore
 
 /// Logs one structured line per served call (method, code, duration, request id) and records
 /// it in ``MethodMetrics``. Lines are at `.info`: run with `--log-level info` to see them.
 public struct ServerObservabilityInterceptor: ServerInterceptor {
     public let metrics: MethodMetrics
-    /// False where another layer writes the access log (the gateway logs with the user id).
-    public let logsCalls: Bool
 
-    public init(metrics: MethodMetrics, logsCalls: Bool = true) {
+    public init(metrics: MethodMetrics) {
         self.metrics = metrics
-        self.logsCalls = logsCalls
     }
 
     public func intercept(_ payload: Data, context: RPCContext, next: RawHandler) async throws -> Data {
         let start = NIODeadline.now()
         var code = StatusCode.ok
-        defer {
-            let micros = UInt64((NIODeadline.now() - start).nanoseconds / 1000)
-            self.metrics.record(method: context.method, code: code, micros: micros)
-            // The request-id logger is built only when the line will be written.
-            if self.logsCalls, context.logLevel <= .info {
-                context.logger.info(
-                    "call",
-                    metadata: [
-                        "method": "\(context.method)",
-                        "code": "\(code.name)",
-                        "duration_us": "\(micros)",
-                        "user": "\(context.userID ?? "-")",
-                    ]
-                )
-            }
-        }
+        defer { context.recordServed(code: code, since: start, user: context.userID, in: self.metrics) }
         do {
             return try await next(payload, context)
         } catch {
@@ -40,6 +22,27 @@ public struct ServerObservabilityInterceptor: ServerInterceptor {
             // A handler stopped by its deadline sees cancellation; the caller saw DEADLINE_EXCEEDED.
             if code == .cancelled, context.isPastDeadline { code = .deadlineExceeded }
             throw error
+        }
+    }
+}
+
+extension RPCContext {
+    /// Counts the call in `metrics` and writes its access-log line at `.info` (method, code,
+    /// duration, user, request id): once per served call, by the interceptor or a forwarder.
+    public func recordServed(code: StatusCode, since start: NIODeadline, user: String?, in metrics: MethodMetrics) {
+        let micros = UInt64(max((NIODeadline.now() - start).nanoseconds / 1000, 0))
+        metrics.record(method: self.method, code: code, micros: micros)
+        // The request-id logger is built only when the line will be written.
+        if self.logLevel <= .info {
+            self.logger.info(
+                "call",
+                metadata: [
+                    "method": "\(self.method)",
+                    "code": "\(code.name)",
+                    "duration_us": "\(micros)",
+                    "user": "\(user ?? "-")",
+                ]
+            )
         }
     }
 }

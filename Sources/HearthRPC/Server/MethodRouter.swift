@@ -9,24 +9,37 @@ public enum TrustedMetadata {
     public static let credential = "x-hearth-internal"
 }
 
+/// What serves one call.
+enum Route {
+    /// A method of the server's own, run in a task.
+    case handler(RawHandler)
+    /// A method the server has no handler for, sent on by its forwarder.
+    case forwarder(any CallForwarder)
+}
+
 /// Which handler serves a method, and whether the method needs the internal credential.
 struct MethodRouter: Sendable {
     private let handlers: [String: RawHandler]
     /// Serves methods with no handler of their own (the gateway forwards them).
-    private let fallback: RawHandler?
+    private let forwarder: (any CallForwarder)?
     /// Methods anyone may call without the credential: health checks.
     private let publicMethods: Set<String>
     private let credential: [UInt8]?
 
-    init(handlers: [String: RawHandler], fallback: RawHandler?, publicMethods: Set<String>, credential: String?) {
+    init(
+        handlers: [String: RawHandler],
+        forwarder: (any CallForwarder)?,
+        publicMethods: Set<String>,
+        credential: String?
+    ) {
         self.handlers = handlers
-        self.fallback = fallback
+        self.forwarder = forwarder
         self.publicMethods = publicMethods
         self.credential = credential.map { Array($0.utf8) }
     }
 
-    /// The handler for `method` called with `metadata`, or the error to answer instead.
-    func handler(for method: String, metadata: Metadata) -> Result<RawHandler, RPCError> {
+    /// What serves `method` called with `metadata`, or the error to answer instead.
+    func route(for method: String, metadata: Metadata) -> Result<Route, RPCError> {
         if let credential = self.credential, !self.publicMethods.contains(method) {
             guard let presented = metadata[TrustedMetadata.credential],
                 constantTimeEqual(Array(presented.utf8), credential)
@@ -34,10 +47,9 @@ struct MethodRouter: Sendable {
                 return .failure(RPCError(.unauthenticated, "missing or invalid internal credential"))
             }
         }
-        guard let handler = self.handlers[method] ?? self.fallback else {
-            return .failure(RPCError(.unimplemented, "unknown method \(method)"))
-        }
-        return .success(handler)
+        if let handler = self.handlers[method] { return .success(.handler(handler)) }
+        if let forwarder = self.forwarder { return .success(.forwarder(forwarder)) }
+        return .failure(RPCError(.unimplemented, "unknown method \(method)"))
     }
 }
 

@@ -29,13 +29,13 @@ public final class RPCServer: Service, Sendable {
 
     /// - Parameters:
     ///   - services: what to serve; `hearth.health.v1.Health` is added to every server.
-    ///   - fallback: serves every method no service registers (the gateway forwards them);
+    ///   - forwarder: sends on every call to a method no service registers (the gateway);
     ///     without it such methods are answered UNIMPLEMENTED.
-    ///   - interceptors: wrap every call, the first one outermost.
+    ///   - interceptors: wrap every call to the services' methods, the first one outermost.
     public init(
         configuration: ServerConfiguration = ServerConfiguration(),
         services: [any RPCService],
-        fallback: RawHandler? = nil,
+        forwarder: (any CallForwarder)? = nil,
         interceptors: [any ServerInterceptor] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
@@ -52,7 +52,7 @@ public final class RPCServer: Service, Sendable {
         }
         self.router = MethodRouter(
             handlers: handlers,
-            fallback: fallback.map { chain($0, through: interceptors) },
+            forwarder: forwarder,
             publicMethods: [HealthService.checkMethod],
             credential: configuration.internalCredential
         )

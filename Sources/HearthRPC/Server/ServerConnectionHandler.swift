@@ -19,7 +19,8 @@ final class CallCounter: Sendable {
 struct DrainEvent: Sendable {}
 
 /// One server connection: decodes frames, runs each call's handler in its own task on the
-/// connection's event loop, and answers every REQUEST exactly once (unless cancelled).
+/// connection's event loop (or has the forwarder send it on, without a task), and answers
+/// every REQUEST exactly once (unless cancelled).
 ///
 /// All state lives on the channel's event loop; calls touch it only through `NIOLoopBound`.
 final class ServerConnectionHandler: ChannelInboundHandler {
@@ -29,7 +30,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private struct InFlightCall {
         /// Tells this call from a later one that reuses its call_id.
         var generation: UInt64
-        var task: Task<Void, Never>?
+        var work: Work?
+    }
+
+    /// What runs a call: its handler's task, or the call its forwarder sent on.
+    private enum Work {
+        case task(Task<Void, Never>)
+        case forwarded(StartedCall)
+
+        func cancel() {
+            switch self {
+            case .task(let task): task.cancel()
+            case .forwarded(let call): call.cancel()
+            }
+        }
     }
 
     /// A call as its deadline entry names it: the id may be reused by a later call.
@@ -45,9 +59,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var nextGeneration: UInt64 = 0
     /// The calls' deadlines, behind one timer for the connection.
     private var deadlines = DeadlineTimer<CallKey>()
-    /// Handler tasks still running, including those whose call already ended by deadline or
-    /// CANCEL but that ignore cancellation: the concurrency limit counts these.
-    private var runningTasks = 0
+    /// Handler tasks and forwarded calls not finished yet, including those whose call already
+    /// ended by deadline or CANCEL but that ignore cancellation: the concurrency limit counts these.
+    private var unfinishedCalls = 0
     private var flushes = FlushBatcher()
     private var context: ChannelHandlerContext?
     private var executor: EventLoopTaskExecutor?
@@ -219,7 +233,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             self.respond(callID, .failure(RPCError(.unavailable, "server is shutting down; call another")))
             return
         }
-        guard self.runningTasks < self.configuration.maxConcurrentCallsPerConnection else {
+        guard self.unfinishedCalls < self.configuration.maxConcurrentCallsPerConnection else {
             let limit = self.configuration.maxConcurrentCallsPerConnection
             self.respond(
                 callID,
@@ -234,11 +248,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             )
             return
         }
-        let handler: RawHandler
+        let route: Route
         let metadata = Metadata(entries: frame.metadata)
-        switch self.router.handler(for: frame.method, metadata: metadata) {
+        switch self.router.route(for: frame.method, metadata: metadata) {
         case .success(let found):
-            handler = found
+            route = found
         case .failure(let error):
             self.respond(callID, .failure(error))
             return
@@ -257,7 +271,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         )
 
         let loop = context.eventLoop
-        let this = NIOLoopBound(self, eventLoop: loop)
         let generation = self.nextGeneration
         self.nextGeneration &+= 1
         self.calls[callID] = InFlightCall(generation: generation)
@@ -265,28 +278,40 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             self.addDeadline(deadline, for: CallKey(callID: callID, generation: generation))
         }
         self.callsInFlight.add(1)
-        self.runningTasks += 1
-        let payload = frame.payload
-        let task = Task.immediate(executorPreference: executor) {
-            let result: Result<Data, any Error>
-            do {
-                result = .success(try await handler(payload, callContext))
-            } catch {
-                result = .failure(error)
-            }
+        self.unfinishedCalls += 1
+        let finish: @Sendable (Result<Data, any Error>) -> Void = {
+            [this = NIOLoopBound(self, eventLoop: loop)] result in
             if loop.inEventLoop {
                 this.value.finishCall(callID, generation: generation, result)
             } else {
                 loop.execute { this.value.finishCall(callID, generation: generation, result) }
             }
         }
-        // Started at once, on this loop: a handler that never suspends has already answered
-        // (the call is gone, and this sets nothing), one that awaits goes on from this loop.
-        self.calls[callID]?.task = task
+        let work: Work
+        switch route {
+        case .handler(let handler):
+            let payload = frame.payload
+            work = .task(
+                Task.immediate(executorPreference: executor) {
+                    do {
+                        finish(.success(try await handler(payload, callContext)))
+                    } catch {
+                        finish(.failure(error))
+                    }
+                }
+            )
+        case .forwarder(let forwarder):
+            let forwarded = forwarder.forward(frame.payload, context: callContext, on: loop)
+            forwarded.response.whenComplete(finish)
+            work = .forwarded(forwarded)
+        }
+        // Started at once, on this loop: a call that never suspends has already been answered
+        // (the call is gone, and this sets nothing), one that waits goes on from this loop.
+        self.calls[callID]?.work = work
     }
 
     private func finishCall(_ callID: UInt64, generation: UInt64, _ result: Result<Data, any Error>) {
-        self.runningTasks -= 1
+        self.unfinishedCalls -= 1
         // Gone when the deadline passed or the caller cancelled (the id may even be in use by
         // a newer call): no second answer.
         guard self.removeCall(callID, generation: generation) != nil else { return }
@@ -314,7 +339,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func deadlinePassed(_ callID: UInt64, generation: UInt64) {
         guard let call = self.removeCall(callID, generation: generation) else { return }
-        call.task?.cancel()
+        call.work?.cancel()
         self.respond(callID, .failure(RPCError(.deadlineExceeded, "deadline exceeded")))
         self.closeIfDrained()
     }
@@ -322,7 +347,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func cancelCall(_ callID: UInt64) {
         guard let call = self.calls.removeValue(forKey: callID) else { return }
         self.callsInFlight.add(-1)
-        call.task?.cancel()
+        call.work?.cancel()
         self.closeIfDrained()
     }
 
@@ -340,7 +365,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.callsInFlight.add(-calls.count)
         self.deadlines.cancelAll()
         for call in calls.values {
-            call.task?.cancel()
+            call.work?.cancel()
         }
     }
 
@@ -376,9 +401,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context, context.write(frame: frame) else { return }
-        if self.flushes.wrote() {
+        switch self.flushes.wrote() {
+        case .none:
+            break
+        case .scheduleTickEnd:
             let this = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.execute { this.value.endOfTick() }
+        case .flush:
+            context.flush()
         }
     }
 

@@ -1,22 +1,45 @@
 /// Decides when a connection flushes, so that many frames share one syscall: once at the end
 /// of a read batch, or once per event-loop tick for frames written outside one (responses of
-/// calls that finished asynchronously). A flush per frame would cap throughput.
+/// calls that finished asynchronously), and after every `flushEvery` frames in between. A flush
+/// per frame would cap throughput; holding a whole large batch back until its end makes the
+/// peer wait for all of it, and when each hop of a chain (client, gateway, service) does
+/// that, the calls move through it as one convoy and each process idles while the others work.
 ///
 /// A pure state machine: it only answers what to do; its owner writes and flushes. (Calling
 /// into the channel from inside a mutating method could re-enter the owner, for instance
 /// when a flush fails and closes the channel.)
 struct FlushBatcher {
+    /// What the owner does after writing a frame.
+    enum Step: Equatable {
+        /// Nothing: a flush to come covers the frame.
+        case none
+        /// Schedule ``tickEnded()`` on the event loop: no read batch will flush the frame.
+        case scheduleTickEnd
+        /// Flush now: `flushEvery` frames are waiting.
+        case flush
+    }
+
+    /// Frames after which the owner flushes even in the middle of a batch.
+    let flushEvery: Int
     private var inReadBatch = false
-    private var unflushed = false
+    private var unflushed = 0
     private var flushScheduled = false
 
-    /// A frame was written. Returns true when the owner must schedule ``tickEnded()`` on its
-    /// event loop (no read batch will flush it, and no flush is scheduled yet).
-    mutating func wrote() -> Bool {
-        self.unflushed = true
-        guard !self.inReadBatch && !self.flushScheduled else { return false }
+    init(flushEvery: Int = 16) {
+        precondition(flushEvery > 0)
+        self.flushEvery = flushEvery
+    }
+
+    /// A frame was written: what the owner does now.
+    mutating func wrote() -> Step {
+        self.unflushed += 1
+        if self.unflushed >= self.flushEvery {
+            self.unflushed = 0
+            return .flush
+        }
+        guard !self.inReadBatch && !self.flushScheduled else { return .none }
         self.flushScheduled = true
-        return true
+        return .scheduleTickEnd
     }
 
     mutating func readStarted() {
@@ -37,7 +60,7 @@ struct FlushBatcher {
 
     /// Returns whether anything written is still unflushed, and counts it as flushed.
     mutating func takeUnflushed() -> Bool {
-        defer { self.unflushed = false }
-        return self.unflushed
+        defer { self.unflushed = 0 }
+        return self.unflushed > 0
     }
 }

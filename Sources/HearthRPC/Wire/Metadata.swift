@@ -9,7 +9,7 @@ public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// would have folded them), so a frame of empty entries must not become millions of them.
     public static let maxEntries = 64
 
-    private let entries: [Hearth_Rpc_V1_Frame.MetadataEntry]
+    let entries: [Hearth_Rpc_V1_Frame.MetadataEntry]
 
     init(entries: [Hearth_Rpc_V1_Frame.MetadataEntry]) {
         self.entries = entries
@@ -26,6 +26,14 @@ public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// The value of `key`, nil when the call did not send it.
     public subscript(key: String) -> String? {
         self.entries.last { $0.key == key }?.value
+    }
+
+    /// The entries whose keys `keep` accepts, in order, then `extra`: what a proxy sends on.
+    public func filtered(keeping keep: (String) -> Bool, adding extra: KeyValuePairs<String, String>) -> Metadata {
+        var entries = self.entries.filter { keep($0.key) }
+        entries.reserveCapacity(entries.count + extra.count)
+        for (key, value) in extra { entries.append(Self.entry(key, value)) }
+        return Metadata(entries: entries)
     }
 
     /// Each key once.
