@@ -56,6 +56,6 @@ public struct Store: Sendable {
 
     /// `date` as the store keeps it (to the millisecond).
     public static func asStored(_ date: Date) -> Date {
-        Date.fromDatabaseValue(date.stored.databaseValue) ?? date
+        StoredDate.fromDatabaseValue(date.stored.databaseValue)?.date ?? date
     }
 }

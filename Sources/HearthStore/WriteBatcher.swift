@@ -52,12 +52,7 @@ public final class WriteBatcher: Sendable {
             let pending = Pending(
                 run: { db in
                     do {
-                        var value: T?
-                        try db.inSavepoint {
-                            value = try body(db)
-                            return .commit
-                        }
-                        let result = value!
+                        let result = try Self.inSavepoint(db, body)
                         return { continuation.resume(returning: result) }
                     } catch {
                         return { continuation.resume(throwing: error) }
@@ -74,6 +69,25 @@ public final class WriteBatcher: Sendable {
                 self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
             }
         }
+    }
+
+    /// Runs `body` in a savepoint inside the batch's transaction, with statements prepared once
+    /// per connection (GRDB's `inSavepoint` parses its SQL on every call: 5% of the heartbeat's
+    /// writer). A throwing `body` rolls back only its own writes.
+    private static func inSavepoint<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.cachedStatement(sql: "SAVEPOINT batched_write").execute()
+        let value: T
+        do {
+            value = try body(db)
+        } catch {
+            // When SQLite has already rolled back the whole transaction (a full disk and the
+            // like) there is no savepoint left to undo, and the batch's commit fails instead.
+            try? db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT batched_write").execute()
+            try? db.cachedStatement(sql: "RELEASE SAVEPOINT batched_write").execute()
+            throw error
+        }
+        try db.cachedStatement(sql: "RELEASE SAVEPOINT batched_write").execute()
+        return value
     }
 
     /// Runs batches on the writer's own queue, one after the other with no hop between them,

@@ -51,6 +51,46 @@ struct StoredDateTests {
         #expect(mismatches.count == 0, "\(mismatches.prefix(5))")
     }
 
+    @Test("a stored text reads back as the very date GRDB's parser gives")
+    func readsAsGRDB() async {
+        var generator = SystemRandomNumberGenerator()
+        var texts = [
+            "1900-01-01 00:00:00.000", "1970-01-01 00:00:00.000", "1969-12-31 23:59:59.999",
+            "2000-02-29 12:00:00.500", "2100-02-28 23:59:59.999", "9999-12-31 23:59:59.999",
+            "2026-03-08 10:00:00.001", "2026-11-01 08:59:59.999",
+        ]
+        for _ in 0..<30_000 {
+            let seconds = Double.random(in: -2_208_988_800...253_402_300_799, using: &generator)
+            texts.append(StoredDate.text(of: Date(timeIntervalSince1970: seconds))!)
+        }
+        var mismatches: [String] = []
+        for (index, text) in texts.enumerated() {
+            let ours = StoredDate.date(ofText: text)
+            let theirs = Date.fromDatabaseValue(text.databaseValue)
+            if ours == nil || ours != theirs {
+                mismatches.append("\(text): \(String(describing: ours)) vs \(String(describing: theirs))")
+            }
+            if index % 1_000 == 0 { await Task.yield() }
+        }
+        #expect(mismatches.count == 0, "\(mismatches.prefix(5))")
+    }
+
+    @Test("other shapes and rolled-over fields are left to GRDB")
+    func readsOnlyItsOwnShape() {
+        for text in [
+            "2026-02-29 00:00:00.000", "2026-04-31 00:00:00.000", "2026-13-01 00:00:00.000",
+            "2026-01-01 24:00:00.000", "2026-01-01 00:60:00.000", "1899-12-31 23:59:59.999",
+            "2026-01-01 00:00:00", "2026-01-01T00:00:00.000", "2026-01-01 00:00:00.00x", "12026-01-01 00:00:00.00",
+        ] {
+            #expect(StoredDate.date(ofText: text) == nil, "\(text)")
+        }
+        // Read by GRDB all the same.
+        #expect(
+            StoredDate.fromDatabaseValue("2026-01-01 00:00:00".databaseValue)?.date
+                == Date(timeIntervalSince1970: 1_767_225_600)
+        )
+    }
+
     @Test("outside 1900-9999 the text is GRDB's own")
     func outsideTheFastRange() {
         #expect(StoredDate.text(of: Date(timeIntervalSince1970: -2_208_988_800.001)) == nil)

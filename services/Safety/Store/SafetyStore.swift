@@ -218,7 +218,8 @@ struct SafetyStore: Sendable {
         if let timeZone { profile.timeZone = timeZone }
         enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
-        (profile, clock) = try Self.rescheduled(profile, at: now, in: db)
+        // The period began just now: nothing in it is decided yet.
+        (profile, clock) = try Self.rescheduled(profile, at: now, decided: [], in: db)
         // The period began just now: its only messages are the all-clears just enqueued, if any.
         let status = StatusSnapshot(
             profile: profile,
@@ -382,7 +383,9 @@ struct SafetyStore: Sendable {
         guard anyDue else { return 0 }
         return try await self.db.write { db in
             let due = try ProfileRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"),
+                db.cachedStatement(
+                    sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
+                ),
                 arguments: [now, limit]
             )
             for var profile in due {
@@ -492,7 +495,7 @@ struct SafetyStore: Sendable {
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
         try ProfileRecord.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM profile WHERE user_id = ?"),
+            db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?"),
             arguments: [user]
         )
     }
@@ -527,12 +530,17 @@ struct SafetyStore: Sendable {
     }
 
     /// ``reschedule(_:at:in:)``, also answering the switch's clock it read.
-    private static func rescheduled(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> (
-        profile: ProfileRecord, clock: SwitchClock
-    ) {
+    /// - Parameter decided: the items of the current epoch already decided, when the caller
+    ///   knows them; nil reads them.
+    private static func rescheduled(
+        _ profile: ProfileRecord,
+        at now: Date,
+        decided: Set<DueItem>? = nil,
+        in db: Database
+    ) throws -> (profile: ProfileRecord, clock: SwitchClock) {
         var profile = profile
         let clock = try Self.switchClock(profile, in: db)
-        let next = clock.nextDue(after: now, decided: try Self.decidedItems(profile, in: db))
+        let next = clock.nextDue(after: now, decided: try decided ?? Self.decidedItems(profile, in: db))
         let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
         profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
         try profile.saveSwitch(in: db)
