@@ -13,6 +13,7 @@ import HearthScheduler
 import HearthStore
 import Logging
 import NIOCore
+import NIOPosix
 import RoutinesService
 import SafetyService
 import ServiceLifecycle
@@ -196,10 +197,14 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             hmacSecret: jwtSecret,
             eddsaPublicKey: settings.gateway.eddsaPublicKey
         )
+        // One group for the server and the gateway's backend connections: a call goes out on
+        // the loop it came in on.
+        let gatewayLoops = MultiThreadedEventLoopGroup.singleton
         let gateway = Gateway(
             configuration: try settings.gateway.configuration(internalCredential: settings.secrets.internalCredential),
             verifier: verifier,
             metrics: metrics,
+            group: gatewayLoops,
             logger: logger
         )
         let server = RPCServer(
@@ -212,6 +217,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             forwarder: gateway,
             // The gateway's own methods (health); the gateway counts what it forwards.
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
+            group: gatewayLoops,
             logger: logger
         )
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)

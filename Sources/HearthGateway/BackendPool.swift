@@ -120,6 +120,8 @@ final class CurrentAttempt: Sendable {
         if cancelled { call.cancel() }
     }
 
+    var isCancelled: Bool { self.state.withLock { $0.cancelled } }
+
     func cancel() {
         let call = self.state.withLock { state in
             state.cancelled = true
@@ -146,7 +148,7 @@ final class BackendPool: Sendable {
     }
 
     /// Sends a call to a replica: without a task when the replica's connection is ready.
-    func forward(
+    func startOnReplica(
         _ method: String,
         payload: Data,
         metadata: Metadata,
@@ -160,15 +162,20 @@ final class BackendPool: Sendable {
         return StartedCall(response: answer.futureResult, cancel: current.cancel)
     }
 
-    /// Tries the next replica in turn that is not in `tried`; a call it certainly never got is
-    /// tried once more on another.
+    /// Tries the next replica in turn that is not in `tried` (or `again`, once more); a call it
+    /// certainly never got is tried once more on another.
     private func attempt(
         _ request: ForwardedRequest,
         tried: [Int],
+        again: Int? = nil,
         answer: EventLoopPromise<Data>,
         current: CurrentAttempt
     ) {
-        guard tried.count < 2, let index = self.pick(excluding: tried) else {
+        guard !current.isCancelled else {
+            answer.fail(RPCError(.cancelled, "the call was cancelled"))
+            return
+        }
+        guard let index = again ?? (tried.count < 2 ? self.pick(excluding: tried) : nil) else {
             answer.fail(
                 RPCError(
                     .unavailable,
@@ -192,7 +199,14 @@ final class BackendPool: Sendable {
             case .success(let payload):
                 replica.recordSuccess()
                 answer.succeed(payload)
-            case .failure(let error as RPCError) where error.wasNeverSent:
+            case .failure(let error as RPCError) where error.wasNeverSent && error.code == .unavailable:
+                if again == nil, error.retryAfter == nil {
+                    // Refused with no backoff: the connection stopped taking calls (GOAWAY) or a
+                    // connect failed just now. One more try on this replica's next connection,
+                    // as RPCClient's own calls do; a replica really down answers with its backoff.
+                    self.attempt(request, tried: tried, again: index, answer: answer, current: current)
+                    return
+                }
                 if replica.recordConnectionFailure(now: .now) {
                     self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
                 }

@@ -122,12 +122,14 @@ public final class Gateway: Service, CallForwarder, Sendable {
             }
             user = try self.verifier.knownUserID(authorization: authorization)
             if let user {
-                call = try self.send(payload, context: context, user: user, to: pool, on: loop)
+                call = try self.admitAndForward(payload, context: context, user: user, to: pool, on: loop)
             } else {
                 // The first call with this token: checking its signature awaits.
                 call = .task(on: loop) {
                     let user = try await self.verifier.userID(authorization: authorization)
-                    return try await self.send(payload, context: context, user: user, to: pool, on: loop).value
+                    try Task.checkCancellation()
+                    return try await self.admitAndForward(payload, context: context, user: user, to: pool, on: loop)
+                        .value
                 }
             }
         } catch {
@@ -135,7 +137,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
         }
         call.response.whenComplete { [user] result in
             // A token verified in the task is known by now.
-            let user = user ?? (try? self.verifier.knownUserID(authorization: authorization)) ?? nil
+            let user = user ?? (try? self.verifier.knownUserID(authorization: authorization))
             var code = StatusCode.ok
             if case .failure(let error) = result { code = RPCError(answering: error).code }
             context.recordServed(code: code, since: start, user: user, in: self.metrics)
@@ -145,7 +147,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
 
     /// Applies the user's rate limit and the route's deadline, then sends the call to a replica
     /// with the verified user and the internal credential in place of what the client sent.
-    private func send(
+    private func admitAndForward(
         _ payload: Data,
         context: RPCContext,
         user: String,
@@ -176,6 +178,16 @@ public final class Gateway: Service, CallForwarder, Sendable {
                 "x-request-id": context.requestID,
             ]
         )
-        return pool.forward(context.method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
+        guard metadata.count <= Metadata.maxEntries else {
+            throw RPCError(
+                .invalidArgument,
+                "too many metadata entries: \(metadata.count - Self.addedMetadata) besides authorization, "
+                    + "at most \(Metadata.maxEntries - Self.addedMetadata) (the gateway adds \(Self.addedMetadata))"
+            )
+        }
+        return pool.startOnReplica(context.method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
     }
+
+    /// The entries the gateway adds to a forwarded call: user, credential, request id.
+    static let addedMetadata = 3
 }

@@ -128,6 +128,26 @@ struct GatewayTests {
         }
     }
 
+    @Test("metadata the gateway could not forward whole is refused there, at its boundary")
+    func metadataLimit() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            let token = try await harness.token()
+            // Authorization is not forwarded; the 3 entries the gateway adds make 64, the most a
+            // service takes.
+            func extra(_ count: Int) -> [String: String] {
+                Dictionary(uniqueKeysWithValues: (0..<count).map { ("k\($0)", "v") })
+            }
+            let fields = try await harness.call(authorization: "Bearer \(token)", metadata: extra(61)).text
+                .split(separator: "|")
+            #expect(fields[2].split(separator: ",").count == Metadata.maxEntries)
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(authorization: "Bearer \(token)", metadata: extra(62))
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("62 besides authorization, at most 61") == true)
+        }
+    }
+
     @Test("health checks need no token")
     func healthWithoutToken() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

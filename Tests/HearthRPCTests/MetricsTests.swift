@@ -8,6 +8,27 @@ import Testing
 
 @Suite("Prometheus metrics", .timeLimit(.minutes(1)))
 struct MetricsTests {
+    @Test("a call stopped by its deadline is counted DEADLINE_EXCEEDED, a cancelled one CANCELLED")
+    func deadlineCountedAsTheCallerSawIt() {
+        let metrics = MethodMetrics()
+        func context(deadline: NIODeadline?) -> RPCContext {
+            RPCContext(
+                method: "m",
+                metadata: [:],
+                deadline: deadline,
+                peer: "test",
+                callID: 1,
+                connectionTag: "t",
+                logger: testLogger
+            )
+        }
+        let start = NIODeadline.now()
+        context(deadline: .now() - .seconds(1)).recordServed(code: .cancelled, since: start, user: nil, in: metrics)
+        context(deadline: .now() + .seconds(60)).recordServed(code: .cancelled, since: start, user: nil, in: metrics)
+        context(deadline: nil).recordServed(code: .ok, since: start, user: "u", in: metrics)
+        #expect(metrics.snapshot()["m"]?.countsByCode == [.deadlineExceeded: 1, .cancelled: 1, .ok: 1])
+    }
+
     @Test("a scrape over HTTP parses as Prometheus text and counts the calls made")
     func scrape() async throws {
         let metrics = MethodMetrics()

@@ -250,15 +250,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context, context.write(frame: frame) else { return }
-        switch self.flushes.wrote() {
-        case .none:
-            break
-        case .scheduleTickEnd:
-            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.execute { this.value.endOfTick() }
-        case .flush:
-            context.flush()
-        }
+        context.carryOut(
+            self.flushes.wrote(),
+            endOfTick: { [this = NIOLoopBound(self, eventLoop: context.eventLoop)] in this.value.endOfTick() }
+        )
     }
 
     private func endOfTick() {

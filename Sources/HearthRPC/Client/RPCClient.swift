@@ -122,7 +122,8 @@ public final class RPCClient: Sendable {
 
     /// Starts a call without a task: for callers on an event loop that must not start one per
     /// call (the gateway forwards with it). On the round-robin turn's connection when it is
-    /// ready; otherwise a task connects first (waiting at most `timeout`). Interceptors do not
+    /// ready (the response completes on that connection's loop); otherwise a task connects
+    /// first, waiting at most `timeout` (the response completes on `loop`). Interceptors do not
     /// apply, and a call the connection refused before sending it is not tried again here.
     public func start(
         _ method: String,
@@ -137,6 +138,7 @@ public final class RPCClient: Sendable {
         }
         return .task(on: loop) {
             let connection = try await slot.connection(timeout: timeout)
+            try Task.checkCancellation()
             return try await connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
                 .value
         }

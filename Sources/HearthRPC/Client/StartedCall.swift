@@ -7,8 +7,9 @@ public struct StartedCall: Sendable {
     /// The response payload; a failure is an ``RPCError`` (the server's status, UNAVAILABLE,
     /// DEADLINE_EXCEEDED, CANCELLED) or whatever a task-run step threw.
     public let response: EventLoopFuture<Data>
-    /// Stops the call: CANCEL goes to the server if it is still in flight, and `response`
-    /// fails with CANCELLED. Safe to call from any thread, and after the call ended.
+    /// Stops the call: on a connection, CANCEL goes to the server if the call is still in flight
+    /// and `response` fails with CANCELLED; a task-run call has its task cancelled (it fails as
+    /// its body does). Safe to call from any thread, and after the call ended.
     public let cancel: @Sendable () -> Void
 
     public init(response: EventLoopFuture<Data>, cancel: @escaping @Sendable () -> Void) {
@@ -30,6 +31,7 @@ public struct StartedCall: Sendable {
         let promise = loop.makePromise(of: Data.self)
         let task = Task {
             do {
+                try Task.checkCancellation()
                 promise.succeed(try await body())
             } catch {
                 promise.fail(error)

@@ -19,8 +19,6 @@ public struct ServerObservabilityInterceptor: ServerInterceptor {
             return try await next(payload, context)
         } catch {
             code = RPCError(answering: error).code
-            // A handler stopped by its deadline sees cancellation; the caller saw DEADLINE_EXCEEDED.
-            if code == .cancelled, context.isPastDeadline { code = .deadlineExceeded }
             throw error
         }
     }
@@ -29,7 +27,10 @@ public struct ServerObservabilityInterceptor: ServerInterceptor {
 extension RPCContext {
     /// Counts the call in `metrics` and writes its access-log line at `.info` (method, code,
     /// duration, user, request id): once per served call, by the interceptor or a forwarder.
+    /// A call stopped by its deadline ends in cancellation; it is counted DEADLINE_EXCEEDED, as
+    /// its caller saw it.
     public func recordServed(code: StatusCode, since start: NIODeadline, user: String?, in metrics: MethodMetrics) {
+        let code = code == .cancelled && self.isPastDeadline ? .deadlineExceeded : code
         let micros = UInt64(max((NIODeadline.now() - start).nanoseconds / 1000, 0))
         metrics.record(method: self.method, code: code, micros: micros)
         // The request-id logger is built only when the line will be written.

@@ -305,9 +305,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             forwarded.response.whenComplete(finish)
             work = .forwarded(forwarded)
         }
-        // Started at once, on this loop: a call that never suspends has already been answered
-        // (the call is gone, and this sets nothing), one that waits goes on from this loop.
-        self.calls[callID]?.work = work
+        // Started at once, on this loop: a call that never suspends has already been answered,
+        // one that waits goes on from this loop.
+        if self.calls[callID]?.generation == generation {
+            self.calls[callID]?.work = work
+        } else {
+            // Answered already (stopping it does nothing), or its connection closed while it
+            // started (a failed flush): stop it, so that a forwarded call is cancelled upstream.
+            work.cancel()
+        }
     }
 
     private func finishCall(_ callID: UInt64, generation: UInt64, _ result: Result<Data, any Error>) {
@@ -401,15 +407,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private func write(_ frame: WireFrame) {
         guard let context = self.context, context.write(frame: frame) else { return }
-        switch self.flushes.wrote() {
-        case .none:
-            break
-        case .scheduleTickEnd:
-            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.execute { this.value.endOfTick() }
-        case .flush:
-            context.flush()
-        }
+        let flushed = context.carryOut(
+            self.flushes.wrote(),
+            endOfTick: { [this = NIOLoopBound(self, eventLoop: context.eventLoop)] in this.value.endOfTick() }
+        )
+        if flushed { self.lastActivity = .now() }
     }
 
     private func endOfTick() {

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Decides when a connection flushes, so that many frames share one syscall: once at the end
 /// of a read batch, or once per event-loop tick for frames written outside one (responses of
 /// calls that finished asynchronously), and after every `flushEvery` frames in between. A flush
@@ -62,5 +64,24 @@ struct FlushBatcher {
     mutating func takeUnflushed() -> Bool {
         defer { self.unflushed = 0 }
         return self.unflushed > 0
+    }
+}
+
+extension ChannelHandlerContext {
+    /// Carries out what ``FlushBatcher/wrote()`` answered: flushes now, or queues `endOfTick`
+    /// (made only then) to run on the event loop after the work in hand. Returns whether it
+    /// flushed.
+    @discardableResult
+    func carryOut(_ step: FlushBatcher.Step, endOfTick: @autoclosure () -> @Sendable () -> Void) -> Bool {
+        switch step {
+        case .none:
+            return false
+        case .scheduleTickEnd:
+            self.eventLoop.execute(endOfTick())
+            return false
+        case .flush:
+            self.flush()
+            return true
+        }
     }
 }

@@ -36,6 +36,9 @@ public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         return Metadata(entries: entries)
     }
 
+    /// The entries as sent, a key sent twice counted twice.
+    public var count: Int { self.entries.count }
+
     /// Each key once.
     public var keys: Set<String> { Set(self.entries.map(\.key)) }
 
