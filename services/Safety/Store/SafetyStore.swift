@@ -192,16 +192,18 @@ struct SafetyStore: Sendable {
         // A repeat changes nothing and answers the status as it stands.
         let repeated = { (HeartbeatOutcome.repeated, try Self.snapshot(profile, in: db) as StatusSnapshot?) }
         if let last = profile.lastCheckInAt, now <= last { return try repeated() }
-        if try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
-            arguments: [user, requestID]
-        ) != nil {
-            return try repeated()
+        // The last hour's heartbeats, for coalescing and the rate limit, and whether one of them
+        // is this request again; an older one with its id is found by the insert below.
+        var recent: [Date] = []
+        var sentBefore = false
+        try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT at, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
+            arguments: [requestID, user, now.addingTimeInterval(-3600).stored]
+        ).forEach { row in
+            recent.append((row[0] as StoredDate).date)
+            if row[1] as Bool { sentBefore = true }
         }
-        let recent = try Date.fetchAll(
-            db.cachedStatement(sql: "SELECT at FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
-            arguments: [user, now.addingTimeInterval(-3600).stored]
-        )
+        if sentBefore { return try repeated() }
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
             return try repeated()
         }
@@ -209,11 +211,13 @@ struct SafetyStore: Sendable {
         if !limited {
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
+                    INSERT OR IGNORE INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
                     VALUES (?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
             )
+            // Ignored: this request id was recorded more than an hour ago.
+            if db.changesCount == 0 { return try repeated() }
         }
         if let timeZone { profile.timeZone = timeZone }
         enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
@@ -494,10 +498,14 @@ struct SafetyStore: Sendable {
     // MARK: Inside a transaction
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
-        try ProfileRecord.fetchOne(
+        // Through a row cursor: GRDB's generic record fetch instantiated type metadata on every
+        // call (a tenth of the heartbeat's writer time).
+        let rows = try Row.fetchCursor(
             db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?"),
             arguments: [user]
         )
+        // The row reads the statement in place: the cursor must live until it is read.
+        return try withExtendedLifetime(rows) { try rows.next().map(ProfileRecord.init(row:)) }
     }
 
     private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
@@ -585,8 +593,24 @@ struct SafetyStore: Sendable {
         allClear: (@Sendable (ProfileRecord, Date) -> (subject: String, body: String))?,
         in db: Database
     ) throws -> Int {
-        let previousCheckInEpoch = profile.checkInEpoch
-        try Self.cancelPending(profile, onlyWarnings: false, in: db)
+        // Every alert since the last check-in, in one read: whether any is pending, and which
+        // contacts were alerted. (Pending warnings and alerts are never older: each check-in
+        // and resume cancels them all.)
+        var hasPending = false
+        var alerted: [String] = []
+        try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?"),
+            arguments: [profile.userID, profile.checkInEpoch]
+        ).forEach { row in
+            let kind: String = row[0]
+            let state: String = row[1]
+            if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) { hasPending = true }
+            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue {
+                let contact: String = row[2]
+                if !alerted.contains(contact) { alerted.append(contact) }
+            }
+        }
+        if hasPending { try Self.cancelPending(profile, onlyWarnings: false, in: db) }
         profile.epoch += 1
         profile.periodStart = start
         profile.snoozes = 0
@@ -595,15 +619,6 @@ struct SafetyStore: Sendable {
         profile.lastCheckInAt = start
         profile.checkInEpoch = profile.epoch
         if let allClear {
-            let alerted = try String.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT DISTINCT contact_id FROM alert
-                        WHERE user_id = ? AND kind = 'alert' AND state = 'sent' AND epoch >= ?
-                        """
-                ),
-                arguments: [profile.userID, previousCheckInEpoch]
-            )
             guard !alerted.isEmpty else { return 0 }
             let text = allClear(profile, start)
             let contacts = try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db)
@@ -624,11 +639,14 @@ struct SafetyStore: Sendable {
         return 0
     }
 
+    /// The kinds a check-in or resume cancels while pending.
+    private static let cancellableKinds: Set<String> = ["alert", "warning_180", "warning_60", "warning_10"]
+
     private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {
         try db.cachedStatement(
             sql: """
                 UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
-                WHERE user_id = ? AND state = 'pending' AND kind \(onlyWarnings ? "LIKE 'warning_%'" : "IN ('alert', 'warning_180', 'warning_60', 'warning_10')")
+                WHERE user_id = ? AND state = 'pending' AND kind \(onlyWarnings ? "LIKE 'warning_%'" : "IN (\(Self.cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))")
                 """
         ).execute(arguments: [profile.userID]
         )
