@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import HearthStore
 
-struct ProfileRecord: FetchableRecord, PersistableRecord, Equatable, Sendable {
+struct ProfileRecord: PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "profile"
     var userID: String
     var name: String
@@ -31,9 +31,9 @@ struct ProfileRecord: FetchableRecord, PersistableRecord, Equatable, Sendable {
 }
 
 // Read and written by hand, not through Codable: the profile is on the heartbeat's hot path
-// (Codable decoding and encoding were a quarter of its writer time, and looking each column
-// up by name another tenth). Reads select ``ProfileRecord/selection`` and take the columns by
-// position; the column names live here.
+// (Codable decoding and encoding were a quarter of its writer time, and GRDB's rows, which
+// index every column name on each fetch, a fifth). Reads select ``ProfileRecord/selection``
+// and take the columns by position, straight from SQLite; the column names live here.
 extension ProfileRecord {
     /// The columns every read selects, in the order `init(row:)` takes them.
     static let columns = [
@@ -45,31 +45,28 @@ extension ProfileRecord {
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
     static let selection = "SELECT " + columns.joined(separator: ", ")
 
-    /// What GRDB's query interface selects for a profile: the same columns in the same order.
-    static var databaseSelection: [any SQLSelectable] { columns.map { Column($0) } }
-
     /// A row of ``selection``.
-    init(row: Row) throws {
-        self.userID = row[0]
-        self.name = row[1]
-        self.email = row[2]
-        self.thresholdHours = row[3]
-        self.language = row[4]
-        self.timeZone = row[5]
-        self.reminderEnabled = row[6]
-        self.reminderHour = row[7]
-        self.reminderMinute = row[8]
-        self.pushToken = row[9]
-        self.countActivity = row[10]
-        self.periodStart = (row[11] as StoredDate).date
-        self.lastCheckInAt = (row[12] as StoredDate?)?.date
-        self.snoozes = row[13]
-        self.pausedUntil = (row[14] as StoredDate?)?.date
-        self.epoch = row[15]
-        self.checkInEpoch = row[16]
-        self.nextDueAt = (row[17] as StoredDate?)?.date
-        self.createdAt = (row[18] as StoredDate).date
-        self.updatedAt = (row[19] as StoredDate).date
+    init(columns: StatementColumns) throws {
+        self.userID = try columns.value(0)
+        self.name = try columns.value(1)
+        self.email = try columns.value(2)
+        self.thresholdHours = try columns.value(3)
+        self.language = try columns.value(4)
+        self.timeZone = try columns.value(5)
+        self.reminderEnabled = try columns.value(6)
+        self.reminderHour = try columns.value(7)
+        self.reminderMinute = try columns.value(8)
+        self.pushToken = try columns.value(9)
+        self.countActivity = try columns.value(10)
+        self.periodStart = try columns.date(11)
+        self.lastCheckInAt = columns.optionalDate(12)
+        self.snoozes = try columns.value(13)
+        self.pausedUntil = columns.optionalDate(14)
+        self.epoch = try columns.value(15)
+        self.checkInEpoch = try columns.value(16)
+        self.nextDueAt = columns.optionalDate(17)
+        self.createdAt = try columns.date(18)
+        self.updatedAt = try columns.date(19)
     }
 
     func encode(to container: inout PersistenceContainer) throws {

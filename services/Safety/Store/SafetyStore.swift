@@ -196,13 +196,11 @@ struct SafetyStore: Sendable {
         // is this request again; an older one with its id is found by the insert below.
         var recent: [Date] = []
         var sentBefore = false
-        try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT at, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"),
-            arguments: [requestID, user, now.addingTimeInterval(-3600).stored]
-        ).forEach { row in
-            recent.append((row[0] as StoredDate).date)
-            if row[1] as Bool { sentBefore = true }
-        }
+        try db.cachedStatement(sql: "SELECT at, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at")
+            .forEachRow(arguments: [requestID, user, now.addingTimeInterval(-3600).stored]) { columns in
+                recent.append(try columns.date(0))
+                if try columns.value(1) as Bool { sentBefore = true }
+            }
         if sentBefore { return try repeated() }
         if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
             return try repeated()
@@ -386,12 +384,9 @@ struct SafetyStore: Sendable {
         }
         guard anyDue else { return 0 }
         return try await self.db.write { db in
-            let due = try ProfileRecord.fetchAll(
-                db.cachedStatement(
-                    sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
-                ),
-                arguments: [now, limit]
-            )
+            let due = try db.cachedStatement(
+                sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
+            ).fetchAll(arguments: [now.stored, limit], ProfileRecord.init(columns:))
             for var profile in due {
                 if let pausedUntil = profile.pausedUntil, pausedUntil <= now {
                     // The pause ran out: a new period starts when it ended.
@@ -498,14 +493,8 @@ struct SafetyStore: Sendable {
     // MARK: Inside a transaction
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
-        // Through a row cursor: GRDB's generic record fetch instantiated type metadata on every
-        // call (a tenth of the heartbeat's writer time).
-        let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?"),
-            arguments: [user]
-        )
-        // The row reads the statement in place: the cursor must live until it is read.
-        return try withExtendedLifetime(rows) { try rows.next().map(ProfileRecord.init(row:)) }
+        try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?")
+            .fetchOne(arguments: [user], ProfileRecord.init(columns:))
     }
 
     private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
@@ -598,18 +587,16 @@ struct SafetyStore: Sendable {
         // and resume cancels them all.)
         var hasPending = false
         var alerted: [String] = []
-        try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?"),
-            arguments: [profile.userID, profile.checkInEpoch]
-        ).forEach { row in
-            let kind: String = row[0]
-            let state: String = row[1]
-            if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) { hasPending = true }
-            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue {
-                let contact: String = row[2]
-                if !alerted.contains(contact) { alerted.append(contact) }
+        try db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?")
+            .forEachRow(arguments: [profile.userID, profile.checkInEpoch]) { columns in
+                let kind: String = try columns.value(0)
+                let state: String = try columns.value(1)
+                if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) { hasPending = true }
+                if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue {
+                    let contact: String = try columns.value(2)
+                    if !alerted.contains(contact) { alerted.append(contact) }
+                }
             }
-        }
         if hasPending { try Self.cancelPending(profile, onlyWarnings: false, in: db) }
         profile.epoch += 1
         profile.periodStart = start

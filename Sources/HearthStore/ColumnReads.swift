@@ -1,0 +1,92 @@
+public import Foundation
+public import GRDB
+
+/// The current row of a statement, read column by column straight from SQLite.
+///
+/// For reads on a hot path: every fetch through GRDB's `Row` first indexes the statement's
+/// column names (each one copied and lowercased into a dictionary), which cost more than the
+/// read itself on the heartbeat's writer. Columns are taken by position, so the statement
+/// selects them in the order its reader takes them.
+public struct StatementColumns {
+    fileprivate let statement: SQLiteStatement
+
+    /// The value at `index` (0-based).
+    /// - Throws: ``StoredValueError`` when it is NULL.
+    public func value<T: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int) throws -> T {
+        guard let value = T.fromStatement(self.statement, atUncheckedIndex: CInt(index)) else {
+            throw StoredValueError(message: "column \(index) is NULL or not a \(T.self)")
+        }
+        return value
+    }
+
+    /// The value at `index`, nil when NULL.
+    public func optional<T: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int) -> T? {
+        T.fromStatement(self.statement, atUncheckedIndex: CInt(index))
+    }
+
+    /// The date at `index`, stored as ``StoredDate`` writes it.
+    /// - Throws: ``StoredValueError`` when it is NULL or no date.
+    public func date(_ index: Int) throws -> Date {
+        guard let date = self.optionalDate(index) else {
+            throw StoredValueError(message: "column \(index) is NULL or not a date")
+        }
+        return date
+    }
+
+    /// The date at `index`, nil when NULL.
+    public func optionalDate(_ index: Int) -> Date? {
+        guard let text = String.fromStatement(self.statement, atUncheckedIndex: CInt(index)) else { return nil }
+        return StoredDate.fromDatabaseValue(text.databaseValue)?.date
+    }
+}
+
+/// A stored value that is not what its reader expects.
+public struct StoredValueError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { self.message }
+}
+
+extension Statement {
+    /// Every row of the statement run with `arguments`, each made by `read` from its columns.
+    public func fetchAll<T>(arguments: StatementArguments, _ read: (StatementColumns) throws -> T) throws -> [T] {
+        var rows: [T] = []
+        try self.forEachRow(arguments: arguments) { rows.append(try read($0)) }
+        return rows
+    }
+
+    /// The first row, made by `read`; nil when there is none. The statement runs to its end,
+    /// so that it is not left open in the transaction.
+    public func fetchOne<T>(arguments: StatementArguments, _ read: (StatementColumns) throws -> T) throws -> T? {
+        var first: T?
+        try self.forEachRow(arguments: arguments) { columns in
+            if first == nil { first = try read(columns) }
+        }
+        return first
+    }
+
+    /// Runs the statement with `arguments`, calling `body` for each row.
+    public func forEachRow(arguments: StatementArguments, _ body: (StatementColumns) throws -> Void) throws {
+        try withoutActuallyEscaping(body) { body in
+            try ColumnCursor(statement: self, arguments: arguments, body: body).forEach { _ in }
+        }
+    }
+}
+
+/// Steps a statement through GRDB's own cursor machinery (which keeps its bookkeeping of
+/// what runs), handing each row's columns to `body`.
+private final class ColumnCursor: DatabaseCursor {
+    typealias Element = Void
+    let _statement: Statement
+    var _isDone = false
+    private let body: (StatementColumns) throws -> Void
+
+    init(statement: Statement, arguments: StatementArguments, body: @escaping (StatementColumns) throws -> Void) throws {
+        self._statement = statement
+        self.body = body
+        try statement.setArguments(arguments)
+    }
+
+    func _element(sqliteStatement: SQLiteStatement) throws {
+        try self.body(StatementColumns(statement: sqliteStatement))
+    }
+}
