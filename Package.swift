@@ -385,6 +385,7 @@ let package = Package(
             name: "SafetyTests",
             dependencies: [
                 "SafetyService",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "hearth-safety-probe",
                 "CheckinsService",
                 "HearthRelay",

@@ -6,39 +6,48 @@ public import GRDB
 /// For reads on a hot path: every fetch through GRDB's `Row` first indexes the statement's
 /// column names (each one copied and lowercased into a dictionary), which cost more than the
 /// read itself on the heartbeat's writer. Columns are taken by position, so the statement
-/// selects them in the order its reader takes them.
+/// selects them in the order its reader takes them. Values convert as SQLite converts them, as
+/// they do through GRDB's rows. Valid only inside the reader it is given.
 public struct StatementColumns {
     fileprivate let statement: SQLiteStatement
 
     /// The value at `index` (0-based).
     /// - Throws: ``StoredValueError`` when it is NULL.
-    public func value<T: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int) throws -> T {
+    public func value<T: StatementColumnConvertible>(_ index: Int) throws -> T {
         guard let value = T.fromStatement(self.statement, atUncheckedIndex: CInt(index)) else {
-            throw StoredValueError(message: "column \(index) is NULL or not a \(T.self)")
+            throw StoredValueError(message: "column \(index) is NULL where a \(T.self) must be")
         }
         return value
     }
 
     /// The value at `index`, nil when NULL.
-    public func optional<T: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int) -> T? {
+    public func optional<T: StatementColumnConvertible>(_ index: Int) -> T? {
         T.fromStatement(self.statement, atUncheckedIndex: CInt(index))
     }
 
-    /// The date at `index`, stored as ``StoredDate`` writes it.
-    /// - Throws: ``StoredValueError`` when it is NULL or no date.
+    /// The date at `index`, as a `Date` column stores it.
+    /// - Throws: ``StoredValueError`` when it is NULL or not a date.
     public func date(_ index: Int) throws -> Date {
-        guard let date = self.optionalDate(index) else {
-            throw StoredValueError(message: "column \(index) is NULL or not a date")
+        guard let date = try self.optionalDate(index) else {
+            throw StoredValueError(message: "column \(index) is NULL where a date must be")
         }
         return date
     }
 
     /// The date at `index`, nil when NULL.
-    public func optionalDate(_ index: Int) -> Date? {
-        guard let text = String.fromStatement(self.statement, atUncheckedIndex: CInt(index)) else { return nil }
-        return StoredDate.fromDatabaseValue(text.databaseValue)?.date
+    /// - Throws: ``StoredValueError`` when it is something other than a date.
+    public func optionalDate(_ index: Int) throws -> Date? {
+        let value = DatabaseValue(sqliteStatement: self.statement, index: CInt(index))
+        if value.isNull { return nil }
+        guard let date = StoredDate.fromDatabaseValue(value)?.date else {
+            throw StoredValueError(message: "column \(index) holds \(value), not a date")
+        }
+        return date
     }
 }
+
+@available(*, unavailable)
+extension StatementColumns: Sendable {}
 
 /// A stored value that is not what its reader expects.
 public struct StoredValueError: Error, CustomStringConvertible {
@@ -64,10 +73,18 @@ extension Statement {
         return first
     }
 
-    /// Runs the statement with `arguments`, calling `body` for each row.
+    /// Runs the statement with `arguments`, calling `body` for each row. `body` must not run
+    /// this same statement (a cached statement is one per SQL text).
     public func forEachRow(arguments: StatementArguments, _ body: (StatementColumns) throws -> Void) throws {
         try withoutActuallyEscaping(body) { body in
-            try ColumnCursor(statement: self, arguments: arguments, body: body).forEach { _ in }
+            do {
+                let rows = try ColumnCursor(statement: self, arguments: arguments, body: body)
+                while try rows.next() != nil {}  // each step hands its row to `body`
+            } catch {
+                // Not left half-run in the transaction: setting the arguments resets it.
+                try? self.setArguments(arguments)
+                throw error
+            }
         }
     }
 }
@@ -80,7 +97,8 @@ private final class ColumnCursor: DatabaseCursor {
     var _isDone = false
     private let body: (StatementColumns) throws -> Void
 
-    init(statement: Statement, arguments: StatementArguments, body: @escaping (StatementColumns) throws -> Void) throws {
+    init(statement: Statement, arguments: StatementArguments, body: @escaping (StatementColumns) throws -> Void) throws
+    {
         self._statement = statement
         self.body = body
         try statement.setArguments(arguments)

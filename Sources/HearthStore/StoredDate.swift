@@ -52,10 +52,11 @@ public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
                 let second = number(at: 17, digits: 2), second < 60,
                 let millis = number(at: 20, digits: 3)
             else { return nil }
-            let seconds = Self.days(since1970Of: year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second
-            return Date(
-                timeIntervalSinceReferenceDate: Double(seconds - 978_307_200) + Double(millis * 1_000_000) / 1e9
-            )
+            // As Foundation's calendar adds them up (the time of day in one Double first), to
+            // the last bit.
+            let dayStart = Self.days(since1970Of: year, month, day) * 86_400 - 978_307_200
+            let timeOfDay = Double(hour * 3_600 + minute * 60 + second) + Double(millis * 1_000_000) / 1e9
+            return Date(timeIntervalSinceReferenceDate: Double(dayStart) + timeOfDay)
         }
     }
 

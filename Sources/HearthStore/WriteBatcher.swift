@@ -75,19 +75,21 @@ public final class WriteBatcher: Sendable {
     /// per connection (GRDB's `inSavepoint` parses its SQL on every call: 5% of the heartbeat's
     /// writer). A throwing `body` rolls back only its own writes.
     private static func inSavepoint<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        // Outside a transaction SAVEPOINT would open a deferred one; the batch's is immediate.
+        precondition(db.isInsideTransaction, "a batched write runs inside the batch's transaction")
         try db.cachedStatement(sql: "SAVEPOINT batched_write").execute()
-        let value: T
         do {
-            value = try body(db)
+            let value = try body(db)
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT batched_write").execute()
+            return value
         } catch {
-            // When SQLite has already rolled back the whole transaction (a full disk and the
-            // like) there is no savepoint left to undo, and the batch's commit fails instead.
+            // Its writes are undone whether the body or the release failed. When SQLite has
+            // already rolled back the whole transaction (a full disk and the like) there is no
+            // savepoint left to undo, and the batch's commit fails instead.
             try? db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT batched_write").execute()
             try? db.cachedStatement(sql: "RELEASE SAVEPOINT batched_write").execute()
             throw error
         }
-        try db.cachedStatement(sql: "RELEASE SAVEPOINT batched_write").execute()
-        return value
     }
 
     /// Runs batches on the writer's own queue, one after the other with no hop between them,

@@ -24,13 +24,15 @@ struct ColumnReadsTests {
             let statement = try db.cachedStatement(sql: "SELECT id, name, at, flag FROM t WHERE id >= ? ORDER BY id")
             let rows = try statement.fetchAll(arguments: [1]) { columns in
                 (
-                    try columns.value(0) as Int, columns.optional(1) as String?, columns.optionalDate(2),
+                    try columns.value(0) as Int, columns.optional(1) as String?, try columns.optionalDate(2),
                     try columns.value(3) as Bool
                 )
             }
             #expect(rows.map(\.0) == [1, 2, 3])
             #expect(rows.map(\.1) == ["one", nil, "three"])
-            #expect(rows.map(\.2) == [Date(timeIntervalSince1970: 1_767_225_600.5), nil, Date(timeIntervalSince1970: 0)])
+            #expect(
+                rows.map(\.2) == [Date(timeIntervalSince1970: 1_767_225_600.5), nil, Date(timeIntervalSince1970: 0)]
+            )
             #expect(rows.map(\.2) == (try Date?.fetchAll(db, sql: "SELECT at FROM t ORDER BY id")))
             #expect(rows.map(\.3) == [true, false, false])
         }
@@ -46,6 +48,20 @@ struct ColumnReadsTests {
             #expect(throws: StoredValueError.self) {
                 _ = try statement.fetchOne(arguments: [2]) { try $0.date(1) }
             }
+        }
+    }
+
+    @Test("a reader that throws leaves no statement running; a non-date where a date must be is an error")
+    func throwingReader() throws {
+        try self.database().write { db in
+            let statement = try db.cachedStatement(sql: "SELECT name, flag FROM t ORDER BY id")
+            #expect(throws: StoredValueError.self) {
+                try statement.forEachRow(arguments: []) { columns in _ = try columns.date(0) }
+            }
+            #expect(throws: StoredValueError.self) {
+                _ = try statement.fetchOne(arguments: []) { try $0.optionalDate(0) }
+            }
+            try db.execute(sql: "DROP TABLE t")
         }
     }
 

@@ -58,9 +58,16 @@ struct StoredDateTests {
             "1900-01-01 00:00:00.000", "1970-01-01 00:00:00.000", "1969-12-31 23:59:59.999",
             "2000-02-29 12:00:00.500", "2100-02-28 23:59:59.999", "9999-12-31 23:59:59.999",
             "2026-03-08 10:00:00.001", "2026-11-01 08:59:59.999",
+            // Near Foundation's reference date, where how the parts are added up shows.
+            "2000-12-31 23:59:59.999", "2001-01-01 00:00:00.001", "2000-12-27 13:07:41.123", "2001-01-04 22:22:22.222",
         ]
         for _ in 0..<30_000 {
             let seconds = Double.random(in: -2_208_988_800...253_402_300_799, using: &generator)
+            texts.append(StoredDate.text(of: Date(timeIntervalSince1970: seconds))!)
+        }
+        for _ in 0..<10_000 {
+            // Within 400 days of 2001-01-01, every time.
+            let seconds = Double.random(in: 943_920_000...1_012_953_600, using: &generator)
             texts.append(StoredDate.text(of: Date(timeIntervalSince1970: seconds))!)
         }
         var mismatches: [String] = []

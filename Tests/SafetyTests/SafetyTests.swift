@@ -380,6 +380,26 @@ struct SafetyTests {
         await system.stop()
     }
 
+    @Test("a request id recorded more than an hour ago still counts once, also over the rate limit")
+    func oldRequestIDCountsOnce() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let first = try await system.checkIn(id: "old")
+        system.clock.advance(by: 2 * 3600)
+        let retried = try await system.checkIn(id: "old")
+        #expect(retried.lastCheckInAt == first.lastCheckInAt)
+        for index in 0..<120 {
+            system.clock.advance(by: 6)
+            _ = try await system.checkIn(id: "n\(index)")
+        }
+        let before = try await system.status()
+        system.clock.advance(by: 6)
+        // Over the limit (120 in the last hour), and still a repeat, not a new check-in.
+        let overLimit = try await system.checkIn(id: "old")
+        #expect(overLimit.lastCheckInAt == before.lastCheckInAt)
+        await system.stop()
+    }
+
     @Test("profiles and contacts are validated field by field; at most 10 contacts, no duplicates by case")
     func validation() async throws {
         let system = try await SafetySystem()

@@ -35,15 +35,15 @@ struct ProfileRecord: PersistableRecord, Equatable, Sendable {
 // index every column name on each fetch, a fifth). Reads select ``ProfileRecord/selection``
 // and take the columns by position, straight from SQLite; the column names live here.
 extension ProfileRecord {
-    /// The columns every read selects, in the order `init(row:)` takes them.
-    static let columns = [
+    /// The columns every read selects, in the order `init(columns:)` takes them.
+    static let columnNames = [
         "user_id", "name", "email", "threshold_hours", "language", "time_zone", "reminder_enabled",
         "reminder_hour", "reminder_minute", "push_token", "count_activity", "period_start", "last_check_in_at",
         "snoozes", "paused_until", "epoch", "check_in_epoch", "next_due_at", "created_at", "updated_at",
     ]
 
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
-    static let selection = "SELECT " + columns.joined(separator: ", ")
+    static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
     /// A row of ``selection``.
     init(columns: StatementColumns) throws {
@@ -59,12 +59,12 @@ extension ProfileRecord {
         self.pushToken = try columns.value(9)
         self.countActivity = try columns.value(10)
         self.periodStart = try columns.date(11)
-        self.lastCheckInAt = columns.optionalDate(12)
+        self.lastCheckInAt = try columns.optionalDate(12)
         self.snoozes = try columns.value(13)
-        self.pausedUntil = columns.optionalDate(14)
+        self.pausedUntil = try columns.optionalDate(14)
         self.epoch = try columns.value(15)
         self.checkInEpoch = try columns.value(16)
-        self.nextDueAt = columns.optionalDate(17)
+        self.nextDueAt = try columns.optionalDate(17)
         self.createdAt = try columns.date(18)
         self.updatedAt = try columns.date(19)
     }

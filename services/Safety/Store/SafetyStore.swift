@@ -206,23 +206,32 @@ struct SafetyStore: Sendable {
             return try repeated()
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
-        if !limited {
+        if limited {
+            // Not inserted, so no conflict tells an older repeat: ask (rare, and cheap by key).
+            if try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
+                arguments: [user, requestID]
+            ) != nil {
+                return try repeated()
+            }
+        } else {
             try db.cachedStatement(
                 sql: """
-                    INSERT OR IGNORE INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
+                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
                     VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, request_id) DO NOTHING
                     """
             ).execute(arguments: [user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
             )
-            // Ignored: this request id was recorded more than an hour ago.
+            // Nothing inserted: this request id was recorded more than an hour ago.
             if db.changesCount == 0 { return try repeated() }
         }
         if let timeZone { profile.timeZone = timeZone }
         enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
-        // The period began just now: nothing in it is decided yet.
+        // The period began just now: nothing in it is decided yet, and its only messages are
+        // the all-clears just enqueued, if any.
         (profile, clock) = try Self.rescheduled(profile, at: now, decided: [], in: db)
-        // The period began just now: its only messages are the all-clears just enqueued, if any.
         let status = StatusSnapshot(
             profile: profile,
             clock: clock,
@@ -378,7 +387,7 @@ struct SafetyStore: Sendable {
         let anyDue = try await self.db.read { db in
             try Bool.fetchOne(
                 db.cachedStatement(sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1"),
-                arguments: [now]
+                arguments: [now.stored]
             )
                 ?? false
         }
@@ -583,15 +592,17 @@ struct SafetyStore: Sendable {
         in db: Database
     ) throws -> Int {
         // Every alert since the last check-in, in one read: whether any is pending, and which
-        // contacts were alerted. (Pending warnings and alerts are never older: each check-in
-        // and resume cancels them all.)
+        // contacts were alerted. (Pending warnings and alerts are never older than the last
+        // check-in: each check-in cancels them all.)
         var hasPending = false
         var alerted: [String] = []
         try db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?")
             .forEachRow(arguments: [profile.userID, profile.checkInEpoch]) { columns in
                 let kind: String = try columns.value(0)
                 let state: String = try columns.value(1)
-                if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) { hasPending = true }
+                if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) {
+                    hasPending = true
+                }
                 if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue {
                     let contact: String = try columns.value(2)
                     if !alerted.contains(contact) { alerted.append(contact) }
@@ -626,17 +637,21 @@ struct SafetyStore: Sendable {
         return 0
     }
 
-    /// The kinds a check-in or resume cancels while pending.
-    private static let cancellableKinds: Set<String> = ["alert", "warning_180", "warning_60", "warning_10"]
+    /// The kinds a check-in or resume cancels while pending: the due items'.
+    private static let cancellableKinds = Set(SwitchClock.items.map(\.kind))
+
+    private static let cancelPendingSQL = """
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        WHERE user_id = ? AND state = 'pending' AND kind IN (\(cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))
+        """
+    private static let cancelPendingWarningsSQL = """
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        WHERE user_id = ? AND state = 'pending' AND kind LIKE 'warning_%'
+        """
 
     private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {
-        try db.cachedStatement(
-            sql: """
-                UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
-                WHERE user_id = ? AND state = 'pending' AND kind \(onlyWarnings ? "LIKE 'warning_%'" : "IN (\(Self.cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))")
-                """
-        ).execute(arguments: [profile.userID]
-        )
+        try db.cachedStatement(sql: onlyWarnings ? Self.cancelPendingWarningsSQL : Self.cancelPendingSQL)
+            .execute(arguments: [profile.userID])
     }
 
     private static func enqueue(

@@ -1,0 +1,52 @@
+import Foundation
+import GRDB
+import HearthStore
+import Testing
+
+@testable import SafetyService
+
+@Suite("Profile records")
+struct ProfileRecordTests {
+    @Test("a profile with a different value in every field reads back as written")
+    func roundTrip() throws {
+        let queue = try DatabaseQueue()
+        try SafetyMigrations.migrator.migrate(queue)
+        let start = Date(timeIntervalSince1970: 1_767_225_600)
+        let profile = ProfileRecord(
+            userID: "mei",
+            name: "Mei",
+            email: "mei@example.com",
+            thresholdHours: 48,
+            language: "zh-Hant",
+            timeZone: "Asia/Taipei",
+            reminderEnabled: true,
+            reminderHour: 7,
+            reminderMinute: 45,
+            pushToken: "token",
+            countActivity: false,
+            periodStart: start,
+            lastCheckInAt: start + 1,
+            snoozes: 2,
+            pausedUntil: start + 2,
+            epoch: 11,
+            checkInEpoch: 9,
+            nextDueAt: start + 3,
+            createdAt: start + 4,
+            updatedAt: start + 5
+        )
+        var empty = profile
+        empty.userID = "lin"
+        empty.lastCheckInAt = nil
+        empty.pausedUntil = nil
+        empty.nextDueAt = nil
+        try queue.write { db in
+            try profile.insert(db)
+            try empty.insert(db)
+        }
+        let read = try queue.read { db in
+            try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile ORDER BY user_id")
+                .fetchAll(arguments: [], ProfileRecord.init(columns:))
+        }
+        #expect(read == [empty, profile])
+    }
+}
