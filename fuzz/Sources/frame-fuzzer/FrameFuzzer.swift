@@ -31,7 +31,7 @@ enum FrameFuzzer {
             "hearth.fuzz.v1.Fuzz/User": { _, context in Data(try context.verifiedUser().utf8) },
             "hearth.health.v1.Health/Check": { _, _ in Data() },
         ],
-        fallback: nil,
+        forwarder: nil,
         publicMethods: ["hearth.health.v1.Health/Check"],
         credential: "fuzz-secret"
     )
