@@ -16,6 +16,22 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         self.day = parts.day!
     }
 
+    /// The date `year-month-day` of the proleptic Gregorian calendar; nil unless it names a real
+    /// date. Integer arithmetic, no calendar object.
+    public init?(year: Int, month: Int, day: Int) {
+        guard (1...12).contains(month), (1...31).contains(day) else { return nil }
+        let date = LocalDate(checked: year, month, day)
+        // 2026-02-30 counts on to March 2: not the date it was asked for.
+        guard LocalDate(daysSinceEpoch: date.daysSinceEpoch) == date else { return nil }
+        self = date
+    }
+
+    private init(checked year: Int, _ month: Int, _ day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
     /// Parses `YYYY-MM-DD`; nil unless it names a real date.
     public init?(_ text: some StringProtocol) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
@@ -53,7 +69,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's
     /// days_from_civil: integer arithmetic, no calendar object).
-    var daysSinceEpoch: Int {
+    public var daysSinceEpoch: Int {
         let y = self.month <= 2 ? self.year - 1 : self.year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -63,7 +79,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// The date `days` after 1970-01-01 (civil_from_days).
-    init(daysSinceEpoch days: Int) {
+    public init(daysSinceEpoch days: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

@@ -148,14 +148,7 @@ final class BackendPool: Sendable {
     }
 
     /// Sends a call to a replica: without a task when the replica's connection is ready.
-    func startOnReplica(
-        _ method: String,
-        payload: Data,
-        metadata: Metadata,
-        timeout: Duration,
-        on loop: any EventLoop
-    ) -> StartedCall {
-        let request = ForwardedRequest(method: method, payload: payload, metadata: metadata, timeout: timeout)
+    func startOnReplica(_ request: ForwardedRequest, on loop: any EventLoop) -> StartedCall {
         let answer = loop.makePromise(of: Data.self)
         let current = CurrentAttempt()
         self.attempt(request, tried: [], answer: answer, current: current)

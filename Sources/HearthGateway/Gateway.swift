@@ -185,7 +185,10 @@ public final class Gateway: Service, CallForwarder, Sendable {
                     + "at most \(Metadata.maxEntries - Self.addedMetadata) (the gateway adds \(Self.addedMetadata))"
             )
         }
-        return pool.startOnReplica(context.method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
+        return pool.startOnReplica(
+            ForwardedRequest(method: context.method, payload: payload, metadata: metadata, timeout: timeout),
+            on: loop
+        )
     }
 
     /// The entries the gateway adds to a forwarded call: user, credential, request id.

@@ -81,7 +81,7 @@ public final class RPCClient: Sendable {
         self.turn = turn
         let base: @Sendable (String, Data, CallOptions) async throws -> Data = {
             [slots, turn] method, payload, options in
-            let slot = slots.count == 1 ? slots[0] : slots[turn.next(below: slots.count)]
+            let slot = turn.pick(from: slots)
             func attempt() async throws -> Data {
                 let connection = try await slot.connection(timeout: options.timeout)
                 return try await connection.call(
@@ -132,7 +132,7 @@ public final class RPCClient: Sendable {
         timeout: Duration?,
         on loop: any EventLoop
     ) -> StartedCall {
-        let slot = self.slots.count == 1 ? self.slots[0] : self.slots[self.turn.next(below: self.slots.count)]
+        let slot = self.turn.pick(from: self.slots)
         if let connection = slot.readyConnection {
             return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
         }
@@ -175,12 +175,14 @@ public final class RPCClient: Sendable {
     }
 }
 
-/// Hands out 0, 1, 2, ... modulo a count, from any thread.
+/// Hands out the items of an array in turn, from any thread.
 final class RoundRobin: Sendable {
     private let counter = Atomic<Int>(0)
 
-    func next(below count: Int) -> Int {
-        (self.counter.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % count
+    /// The next of `items` in turn (a lone item without touching the counter).
+    func pick<Item>(from items: [Item]) -> Item {
+        guard items.count > 1 else { return items[0] }
+        return items[(self.counter.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % items.count]
     }
 }
 
