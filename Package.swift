@@ -56,6 +56,7 @@ let package = Package(
             dependencies: [
                 "HearthCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

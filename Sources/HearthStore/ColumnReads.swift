@@ -9,11 +9,13 @@ public import GRDB
 /// selects them in the order its reader takes them. Values convert as SQLite converts them, as
 /// they do through GRDB's rows. Valid only inside the reader it is given.
 public struct StatementColumns {
-    fileprivate let statement: SQLiteStatement
+    @usableFromInline let statement: SQLiteStatement
+
+    @usableFromInline init(statement: SQLiteStatement) { self.statement = statement }
 
     /// The value at `index` (0-based).
     /// - Throws: ``StoredValueError`` when it is NULL.
-    public func value<T: StatementColumnConvertible>(_ index: Int) throws -> T {
+    @inlinable public func value<T: StatementColumnConvertible>(_ index: Int) throws -> T {
         guard let value = T.fromStatement(self.statement, atUncheckedIndex: CInt(index)) else {
             throw StoredValueError(message: "column \(index) is NULL where a \(T.self) must be")
         }
@@ -21,7 +23,7 @@ public struct StatementColumns {
     }
 
     /// The value at `index`, nil when NULL.
-    public func optional<T: StatementColumnConvertible>(_ index: Int) -> T? {
+    @inlinable public func optional<T: StatementColumnConvertible>(_ index: Int) -> T? {
         T.fromStatement(self.statement, atUncheckedIndex: CInt(index))
     }
 
@@ -53,36 +55,48 @@ extension StatementColumns: Sendable {}
 public struct StoredValueError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { self.message }
+
+    public init(message: String) { self.message = message }
 }
 
 extension Statement {
-    /// Every row of the statement run with `arguments`, each made by `read` from its columns.
-    public func fetchAll<T>(arguments: StatementArguments, _ read: (StatementColumns) throws -> T) throws -> [T] {
+    /// Every row of the statement run with `values` bound (see ``bind(_:)``), each made by
+    /// `read` from its columns.
+    @inlinable public func fetchAll<T, each Value: StatementBinding>(
+        binding values: repeat each Value,
+        read: (StatementColumns) throws -> T
+    ) throws -> [T] {
         var rows: [T] = []
-        try self.forEachRow(arguments: arguments) { rows.append(try read($0)) }
+        try self.forEachRow(binding: repeat each values) { rows.append(try read($0)) }
         return rows
     }
 
     /// The first row, made by `read`; nil when there is none. The statement runs to its end,
     /// so that it is not left open in the transaction.
-    public func fetchOne<T>(arguments: StatementArguments, _ read: (StatementColumns) throws -> T) throws -> T? {
+    @inlinable public func fetchOne<T, each Value: StatementBinding>(
+        binding values: repeat each Value,
+        read: (StatementColumns) throws -> T
+    ) throws -> T? {
         var first: T?
-        try self.forEachRow(arguments: arguments) { columns in
+        try self.forEachRow(binding: repeat each values) { columns in
             if first == nil { first = try read(columns) }
         }
         return first
     }
 
-    /// Runs the statement with `arguments`, calling `body` for each row. `body` must not run
-    /// this same statement (a cached statement is one per SQL text).
-    public func forEachRow(arguments: StatementArguments, _ body: (StatementColumns) throws -> Void) throws {
+    /// Runs the statement with `values` bound (see ``bind(_:)``), calling `body` for each row.
+    /// `body` must not run this same statement (a cached statement is one per SQL text).
+    @inlinable public func forEachRow<each Value: StatementBinding>(
+        binding values: repeat each Value,
+        row body: (StatementColumns) throws -> Void
+    ) throws {
+        try self.bind(repeat each values)
         try withoutActuallyEscaping(body) { body in
             do {
-                let rows = try ColumnCursor(statement: self, arguments: arguments, body: body)
+                let rows = ColumnCursor(statement: self, body: body)
                 while try rows.next() != nil {}  // each step hands its row to `body`
             } catch {
-                // Not left half-run in the transaction: setting the arguments resets it.
-                try? self.setArguments(arguments)
+                self.abandonRun()  // not left half run in the transaction
                 throw error
             }
         }
@@ -91,20 +105,18 @@ extension Statement {
 
 /// Steps a statement through GRDB's own cursor machinery (which keeps its bookkeeping of
 /// what runs), handing each row's columns to `body`.
-private final class ColumnCursor: DatabaseCursor {
-    typealias Element = Void
-    let _statement: Statement
-    var _isDone = false
-    private let body: (StatementColumns) throws -> Void
+@usableFromInline final class ColumnCursor: DatabaseCursor {
+    @usableFromInline typealias Element = Void
+    @usableFromInline let _statement: Statement
+    @usableFromInline var _isDone = false
+    @usableFromInline let body: (StatementColumns) throws -> Void
 
-    init(statement: Statement, arguments: StatementArguments, body: @escaping (StatementColumns) throws -> Void) throws
-    {
+    @usableFromInline init(statement: Statement, body: @escaping (StatementColumns) throws -> Void) {
         self._statement = statement
         self.body = body
-        try statement.setArguments(arguments)
     }
 
-    func _element(sqliteStatement: SQLiteStatement) throws {
+    @usableFromInline func _element(sqliteStatement: SQLiteStatement) throws {
         try self.body(StatementColumns(statement: sqliteStatement))
     }
 }

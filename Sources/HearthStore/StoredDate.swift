@@ -1,5 +1,6 @@
 public import Foundation
 public import GRDB
+import GRDBSQLite
 import HearthCore
 
 /// A date bound to a statement exactly as GRDB stores a `Date` — the text
@@ -61,9 +62,22 @@ public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
         }
     }
 
+    /// Binds GRDB's text for the date from a buffer on the stack, without making a `String`.
+    public func bind(to sqliteStatement: SQLiteStatement, at index: CInt) -> CInt {
+        Self.withText(of: self.date) { text in
+            sqlite3_bind_text(sqliteStatement, index, text.baseAddress, CInt(text.count), sqliteTransient)
+        } ?? self.date.bind(to: sqliteStatement, at: index)
+    }
+
     /// GRDB's text for `date`, or nil outside 1900-9999 (left to GRDB's formatter: its calendar
     /// is Julian before 1582, and years past 9999 need more digits).
     static func text(of date: Date) -> String? {
+        Self.withText(of: date) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with GRDB's text for `date` (valid only inside it), or answers nil outside
+    /// 1900-9999.
+    private static func withText<R>(of date: Date, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
         // Milliseconds since 1970, to the nearest, halves up: GRDB's formatter rounds ".SSS" so.
         let udate = (date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1000
         let rounded = (udate + 0.5).rounded(.down)
@@ -75,28 +89,29 @@ public struct StoredDate: DatabaseValueConvertible, Sendable, Equatable {
         let ofDay = millis - days * dayMillis
         let calendarDay = LocalDate(daysSinceEpoch: Int(days))
 
-        var bytes = [UInt8](repeating: 0, count: 23)
-        func put(_ value: Int64, at offset: Int, digits: Int) {
-            var value = value
-            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
-                bytes[index] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
-                value /= 10
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 23) { bytes in
+            func put(_ value: Int64, at offset: Int, digits: Int) {
+                var value = value
+                for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    bytes[index] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
+                    value /= 10
+                }
             }
+            put(Int64(calendarDay.year), at: 0, digits: 4)
+            bytes[4] = UInt8(ascii: "-")
+            put(Int64(calendarDay.month), at: 5, digits: 2)
+            bytes[7] = UInt8(ascii: "-")
+            put(Int64(calendarDay.day), at: 8, digits: 2)
+            bytes[10] = UInt8(ascii: " ")
+            put(ofDay / 3_600_000, at: 11, digits: 2)
+            bytes[13] = UInt8(ascii: ":")
+            put(ofDay / 60_000 % 60, at: 14, digits: 2)
+            bytes[16] = UInt8(ascii: ":")
+            put(ofDay / 1000 % 60, at: 17, digits: 2)
+            bytes[19] = UInt8(ascii: ".")
+            put(ofDay % 1000, at: 20, digits: 3)
+            return body(UnsafeBufferPointer(bytes))
         }
-        put(Int64(calendarDay.year), at: 0, digits: 4)
-        bytes[4] = UInt8(ascii: "-")
-        put(Int64(calendarDay.month), at: 5, digits: 2)
-        bytes[7] = UInt8(ascii: "-")
-        put(Int64(calendarDay.day), at: 8, digits: 2)
-        bytes[10] = UInt8(ascii: " ")
-        put(ofDay / 3_600_000, at: 11, digits: 2)
-        bytes[13] = UInt8(ascii: ":")
-        put(ofDay / 60_000 % 60, at: 14, digits: 2)
-        bytes[16] = UInt8(ascii: ":")
-        put(ofDay / 1000 % 60, at: 17, digits: 2)
-        bytes[19] = UInt8(ascii: ".")
-        put(ofDay % 1000, at: 20, digits: 3)
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -22,7 +22,7 @@ struct ColumnReadsTests {
     func readsByPosition() throws {
         try self.database().write { db in
             let statement = try db.cachedStatement(sql: "SELECT id, name, at, flag FROM t WHERE id >= ? ORDER BY id")
-            let rows = try statement.fetchAll(arguments: [1]) { columns in
+            let rows = try statement.fetchAll(binding: 1) { columns in
                 (
                     try columns.value(0) as Int, columns.optional(1) as String?, try columns.optionalDate(2),
                     try columns.value(3) as Bool
@@ -43,10 +43,10 @@ struct ColumnReadsTests {
         try self.database().read { db in
             let statement = try db.cachedStatement(sql: "SELECT name, at FROM t WHERE id = ?")
             #expect(throws: StoredValueError.self) {
-                _ = try statement.fetchOne(arguments: [2]) { try $0.value(0) as String }
+                _ = try statement.fetchOne(binding: 2) { try $0.value(0) as String }
             }
             #expect(throws: StoredValueError.self) {
-                _ = try statement.fetchOne(arguments: [2]) { try $0.date(1) }
+                _ = try statement.fetchOne(binding: 2) { try $0.date(1) }
             }
         }
     }
@@ -56,10 +56,10 @@ struct ColumnReadsTests {
         try self.database().write { db in
             let statement = try db.cachedStatement(sql: "SELECT name, flag FROM t ORDER BY id")
             #expect(throws: StoredValueError.self) {
-                try statement.forEachRow(arguments: []) { columns in _ = try columns.date(0) }
+                try statement.forEachRow { columns in _ = try columns.date(0) }
             }
             #expect(throws: StoredValueError.self) {
-                _ = try statement.fetchOne(arguments: []) { try $0.optionalDate(0) }
+                _ = try statement.fetchOne { try $0.optionalDate(0) }
             }
             try db.execute(sql: "DROP TABLE t")
         }
@@ -69,9 +69,9 @@ struct ColumnReadsTests {
     func fetchOneFinishes() throws {
         try self.database().write { db in
             let statement = try db.cachedStatement(sql: "SELECT id FROM t WHERE id >= ? ORDER BY id")
-            #expect(try statement.fetchOne(arguments: [2]) { try $0.value(0) as Int } == 2)
-            #expect(try statement.fetchOne(arguments: [4]) { try $0.value(0) as Int } == nil)
-            #expect(try statement.fetchOne(arguments: [1]) { try $0.value(0) as Int } == 1)
+            #expect(try statement.fetchOne(binding: 2) { try $0.value(0) as Int } == 2)
+            #expect(try statement.fetchOne(binding: 4) { try $0.value(0) as Int } == nil)
+            #expect(try statement.fetchOne(binding: 1) { try $0.value(0) as Int } == 1)
             // Nothing is left running: the table can be dropped in the same transaction.
             try db.execute(sql: "DROP TABLE t")
         }

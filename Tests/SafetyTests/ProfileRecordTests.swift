@@ -45,7 +45,7 @@ struct ProfileRecordTests {
         }
         let read = try queue.read { db in
             try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile ORDER BY user_id")
-                .fetchAll(arguments: [], ProfileRecord.init(columns:))
+                .fetchAll(read: ProfileRecord.init(columns:))
         }
         #expect(read == [empty, profile])
     }

@@ -101,10 +101,18 @@ extension ProfileRecord {
                     paused_until = ?, epoch = ?, check_in_epoch = ?, next_due_at = ?, updated_at = ?
                 WHERE user_id = ?
                 """
-        ).execute(arguments: [
-            self.timeZone, self.periodStart.stored, self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored,
-            self.epoch, self.checkInEpoch, self.nextDueAt?.stored, self.updatedAt.stored, self.userID,
-        ])
+        ).execute(
+            binding: self.timeZone,
+            self.periodStart.stored,
+            self.lastCheckInAt?.stored,
+            self.snoozes,
+            self.pausedUntil?.stored,
+            self.epoch,
+            self.checkInEpoch,
+            self.nextDueAt?.stored,
+            self.updatedAt.stored,
+            self.userID
+        )
     }
 }
 

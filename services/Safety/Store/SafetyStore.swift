@@ -197,7 +197,7 @@ struct SafetyStore: Sendable {
         var recent: [Date] = []
         var sentBefore = false
         try db.cachedStatement(sql: "SELECT at, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at")
-            .forEachRow(arguments: [requestID, user, now.addingTimeInterval(-3600).stored]) { columns in
+            .forEachRow(binding: requestID, user, now.addingTimeInterval(-3600).stored) { columns in
                 recent.append(try columns.date(0))
                 if try columns.value(1) as Bool { sentBefore = true }
             }
@@ -208,10 +208,9 @@ struct SafetyStore: Sendable {
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
         if limited {
             // Not inserted, so no conflict tells an older repeat: ask (rare, and cheap by key).
-            if try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?"),
-                arguments: [user, requestID]
-            ) != nil {
+            if try db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?")
+                .fetchOne(binding: user, requestID, read: { _ in true }) != nil
+            {
                 return try repeated()
             }
         } else {
@@ -221,8 +220,7 @@ struct SafetyStore: Sendable {
                     VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (user_id, request_id) DO NOTHING
                     """
-            ).execute(arguments: [user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID]
-            )
+            ).execute(binding: user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID)
             // Nothing inserted: this request id was recorded more than an hour ago.
             if db.changesCount == 0 { return try repeated() }
         }
@@ -395,7 +393,7 @@ struct SafetyStore: Sendable {
         return try await self.db.write { db in
             let due = try db.cachedStatement(
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
-            ).fetchAll(arguments: [now.stored, limit], ProfileRecord.init(columns:))
+            ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
             for var profile in due {
                 if let pausedUntil = profile.pausedUntil, pausedUntil <= now {
                     // The pause ran out: a new period starts when it ended.
@@ -475,7 +473,7 @@ struct SafetyStore: Sendable {
                           attempts = attempts + 1
                         WHERE id = ? AND state = 'pending'
                         """
-                ).execute(arguments: [now, note, id])
+                ).execute(binding: now.stored, note, id)
                 return
             }
             guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .pending else { return }
@@ -503,15 +501,13 @@ struct SafetyStore: Sendable {
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
         try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?")
-            .fetchOne(arguments: [user], ProfileRecord.init(columns:))
+            .fetchOne(binding: user, read: ProfileRecord.init(columns:))
     }
 
     private static func switchClock(_ profile: ProfileRecord, in db: Database) throws -> SwitchClock {
         let contacts =
-            try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT COUNT(*) FROM contact WHERE user_id = ?"),
-                arguments: [profile.userID]
-            ) ?? 0
+            try db.cachedStatement(sql: "SELECT COUNT(*) FROM contact WHERE user_id = ?")
+            .fetchOne(binding: profile.userID) { try $0.value(0) as Int } ?? 0
         return SwitchClock(
             periodStart: profile.periodStart,
             thresholdHours: profile.thresholdHours,
@@ -562,12 +558,12 @@ struct SafetyStore: Sendable {
         let zone = TimeZone(iana: profile.timeZone) ?? .gmt
         let rule = DailyReminderRule(hour: profile.reminderHour, minute: profile.reminderMinute, zone: zone)
         let sent = Set(
-            try String.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
-                ),
-                arguments: [profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400).stored]
+            try db.cachedStatement(
+                sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
             )
+            .fetchAll(binding: profile.userID, AlertRecord.Kind.reminder, now.addingTimeInterval(-3 * 86_400).stored) {
+                try $0.value(0) as String
+            }
         )
         let checkedIn = profile.lastCheckInAt.map { LocalDate($0, in: zone) }
         return rule.next(at: now) { date in
@@ -597,7 +593,7 @@ struct SafetyStore: Sendable {
         var hasPending = false
         var alerted: [String] = []
         try db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?")
-            .forEachRow(arguments: [profile.userID, profile.checkInEpoch]) { columns in
+            .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
                 let kind: String = try columns.value(0)
                 let state: String = try columns.value(1)
                 if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) {
@@ -651,7 +647,7 @@ struct SafetyStore: Sendable {
 
     private static func cancelPending(_ profile: ProfileRecord, onlyWarnings: Bool, in db: Database) throws {
         try db.cachedStatement(sql: onlyWarnings ? Self.cancelPendingWarningsSQL : Self.cancelPendingSQL)
-            .execute(arguments: [profile.userID])
+            .execute(binding: profile.userID)
     }
 
     private static func enqueue(
