@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthRPC
 import Logging
 import NIOCore
@@ -104,6 +105,16 @@ struct ForwardedRequest: Sendable {
     var payload: Data
     var metadata: Metadata
     var timeout: Duration
+    /// When its time runs out (now plus `timeout`, when the gateway starts it).
+    var deadline: NIODeadline
+
+    init(method: String, payload: Data, metadata: Metadata, timeout: Duration) {
+        self.method = method
+        self.payload = payload
+        self.metadata = metadata
+        self.timeout = timeout
+        self.deadline = .now() + .nanoseconds(timeout.nanoseconds)
+    }
 }
 
 /// The attempt of a forwarded call in flight now, so that cancelling the call stops whichever
@@ -200,18 +211,32 @@ final class BackendPool: Sendable {
                     self.attempt(request, tried: tried, again: index, answer: answer, current: current)
                     return
                 }
-                if replica.recordConnectionFailure(now: .now) {
-                    self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
-                }
+                self.countConnectionFailure(of: replica)
                 self.logger.debug(
                     "backend unreachable",
                     metadata: ["backend": "\(replica.address)", "error": "\(error)"]
                 )
                 self.attempt(request, tried: tried + [index], answer: answer, current: current)
+            case .failure(let error as RPCError) where error.wasNeverSent:
+                // The connection was still being made when the call ran out of time (or was
+                // cancelled): no answer, and no time left to try another. Its time running out
+                // so counts against the replica, whichever timer ended it (the connect wait's,
+                // or the server's cancel at the deadline): one whose connections hang, never
+                // refused, is ejected so.
+                if error.code == .deadlineExceeded || request.deadline <= .now() {
+                    self.countConnectionFailure(of: replica)
+                }
+                answer.fail(error)
             case .failure(let error):
                 if error is RPCError { replica.recordSuccess() }  // it answered: the connection works
                 answer.fail(error)
             }
+        }
+    }
+
+    private func countConnectionFailure(of replica: Replica) {
+        if replica.recordConnectionFailure(now: .now) {
+            self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
         }
     }
 

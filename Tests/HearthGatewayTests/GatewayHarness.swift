@@ -145,12 +145,14 @@ struct GatewayHarness {
     }
 
     /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
+    /// `unservedPorts` are further backends of the same routes that no replica serves.
     static func run(
         replicas replicaCount: Int = 2,
         limits: RateLimiter.Limits = RateLimiter.Limits(),
         ejection: EjectionPolicy = EjectionPolicy(),
         routeTimeout: Duration = .seconds(15),
         eddsaPublicKey: String? = nil,
+        unservedPorts: [Int] = [],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -158,6 +160,7 @@ struct GatewayHarness {
         let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)", events: events) }
         var addresses: [(host: String, port: Int)] = []
         for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
+        addresses += unservedPorts.map { ("127.0.0.1", $0) }
         let metrics = MethodMetrics()
         let gateway = Gateway(
             configuration: Gateway.Configuration(

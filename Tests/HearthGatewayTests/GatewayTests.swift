@@ -287,6 +287,41 @@ struct GatewayTests {
         }
     }
 
+    @Test(
+        "a replica whose connections hang: each call to it ends at its deadline, none counts as an answer; 5 eject it"
+    )
+    func hangingReplicaIsEjected() async throws {
+        let hole = try HangingListener()
+        defer { hole.close() }
+        let ejection = EjectionPolicy(consecutiveFailures: 5, duration: .seconds(60))
+        // The gateway's own deadline for a call (shorter than the client's): it is what ends
+        // the wait for the connection, so the outcome is the gateway's.
+        try await GatewayHarness.run(
+            replicas: 1,
+            ejection: ejection,
+            routeTimeout: .milliseconds(150),
+            unservedPorts: [hole.port]
+        ) { harness in
+            let token = "Bearer \(try await harness.token())"
+            var deadlines = 0
+            // Calls take turns: one to the replica, one into the hole, until it is ejected.
+            while harness.gateway.ejectedBackends.isEmpty {
+                do {
+                    #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+                } catch let error as RPCError {
+                    #expect(error.code == .deadlineExceeded)
+                    deadlines += 1
+                }
+                try #require(deadlines <= 5, "5 calls that never connected eject the replica")
+            }
+            #expect(deadlines == 5)
+            #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(hole.port)"])
+            for _ in 0..<6 {
+                #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+            }
+        }
+    }
+
     @Test("EdDSA tokens verify with the configured public key; HS256 ones still do")
     func eddsa() async throws {
         let key = try EdDSA.PrivateKey()

@@ -1,6 +1,7 @@
 import EchoService
 import Foundation
 import HearthContracts
+import HearthTestSupport
 import Histogram
 import Logging
 import NIOCore
@@ -220,6 +221,25 @@ struct ClientServerTests {
             try await eventually("calls succeed again") { (try? await echo.echo(echoRequest(text: "y")).text) == "y" }
             await client.close()
         }
+    }
+
+    @Test("a deadline that passes while connecting: DEADLINE_EXCEEDED, marked as never sent (safe to try elsewhere)")
+    func deadlineWhileConnecting() async throws {
+        let hole = try HangingListener()
+        defer { hole.close() }
+        let client = makeClient(port: hole.port)
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await client.call(
+                "hearth.echo.v1.Echo/Echo",
+                echoRequest(text: "x"),
+                as: Hearth_Echo_V1_EchoResponse.self,
+                options: CallOptions(timeout: .milliseconds(100))
+            )
+        }
+        #expect(error?.code == .deadlineExceeded)
+        #expect(error?.wasNeverSent == true)
+        #expect(error?.message.contains("while connecting") == true)
+        await client.close()
     }
 
     @Test("a pool of connections spreads calls round-robin")

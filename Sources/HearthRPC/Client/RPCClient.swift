@@ -93,7 +93,9 @@ public final class RPCClient: Sendable {
             }
             do {
                 return try await attempt()
-            } catch let error as RPCError where error.wasNeverSent && error.retryAfter == nil {
+            } catch let error as RPCError
+                where error.wasNeverSent && error.code == .unavailable && error.retryAfter == nil
+            {
                 // The connection stopped taking calls (GOAWAY) before this one was sent: one
                 // more try on a fresh connection cannot run the call twice.
                 return try await attempt()
@@ -316,7 +318,13 @@ final class ConnectionSlot: Sendable {
         future.cascade(to: waited)
         let timer = timeout.map { timeout in
             loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
-                waited.fail(RPCError(.deadlineExceeded, "deadline exceeded while connecting to \(self.target)"))
+                waited.fail(
+                    RPCError(
+                        .deadlineExceeded,
+                        "deadline exceeded while connecting to \(self.target)",
+                        cause: CallNotSent()
+                    )
+                )
             }
         }
         defer { timer?.cancel() }
@@ -324,7 +332,7 @@ final class ConnectionSlot: Sendable {
             return try await withTaskCancellationHandler {
                 try await waited.futureResult.get()
             } onCancel: {
-                waited.fail(RPCError(.cancelled, "the call was cancelled"))
+                waited.fail(RPCError(.cancelled, "the call was cancelled", cause: CallNotSent()))
             }
         } catch let error as RPCError {
             throw error
