@@ -52,6 +52,12 @@ seeds = {
     "oversized-length": struct.pack(">I", 0xFFFFFFF0) + b"\x08\x01",
     "empty-frame": struct.pack(">I", 0),
     "garbage": bytes(range(256)),
+    "forward-now": frame(10, 1, "hearth.fwd.v1.F/Now", secret, 0, b"\x00"),
+    "forward-error": frame(11, 1, "hearth.fwd.v1.F/Error", secret, 0, b"\x01"),
+    "forward-later": frame(12, 1, "hearth.fwd.v1.F/Later", secret, 0, b"\x02"),
+    "forward-never": frame(13, 1, "hearth.fwd.v1.F/Never", secret, 5, b"\x03"),
+    "forward-cancelled": frame(14, 1, "hearth.fwd.v1.F/Never", secret, 0, b"\x03") + frame(14, 3),
+    "forward-pipelined": b"".join(frame(n, 1, "hearth.fwd.v1.F/X", secret, 0, bytes([n])) for n in range(20, 28)),
 }
 folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 os.makedirs(folder, exist_ok=True)

@@ -24,6 +24,9 @@ enum FrameFuzzer {
         return configuration
     }()
 
+    /// Serves every method without a handler, as the gateway does.
+    static let forwarder = FuzzForwarder()
+
     static let router = MethodRouter(
         handlers: [
             "hearth.echo.v1.Echo/Echo": { payload, _ in payload },
@@ -31,7 +34,7 @@ enum FrameFuzzer {
             "hearth.fuzz.v1.Fuzz/User": { _, context in Data(try context.verifiedUser().utf8) },
             "hearth.health.v1.Health/Check": { _, _ in Data() },
         ],
-        forwarder: nil,
+        forwarder: forwarder,
         publicMethods: ["hearth.health.v1.Health/Check"],
         credential: "fuzz-secret"
     )
@@ -64,6 +67,36 @@ enum FrameFuzzer {
         _ = try? channel.finish(acceptAlreadyClosed: true)
         channel.embeddedEventLoop.run()
         precondition(calls.current >= 0, "calls in flight went negative")
+        precondition(Self.forwarder.unfinished == 0, "a forwarded call was neither answered nor cancelled")
+    }
+}
+
+/// Answers forwarded calls as a backend might, the way the payload's first byte chooses: at
+/// once, with an error, on a later turn of the loop, or never (until the server cancels it,
+/// which it must do by the time the connection has closed). Methods outside `hearth.fwd.` are
+/// unknown here, as the gateway answers a service it has no backend for.
+final class FuzzForwarder: CallForwarder, @unchecked Sendable {
+    /// Forwarded calls started and not yet answered or cancelled. The fuzzer runs one input at
+    /// a time on one thread (the embedded loop's), so a plain counter does.
+    private(set) var unfinished = 0
+
+    func forward(_ payload: Data, context: RPCContext, on loop: any EventLoop) -> StartedCall {
+        guard context.method.hasPrefix("hearth.fwd.") else {
+            return .answered(.failure(RPCError(.unimplemented, "no backend for \(context.method)")), on: loop)
+        }
+        let promise = loop.makePromise(of: Data.self)
+        self.unfinished += 1
+        promise.futureResult.whenComplete { _ in self.unfinished -= 1 }
+        switch payload.first.map({ $0 % 4 }) ?? 0 {
+        case 0: promise.succeed(payload)
+        case 1: promise.fail(RPCError(.unavailable, "backend down"))
+        case 2: loop.execute { promise.succeed(payload) }
+        default: break  // answered by cancel only
+        }
+        return StartedCall(
+            response: promise.futureResult,
+            cancel: { promise.fail(RPCError(.cancelled, "cancelled")) }
+        )
     }
 }
 
