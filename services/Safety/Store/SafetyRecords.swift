@@ -69,27 +69,18 @@ extension ProfileRecord {
         self.updatedAt = try columns.date(19)
     }
 
+    /// The values of ``columnNames``, in their order.
+    private var columnValues: [(any DatabaseValueConvertible)?] {
+        [
+            self.userID, self.name, self.email, self.thresholdHours, self.language, self.timeZone, self.reminderEnabled,
+            self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity, self.periodStart.stored,
+            self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch, self.checkInEpoch,
+            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
+        ]
+    }
+
     func encode(to container: inout PersistenceContainer) throws {
-        container["user_id"] = self.userID
-        container["name"] = self.name
-        container["email"] = self.email
-        container["threshold_hours"] = self.thresholdHours
-        container["language"] = self.language
-        container["time_zone"] = self.timeZone
-        container["reminder_enabled"] = self.reminderEnabled
-        container["reminder_hour"] = self.reminderHour
-        container["reminder_minute"] = self.reminderMinute
-        container["push_token"] = self.pushToken
-        container["count_activity"] = self.countActivity
-        container["period_start"] = self.periodStart
-        container["last_check_in_at"] = self.lastCheckInAt
-        container["snoozes"] = self.snoozes
-        container["paused_until"] = self.pausedUntil
-        container["epoch"] = self.epoch
-        container["check_in_epoch"] = self.checkInEpoch
-        container["next_due_at"] = self.nextDueAt
-        container["created_at"] = self.createdAt
-        container["updated_at"] = self.updatedAt
+        for (name, value) in zip(Self.columnNames, self.columnValues) { container[name] = value }
     }
 
     /// Saves the switch's moving parts with one prepared statement (what a check-in, snooze,

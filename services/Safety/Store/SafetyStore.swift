@@ -518,31 +518,28 @@ struct SafetyStore: Sendable {
     }
 
     private static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
-        let kinds = try String.fetchAll(
-            db.cachedStatement(sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?"),
-            arguments: [profile.userID, profile.epoch]
-        )
+        let kinds = try db.cachedStatement(sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?")
+            .fetchAll(binding: profile.userID, profile.epoch) { try $0.value(0) as String }
         return Set(SwitchClock.items.filter { kinds.contains($0.kind) })
     }
 
     /// Sets when the scheduler looks at this switch next, and saves the profile.
     @discardableResult
     private static func reschedule(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> ProfileRecord {
-        try Self.rescheduled(profile, at: now, in: db).profile
+        try Self.rescheduled(profile, at: now, decided: Self.decidedItems(profile, in: db), in: db).profile
     }
 
-    /// ``reschedule(_:at:in:)``, also answering the switch's clock it read.
-    /// - Parameter decided: the items of the current epoch already decided, when the caller
-    ///   knows them; nil reads them.
+    /// ``reschedule(_:at:in:)`` for a caller that knows which items of the current epoch are
+    /// `decided` already, also answering the switch's clock it read.
     private static func rescheduled(
         _ profile: ProfileRecord,
         at now: Date,
-        decided: Set<DueItem>? = nil,
+        decided: Set<DueItem>,
         in db: Database
     ) throws -> (profile: ProfileRecord, clock: SwitchClock) {
         var profile = profile
         let clock = try Self.switchClock(profile, in: db)
-        let next = clock.nextDue(after: now, decided: try decided ?? Self.decidedItems(profile, in: db))
+        let next = clock.nextDue(after: now, decided: decided)
         let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
         profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
         try profile.saveSwitch(in: db)
