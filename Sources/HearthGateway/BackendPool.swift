@@ -32,8 +32,17 @@ final class Replica: Sendable {
     private let policy: EjectionPolicy
     private let standing = Mutex(Standing())
 
-    /// - Parameter connections: connections to the replica from each of `loops`.
-    init(host: String, port: Int, connections: Int, policy: EjectionPolicy, loops: [any EventLoop]) {
+    /// - Parameters:
+    ///   - connections: connections to the replica from each of `loops`.
+    ///   - connectTimeout: how long a connection may take before it counts as failed.
+    init(
+        host: String,
+        port: Int,
+        connections: Int,
+        connectTimeout: Duration,
+        policy: EjectionPolicy,
+        loops: [any EventLoop]
+    ) {
         precondition(!loops.isEmpty, "a replica needs an event loop")
         self.address = "\(host):\(port)"
         self.clients = loops.map { loop in
@@ -43,7 +52,7 @@ final class Replica: Sendable {
                     host: host,
                     port: port,
                     connections: connections,
-                    connectTimeout: .seconds(2),
+                    connectTimeout: .nanoseconds(connectTimeout.nanoseconds),
                     backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
                 ),
                 group: loop
@@ -72,6 +81,9 @@ final class Replica: Sendable {
     }
 
     var isEjected: Bool { self.standing.withLock { $0.ejectedUntil != nil } }
+
+    /// Connection failures in a row (for tests).
+    var consecutiveFailures: Int { self.standing.withLock { $0.consecutiveFailures } }
 
     /// Whether the ejection is over and a health check may readmit it.
     func isDueForReadmission(now: ContinuousClock.Instant) -> Bool {
@@ -105,16 +117,6 @@ struct ForwardedRequest: Sendable {
     var payload: Data
     var metadata: Metadata
     var timeout: Duration
-    /// When its time runs out (now plus `timeout`, when the gateway starts it).
-    var deadline: NIODeadline
-
-    init(method: String, payload: Data, metadata: Metadata, timeout: Duration) {
-        self.method = method
-        self.payload = payload
-        self.metadata = metadata
-        self.timeout = timeout
-        self.deadline = .now() + .nanoseconds(timeout.nanoseconds)
-    }
 }
 
 /// The attempt of a forwarded call in flight now, so that cancelling the call stops whichever
@@ -217,18 +219,14 @@ final class BackendPool: Sendable {
                     metadata: ["backend": "\(replica.address)", "error": "\(error)"]
                 )
                 self.attempt(request, tried: tried + [index], answer: answer, current: current)
-            case .failure(let error as RPCError) where error.wasNeverSent:
-                // The connection was still being made when the call ran out of time (or was
-                // cancelled): no answer, and no time left to try another. Its time running out
-                // so counts against the replica, whichever timer ended it (the connect wait's,
-                // or the server's cancel at the deadline): one whose connections hang, never
-                // refused, is ejected so.
-                if error.code == .deadlineExceeded || request.deadline <= .now() {
-                    self.countConnectionFailure(of: replica)
-                }
+            case .failure(let error as RPCError) where error.answeredByServer:
+                replica.recordSuccess()  // it answered: the connection works
                 answer.fail(error)
             case .failure(let error):
-                if error is RPCError { replica.recordSuccess() }  // it answered: the connection works
+                // No answer, and nothing learnt of the replica: the call's deadline passed or it
+                // was cancelled (while connecting, or after it was sent), or the connection
+                // closed under it. The deadline is the caller's budget, not the replica's fault;
+                // a replica whose connections hang is ejected by its connect timeouts instead.
                 answer.fail(error)
             }
         }
@@ -267,5 +265,14 @@ final class BackendPool: Sendable {
 
     func close() async {
         for replica in self.replicas { await replica.close() }
+    }
+}
+
+extension RPCError {
+    /// Whether this is the replica's own answer: a status the client side never makes up (it
+    /// fails calls itself with DEADLINE_EXCEEDED, UNAVAILABLE and CANCELLED, and marks what it
+    /// never sent).
+    fileprivate var answeredByServer: Bool {
+        !self.wasNeverSent && ![.deadlineExceeded, .unavailable, .cancelled].contains(self.code)
     }
 }

@@ -26,6 +26,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
         public var internalCredential: String
         /// How often ejected replicas are health-checked.
         public var probeInterval: Duration
+        /// How long a connection to a replica may take before it counts as a failure (its
+        /// calls are then tried on another replica, and enough failures eject it).
+        public var connectTimeout: Duration
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -34,7 +37,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             rateLimit: RateLimiter.Limits = RateLimiter.Limits(),
             ejection: EjectionPolicy = EjectionPolicy(),
             connectionsPerBackend: Int = 1,
-            probeInterval: Duration = .seconds(1)
+            probeInterval: Duration = .seconds(1),
+            connectTimeout: Duration = .seconds(2)
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -43,6 +47,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.ejection = ejection
             self.connectionsPerBackend = connectionsPerBackend
             self.probeInterval = probeInterval
+            self.connectTimeout = connectTimeout
         }
     }
 
@@ -79,6 +84,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
                         host: $0.host,
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
+                        connectTimeout: configuration.connectTimeout,
                         policy: configuration.ejection,
                         loops: Array(group.makeIterator())
                     )

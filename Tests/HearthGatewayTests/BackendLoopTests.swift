@@ -1,6 +1,8 @@
 import EchoService
 import Foundation
 import HearthRPC
+import HearthTestSupport
+import Logging
 import NIOCore
 import NIOPosix
 import Testing
@@ -18,6 +20,7 @@ struct BackendLoopTests {
             host: "127.0.0.1",
             port: try await backend.port,
             connections: 1,
+            connectTimeout: .seconds(2),
             policy: EjectionPolicy(),
             loops: loops
         )
@@ -42,6 +45,49 @@ struct BackendLoopTests {
         #expect(replica.client(on: MultiThreadedEventLoopGroup.singleton.next()) === replica.client(on: loops[0]))
         await replica.close()
         await backend.stop()
+        try await group.shutdownGracefully()
+    }
+
+    @Test(
+        "a call whose deadline passes while its connection is being made counts neither way; a connect that times out counts"
+    )
+    func deadlineWhileConnectingCountsForNothing() async throws {
+        let hole = try HangingListener()
+        defer { hole.close() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let replica = HearthGateway.Replica(
+            host: "127.0.0.1",
+            port: hole.port,
+            connections: 1,
+            connectTimeout: .milliseconds(400),
+            policy: EjectionPolicy(consecutiveFailures: 5),
+            loops: [loop]
+        )
+        let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
+        func call() async -> RPCError? {
+            let request = ForwardedRequest(
+                method: EchoService.echoMethod,
+                payload: Data(),
+                metadata: [TrustedMetadata.credential: credential],
+                timeout: .milliseconds(50)
+            )
+            do {
+                _ = try await pool.startOnReplica(request, on: loop).value
+                return nil
+            } catch {
+                return error as? RPCError
+            }
+        }
+        for _ in 0..<3 { _ = replica.recordConnectionFailure(now: .now) }
+        // The connect hangs for 400 ms: this call's 50 ms run out first. That is the call's
+        // budget, not news of the replica: the failures stay as they were (no reset, no count).
+        #expect(await call()?.code == .deadlineExceeded)
+        #expect(replica.consecutiveFailures == 3)
+        // Once the connect has timed out, a call is refused at once (backing off), and counts.
+        try await eventually("the connect timed out") { await call()?.code == .unavailable }
+        #expect(replica.consecutiveFailures >= 4)
+        await replica.close()
         try await group.shutdownGracefully()
     }
 }

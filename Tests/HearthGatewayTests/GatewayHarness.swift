@@ -152,6 +152,7 @@ struct GatewayHarness {
         ejection: EjectionPolicy = EjectionPolicy(),
         routeTimeout: Duration = .seconds(15),
         eddsaPublicKey: String? = nil,
+        connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
@@ -170,7 +171,8 @@ struct GatewayHarness {
                 rateLimit: limits,
                 ejection: ejection,
                 connectionsPerBackend: 1,
-                probeInterval: .milliseconds(20)
+                probeInterval: .milliseconds(20),
+                connectTimeout: connectTimeout
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,
