@@ -10,8 +10,10 @@ extension Statement {
     /// binds here as it binds through GRDB (its own `StatementBinding`), so what is stored is
     /// the same. GRDB is told the statement's arguments are bound, so that its `execute()` and
     /// its cursors run it with these.
+    /// Values go to parameters by position, named ones included (in the order they first
+    /// appear), not by name as GRDB's arguments would bind them.
     /// - Throws: `DatabaseError` (`SQLITE_MISUSE`) when there are not as many values as
-    ///   parameters; nothing is bound then.
+    ///   parameters, or the error of a value SQLite refuses (too big); nothing is bound then.
     public func bind<each Value: StatementBinding>(_ values: repeat each Value) throws {
         let statement = self.sqliteStatement
         var count: CInt = 0
@@ -32,6 +34,7 @@ extension Statement {
             index += 1
             let code = value.bind(to: statement, at: index)
             guard code == SQLITE_OK else {
+                sqlite3_clear_bindings(statement)  // not half bound: the statement binds NULLs
                 throw DatabaseError(
                     resultCode: ResultCode(rawValue: code),
                     message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))),

@@ -48,5 +48,7 @@ struct ProfileRecordTests {
                 .fetchAll(read: ProfileRecord.init(columns:))
         }
         #expect(read == [empty, profile])
+        // One value for each column name (encoding zips the two lists).
+        #expect(profile.columnValues.count == ProfileRecord.columnNames.count)
     }
 }

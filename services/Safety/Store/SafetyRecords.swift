@@ -70,7 +70,7 @@ extension ProfileRecord {
     }
 
     /// The values of ``columnNames``, in their order.
-    private var columnValues: [(any DatabaseValueConvertible)?] {
+    var columnValues: [(any DatabaseValueConvertible)?] {
         [
             self.userID, self.name, self.email, self.thresholdHours, self.language, self.timeZone, self.reminderEnabled,
             self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity, self.periodStart.stored,
