@@ -206,10 +206,9 @@ final class BackendPool: Sendable {
                 replica.recordSuccess()
                 answer.succeed(payload)
             case .failure(let error as RPCError) where error.wasNeverSent && error.code == .unavailable:
-                if again == nil, error.retryAfter == nil {
-                    // Refused with no backoff: the connection stopped taking calls (GOAWAY) or a
-                    // connect failed just now. One more try on this replica's next connection,
-                    // as RPCClient's own calls do; a replica really down answers with its backoff.
+                if again == nil, error.mayRetryAtOnce {
+                    // One more try on this replica's next connection, as RPCClient's own calls
+                    // do; a replica really down answers with its backoff.
                     self.attempt(request, tried: tried, again: index, answer: answer, current: current)
                     return
                 }

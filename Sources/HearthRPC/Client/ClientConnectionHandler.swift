@@ -24,6 +24,11 @@ public struct CallNotSent: Error {
 extension RPCError {
     /// Whether the call certainly never reached a server, so that retrying cannot run it twice.
     public var wasNeverSent: Bool { self.cause is CallNotSent }
+
+    /// Whether the call was refused before it was sent, with no backoff asked for: the
+    /// connection stopped taking calls (GOAWAY) or a connect failed just now. One more try at
+    /// once, on a fresh connection, cannot run it twice.
+    public var mayRetryAtOnce: Bool { self.wasNeverSent && self.code == .unavailable && self.retryAfter == nil }
 }
 
 /// Whether a connection takes new calls; read from any thread, written on its loop.

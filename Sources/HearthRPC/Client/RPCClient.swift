@@ -93,11 +93,7 @@ public final class RPCClient: Sendable {
             }
             do {
                 return try await attempt()
-            } catch let error as RPCError
-                where error.wasNeverSent && error.code == .unavailable && error.retryAfter == nil
-            {
-                // The connection stopped taking calls (GOAWAY) before this one was sent: one
-                // more try on a fresh connection cannot run the call twice.
+            } catch let error as RPCError where error.mayRetryAtOnce {
                 return try await attempt()
             }
         }
