@@ -128,29 +128,29 @@ enum Images {
 
 @Suite("Photos")
 struct PhotoTests {
-    private func exiftool(_ arguments: [String]) throws -> ProcessOutput {
+    private func exiftool(_ arguments: [String]) async throws -> ProcessOutput {
         let tool = URL(fileURLWithPath: "/usr/bin/exiftool")
         try #require(
             FileManager.default.isExecutableFile(atPath: tool.path),
             "exiftool is missing: scripts/bootstrap installs it"
         )
-        return try runProcess(tool, arguments)
+        return try await runProcess(tool, arguments)
     }
 
     @Test("a JPEG with GPS EXIF and orientation 6 comes out turned upright, with no metadata; a thumbnail too")
-    func jpegWithExif() throws {
+    func jpegWithExif() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-photo-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let input = folder.appendingPathComponent("in.jpg")
         let png = Images.png(width: 400, height: 200) { x, _ in x < 200 ? (255, 0, 0) : (0, 0, 255) }
         try Images.jpeg(from: png).write(to: input)
-        let tagged = try self.exiftool([
+        let tagged = try await self.exiftool([
             "-Orientation#=6", "-GPSLatitude=25.0330", "-GPSLatitudeRef=N", "-GPSLongitude=121.5654",
             "-GPSLongitudeRef=E", "-Comment=secret", "-overwrite_original", input.path,
         ])
         try #require(tagged.status == 0, "\(tagged.stderr)")
-        let before = try self.exiftool(["-s", "-GPSLatitude", "-Orientation", input.path]).stdout
+        let before = try await self.exiftool(["-s", "-GPSLatitude", "-Orientation", input.path]).stdout
         #expect(before.contains("GPSLatitude"))
 
         let photo = try PhotoNormalizer.normalize(try Data(contentsOf: input))
@@ -163,7 +163,7 @@ struct PhotoTests {
 
         let output = folder.appendingPathComponent("out.jpg")
         try photo.full.data.write(to: output)
-        let after = try self.exiftool([
+        let after = try await self.exiftool([
             "-s", "-a", "-G1", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all", "-Comment", output.path,
         ])
         #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "left: \(after.stdout)")

@@ -7,14 +7,14 @@ import Testing
 /// The `hearth` binary, as a person runs it.
 @Suite("hearth CLI", .timeLimit(.minutes(2)))
 struct CLITests {
-    private func hearth(_ arguments: String...) throws -> ProcessOutput {
-        try runProcess(try builtProduct(named: "hearth"), arguments)
+    private func hearth(_ arguments: String...) async throws -> ProcessOutput {
+        try await runProcess(try builtProduct(named: "hearth"), arguments)
     }
 
     @Test("call prints the response as JSON")
     func callSuccess() async throws {
         try await withEchoServer { port in
-            let result = try self.hearth(
+            let result = try await self.hearth(
                 "call",
                 "--target",
                 "127.0.0.1:\(port)",
@@ -33,7 +33,7 @@ struct CLITests {
     func callErrors() async throws {
         try await withEchoServer { port in
             let target = "127.0.0.1:\(port)"
-            let notFound = try self.hearth(
+            let notFound = try await self.hearth(
                 "call",
                 "--target",
                 target,
@@ -43,7 +43,7 @@ struct CLITests {
             #expect(notFound.status == 5)
             #expect(notFound.stderr.hasPrefix("NOT_FOUND: "))
 
-            let invalid = try self.hearth(
+            let invalid = try await self.hearth(
                 "call",
                 "--target",
                 target,
@@ -54,7 +54,7 @@ struct CLITests {
             #expect(invalid.stderr.contains("INVALID_ARGUMENT: "))
             #expect(invalid.stderr.contains("fail_with_code: must be a status code"))
 
-            let deadline = try self.hearth(
+            let deadline = try await self.hearth(
                 "call",
                 "--target",
                 target,
@@ -66,20 +66,20 @@ struct CLITests {
             #expect(deadline.status == 4)
             #expect(deadline.stderr.hasPrefix("DEADLINE_EXCEEDED: "))
 
-            let badJSON = try self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Echo", #"{"nope": 1}"#)
+            let badJSON = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Echo", #"{"nope": 1}"#)
             #expect(badJSON.status != 0)
             #expect(badJSON.stderr.contains("not a valid hearth.echo.v1.EchoRequest"))
 
-            let unknown = try self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
+            let unknown = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
             #expect(unknown.status != 0)
             #expect(unknown.stderr.contains("unknown method"))
         }
     }
 
     @Test("a refused connection is UNAVAILABLE")
-    func unavailable() throws {
+    func unavailable() async throws {
         // Port 1 on loopback: nothing listens there.
-        let result = try self.hearth("call", "--target", "127.0.0.1:1", "hearth.echo.v1.Echo/Echo", "{}")
+        let result = try await self.hearth("call", "--target", "127.0.0.1:1", "hearth.echo.v1.Echo/Echo", "{}")
         #expect(result.status == 14)
         #expect(result.stderr.hasPrefix("UNAVAILABLE: "))
     }
@@ -87,10 +87,10 @@ struct CLITests {
     @Test("health reports SERVING")
     func health() async throws {
         try await withEchoServer { port in
-            let result = try self.hearth("health", "--target", "127.0.0.1:\(port)")
+            let result = try await self.hearth("health", "--target", "127.0.0.1:\(port)")
             #expect(result.status == 0)
             #expect(result.stdout.contains("SERVING"))
-            let unknown = try self.hearth("health", "--target", "127.0.0.1:\(port)", "--service", "x.y.Z")
+            let unknown = try await self.hearth("health", "--target", "127.0.0.1:\(port)", "--service", "x.y.Z")
             #expect(unknown.status != 0)
             #expect(unknown.stdout.contains("SERVICE_UNKNOWN"))
         }
@@ -101,7 +101,7 @@ struct CLITests {
         try await withEchoServer { port in
             let report = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json")
             defer { try? FileManager.default.removeItem(at: report) }
-            let result = try self.hearth(
+            let result = try await self.hearth(
                 "bench",
                 "--target",
                 "127.0.0.1:\(port)",
@@ -134,7 +134,7 @@ struct CLITests {
             for (scenario, total) in [("create", 45), ("list", 30)] {
                 let report = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json")
                 defer { try? FileManager.default.removeItem(at: report) }
-                let result = try self.hearth(
+                let result = try await self.hearth(
                     "bench-checkins",
                     "--target",
                     "127.0.0.1:\(port)",
@@ -161,8 +161,8 @@ struct CLITests {
     }
 
     @Test("bench refuses contradictory options")
-    func benchValidation() throws {
-        let both = try self.hearth(
+    func benchValidation() async throws {
+        let both = try await self.hearth(
             "bench",
             "--target",
             "127.0.0.1:1",
@@ -174,14 +174,21 @@ struct CLITests {
         )
         #expect(both.status != 0)
         #expect(both.stderr.contains("not both"))
-        let zero = try self.hearth("bench", "--target", "127.0.0.1:1", "--concurrency", "0", "hearth.echo.v1.Echo/Echo")
+        let zero = try await self.hearth(
+            "bench",
+            "--target",
+            "127.0.0.1:1",
+            "--concurrency",
+            "0",
+            "hearth.echo.v1.Echo/Echo"
+        )
         #expect(zero.status != 0)
     }
 
     @Test("every subcommand explains itself")
-    func help() throws {
+    func help() async throws {
         for command in ["up", "serve", "call", "health", "bench"] {
-            let result = try self.hearth(command, "--help")
+            let result = try await self.hearth(command, "--help")
             #expect(result.status == 0)
             #expect(result.stdout.contains("hearth \(command)"))
         }

@@ -17,13 +17,13 @@ struct DeploymentTests {
     }
 
     @Test("docker-compose.yml is valid and runs each process in its own container with its own volume")
-    func compose() throws {
+    func compose() async throws {
         let file = repositoryRoot.appendingPathComponent("docker-compose.yml").path
-        let valid = try runProcess(try self.tool("docker-compose"), ["-f", file, "config", "-q"])
+        let valid = try await runProcess(try self.tool("docker-compose"), ["-f", file, "config", "-q"])
         #expect(valid.status == 0, "\(valid.stderr)")
 
         // Compose v1 is Python with PyYAML: use the same interpreter to turn the file into JSON.
-        let json = try runProcess(
+        let json = try await runProcess(
             try self.tool("python3"),
             ["-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", file]
         )

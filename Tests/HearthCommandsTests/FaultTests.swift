@@ -15,7 +15,7 @@ struct FaultTests {
         // Two writers: enough to have calls in flight at each kill, light enough not to slow
         // the tests that run beside it.
         environment["FAULT_WRITERS"] = "2"
-        let run = try await runProcessDetached(
+        let run = try await runProcess(
             URL(fileURLWithPath: "/bin/bash"),
             [repositoryRoot.appendingPathComponent("scripts/faults").path, "3", "8"],
             environment: environment

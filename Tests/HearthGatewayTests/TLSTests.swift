@@ -14,7 +14,7 @@ struct TLSTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tls-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (certificate, key) = try selfSignedCertificate(in: folder)
+        let (certificate, key) = try await selfSignedCertificate(in: folder)
 
         let server = RPCServer(
             configuration: ServerConfiguration(

@@ -19,7 +19,7 @@ struct SMTPTests {
 
     @Test("a message in Chinese arrives with its subject and body decoded, UTF-8, Date and Message-ID")
     func plainDelivery() async throws {
-        let sink = try SMTPSink()
+        let sink = try await SMTPSink()
         let subject = "緊急：陳小明已超過 48 小時沒有報平安，請盡快聯絡他確認安全 (Hearth)"
         let body = "陳小明最後一次報平安是 2026年1月12日 晚上10:00 [太平洋標準時間]。\n.a line that starts with a dot\n請致電確認。"
         let client = SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none))
@@ -46,8 +46,8 @@ struct SMTPTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-smtp-tls-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (certificate, key) = try selfSignedCertificate(in: folder)
-        let sink = try SMTPSink(arguments: ["--tls", certificate, key, "--auth", "hearth:s3cret"])
+        let (certificate, key) = try await selfSignedCertificate(in: folder)
+        let sink = try await SMTPSink(arguments: ["--tls", certificate, key, "--auth", "hearth:s3cret"])
         var configuration = SMTPConfiguration(
             host: "localhost",
             port: sink.port,
@@ -79,7 +79,7 @@ struct SMTPTests {
 
     @Test("one client sends many messages over a kept session, several at a time")
     func sessionReuse() async throws {
-        let sink = try SMTPSink()
+        let sink = try await SMTPSink()
         let client = SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none))
         for round in 0..<3 {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -100,7 +100,7 @@ struct SMTPTests {
 
     @Test("STARTTLS required but not offered, or nobody listening: an error, nothing sent")
     func failures() async throws {
-        let sink = try SMTPSink()
+        let sink = try await SMTPSink()
         let plain = SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .startTLS)
         await #expect(throws: SMTPError.self) {
             try await SMTPClient(configuration: plain).send(Self.message(subject: "x", body: "y"))

@@ -183,8 +183,9 @@ struct ClientServerTests {
 
     @Test("after the server closes an idle connection, the next call goes out on a new one")
     func reconnectAfterIdleGoAway() async throws {
-        // Long enough that a fresh connection is not itself idle before its first call goes out.
-        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(500))) { _, port in
+        // Long enough that a fresh connection is not itself idle before its first call goes out:
+        // that takes the test's task a turn on the task pool, which tests share (see offThePool).
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(1))) { _, port in
             let client = makeClient(port: port)
             let echo = EchoClient(client: client)
             #expect(try await echo.echo(echoRequest(text: "first")).text == "first")

@@ -8,7 +8,7 @@ import Testing
 @Suite("Durability", .timeLimit(.minutes(2)))
 struct DurabilityTests {
     @Test("every acknowledged row is present after SIGKILL, five times over")
-    func killNine() throws {
+    func killNine() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-kill-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -24,27 +24,15 @@ struct DurabilityTests {
 
             // Read acknowledgements until a round-dependent number, then kill without warning.
             let killAfter = 50 * round
-            var acknowledged = 0
-            var pending = Data()
-            while acknowledged < killAfter {
-                let chunk = output.fileHandleForReading.availableData
-                try #require(!chunk.isEmpty, "the probe stopped early")
-                pending.append(chunk)
-                let lines = String(decoding: pending, as: UTF8.self).split(
-                    separator: "\n",
-                    omittingEmptySubsequences: false
-                )
-                pending = Data(lines.last!.utf8)
-                for line in lines.dropLast() where line.hasPrefix("ack ") {
-                    acknowledged = max(acknowledged, Int(line.dropFirst(4))!)
-                }
-            }
+            let reader = output.fileHandleForReading
+            let acknowledged = try await offThePool { Self.readAcknowledgements(from: reader, atLeast: killAfter) }
+            try #require(acknowledged >= killAfter, "the probe stopped early")
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             #expect(process.terminationReason == .uncaughtSignal)
 
             let queue = try DatabaseQueue(path: path)
-            let (count, maxID) = try queue.read { db in
+            let (count, maxID) = try await queue.read { db in
                 (
                     try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ack")!,
                     try Int.fetchOne(db, sql: "SELECT MAX(id) FROM ack") ?? 0
@@ -54,5 +42,25 @@ struct DurabilityTests {
             #expect(count == maxID, "round \(round): rows are contiguous")
             try queue.close()
         }
+    }
+
+    /// Reads the probe's "ack N" lines until N reaches `target` or the output ends; the highest N.
+    private static func readAcknowledgements(from reader: FileHandle, atLeast target: Int) -> Int {
+        var acknowledged = 0
+        var pending = Data()
+        while acknowledged < target {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            let lines = String(decoding: pending, as: UTF8.self).split(
+                separator: "\n",
+                omittingEmptySubsequences: false
+            )
+            pending = Data(lines.last!.utf8)
+            for line in lines.dropLast() where line.hasPrefix("ack ") {
+                acknowledged = max(acknowledged, Int(line.dropFirst(4))!)
+            }
+        }
+        return acknowledged
     }
 }

@@ -9,7 +9,7 @@ public final class SMTPSink {
     /// The sink's standard input: it exits when this closes, even if the test process dies.
     private let lifeline = Pipe()
 
-    public init(arguments: [String] = []) throws {
+    public init(arguments: [String] = []) async throws {
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-smtp-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("smtp_sink.py")
@@ -23,11 +23,15 @@ public final class SMTPSink {
         self.process.standardInput = self.lifeline
         try self.process.run()
         // The first line is "PORT n" once it listens (or nothing, if it failed to start).
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let reader = output.fileHandleForReading
+        let line = try await offThePool {
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            return line
         }
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {

@@ -43,16 +43,13 @@ public func builtProduct(named name: String) throws -> URL {
     return fallback
 }
 
-/// ``runProcess(_:_:environment:)`` on a thread of its own: an async test that waits for a
-/// long-running child this way does not hold one of the few threads Swift's task pool has
-/// (holding it starves every other test running in parallel).
-public func runProcessDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil)
-    async throws -> ProcessOutput
-{
+/// Runs blocking `work` (waiting for a child process, reading a pipe) on a thread of its own.
+/// Swift's task pool has as many threads as cores (two here): a test that blocks one of them
+/// stalls every test running beside it, and a stall of a second makes their timers fire before
+/// their own work gets a thread.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try runProcess(executable, arguments, environment: environment) })
-        }
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
     }
 }
 
@@ -63,8 +60,15 @@ public struct ProcessOutput: Sendable {
     public var stderr: String
 }
 
-/// Runs `executable` with `arguments` to completion (stdin closed) and captures its output.
-public func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws
+/// Runs `executable` with `arguments` to completion (stdin closed) and captures its output,
+/// waiting off the task pool.
+public func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil)
+    async throws -> ProcessOutput
+{
+    try await offThePool { try runToCompletion(executable, arguments, environment: environment) }
+}
+
+private func runToCompletion(_ executable: URL, _ arguments: [String], environment: [String: String]?) throws
     -> ProcessOutput
 {
     let process = Process()
@@ -152,10 +156,10 @@ public func callContext(_ user: String) -> RPCContext {
 }
 
 /// A self-signed certificate for localhost and 127.0.0.1, made by openssl in `folder`.
-public func selfSignedCertificate(in folder: URL) throws -> (certificate: String, key: String) {
+public func selfSignedCertificate(in folder: URL) async throws -> (certificate: String, key: String) {
     let certificate = folder.appendingPathComponent("cert.pem").path
     let key = folder.appendingPathComponent("key.pem").path
-    let made = try runProcess(
+    let made = try await runProcess(
         URL(fileURLWithPath: "/usr/bin/openssl"),
         [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

@@ -13,13 +13,13 @@ struct SafetyKillTests {
 
     @Test("killed at random moments while sending alerts: none is lost; only a message in flight can repeat")
     func killDuringSend() async throws {
-        let sink = try SMTPSink()
+        let sink = try await SMTPSink()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-safety-kill-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("safety.sqlite").path
         let probe = try builtProduct(named: "hearth-safety-probe")
-        let seeded = try runProcess(probe, ["seed", path, "\(Self.users)"])
+        let seeded = try await runProcess(probe, ["seed", path, "\(Self.users)"])
         try #require(seeded.status == 0, "\(seeded.stderr)")
 
         func start() throws -> Process {

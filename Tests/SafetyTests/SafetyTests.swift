@@ -28,7 +28,7 @@ final class SafetySystem: @unchecked Sendable {
 
     init(start: Date = SafetySystem.start) async throws {
         self.clock = ManualClock(start)
-        self.sink = try SMTPSink()
+        self.sink = try await SMTPSink()
         self.webhook = try await WebhookListener()
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-safety-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
