@@ -183,8 +183,8 @@ struct ClientServerTests {
 
     @Test("after the server closes an idle connection, the next call goes out on a new one")
     func reconnectAfterIdleGoAway() async throws {
-        // Long enough that a fresh connection is not itself idle before its first call goes out:
-        // that takes the test's task a turn on the task pool, which tests share (see offThePool).
+        // Long enough that a fresh connection is not itself idle before its first call goes out
+        // (the client sends it from the connect's completion, on the event loop).
         try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(1))) { _, port in
             let client = makeClient(port: port)
             let echo = EchoClient(client: client)
@@ -202,12 +202,13 @@ struct ClientServerTests {
             try await holder.send(.control(.ping, 1))
             _ = try #require(try await holder.waitFor { $0.kind == .pong })
 
-            // A backoff long enough that the second call surely falls inside it.
+            // A backoff long enough that the second call falls inside it even when the tests
+            // running beside this one keep its task from a thread for seconds.
             let client = RPCClient(
                 configuration: .init(
                     host: "127.0.0.1",
                     port: port,
-                    backoff: Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+                    backoff: Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0)
                 )
             )
             let echo = EchoClient(client: client)
@@ -241,6 +242,38 @@ struct ClientServerTests {
         #expect(error?.wasNeverSent == true)
         #expect(error?.message.contains("while connecting") == true)
         await client.close()
+    }
+
+    @Test("a call cancelled while its connection is being made: CANCELLED, marked as never sent")
+    func cancelWhileConnecting() async throws {
+        let hole = try HangingListener()
+        defer { hole.close() }
+        let client = makeClient(port: hole.port)
+        let call = Task { try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data()) }
+        call.cancel()
+        let error = await #expect(throws: RPCError.self) { _ = try await call.value }
+        #expect(error?.code == .cancelled)
+        #expect(error?.wasNeverSent == true)
+        await client.close()
+    }
+
+    @Test("calls made while the connection is being made all go out on it once it is up")
+    func callsWaitingForOneConnection() async throws {
+        try await withTestServer { server, port in
+            let client = makeClient(port: port)
+            let echo = EchoClient(client: client)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<50 {
+                    group.addTask {
+                        let answer = try await echo.echo(echoRequest(text: "\(i)"))
+                        #expect(answer.text == "\(i)")
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.openConnections == 1)
+            await client.close()
+        }
     }
 
     @Test("a pool of connections spreads calls round-robin")

@@ -1,0 +1,268 @@
+import Foundation
+import HearthCore
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One pooled connection and how to get it back when it is lost.
+final class ConnectionSlot: Sendable {
+    private enum State {
+        case idle(failures: Int)
+        case connecting(EventLoopFuture<RPCConnection>, failures: Int)
+        /// `failures`: connections in a row before this one that the server refused at once.
+        case ready(RPCConnection, failures: Int)
+        case backingOff(until: NIODeadline, failures: Int, error: any Error)
+        case closed
+    }
+
+    private let configuration: RPCClient.Configuration
+    private let group: any EventLoopGroup
+    private let state = Mutex(State.idle(failures: 0))
+
+    init(configuration: RPCClient.Configuration, group: any EventLoopGroup) {
+        self.configuration = configuration
+        self.group = group
+    }
+
+    /// Starts a call on this slot's connection: at once on a connection that takes calls;
+    /// otherwise as soon as one is made, from the connect's own completion on an event loop,
+    /// so no task has to be scheduled between the connection coming up and the request going
+    /// out. `timeout` covers connecting and the call. The response completes on the
+    /// connection's loop, or on `loop` when the call had to wait (nil: the connection's loop).
+    func start(
+        _ method: String,
+        payload: Data,
+        metadata: Metadata,
+        timeout: Duration?,
+        on loop: (any EventLoop)?
+    ) -> StartedCall {
+        let waitFor: EventLoopFuture<RPCConnection>
+        switch self.nextStep() {
+        case .use(let connection):
+            return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
+        case .fail(let error):
+            return .answered(.failure(error), on: loop ?? self.group.next())
+        case .wait(let future):
+            waitFor = future
+        case .connect(let promise, let failures):
+            self.connect(fulfilling: promise, failures: failures)
+            waitFor = promise.futureResult
+        }
+        let target = self.target
+        return .afterConnecting(waitFor, on: loop ?? waitFor.eventLoop, timeout: timeout) { connection, remaining in
+            connection.start(method: method, payload: payload, metadata: metadata, timeout: remaining)
+        } connectFailed: { error in
+            if let error = error as? RPCError { return error }
+            return RPCError(
+                .unavailable,
+                "cannot connect to \(target): \(describe(connectError: error))",
+                cause: CallNotSent(underlying: error)
+            )
+        } deadlinePassed: {
+            RPCError(.deadlineExceeded, "deadline exceeded while connecting to \(target)", cause: CallNotSent())
+        }
+    }
+
+    private enum Step {
+        case use(RPCConnection)
+        case wait(EventLoopFuture<RPCConnection>)
+        case fail(RPCError)
+        case connect(EventLoopPromise<RPCConnection>, failures: Int)
+    }
+
+    /// What a new call does: use the connection, wait for the one being made, fail fast while
+    /// backing off, or make one. The decision and the state change it implies happen under one
+    /// lock, so two callers never both connect.
+    private func nextStep() -> Step {
+        self.state.withLock { state -> Step in
+            let failures: Int
+            switch state {
+            case .ready(let connection, _) where connection.isAcceptingCalls:
+                return .use(connection)
+            case .connecting(let future, _):
+                return .wait(future)
+            case .closed:
+                return .fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
+            case .backingOff(let until, let count, let error):
+                let now = NIODeadline.now()
+                guard now >= until else {
+                    return .fail(
+                        RPCError(
+                            .unavailable,
+                            "cannot connect to \(self.target): \(describe(connectError: error))",
+                            retryAfter: .nanoseconds((until - now).nanoseconds),
+                            cause: CallNotSent(underlying: error)
+                        )
+                    )
+                }
+                failures = count
+            case .idle(let count):
+                failures = count
+            case .ready(let connection, let count):
+                // It stopped taking calls (GOAWAY): replace it, after a backoff if the server
+                // refused it before answering anything.
+                guard !connection.hasAnswered else {
+                    failures = 0
+                    break
+                }
+                let delay = self.configuration.backoff.delay(afterFailures: count + 1)
+                let error = RPCError(
+                    .unavailable,
+                    "\(self.target) refuses new calls",
+                    retryAfter: .nanoseconds(delay.nanoseconds),
+                    cause: CallNotSent()
+                )
+                state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                return .fail(error)
+            }
+            let promise = self.group.next().makePromise(of: RPCConnection.self)
+            state = .connecting(promise.futureResult, failures: failures)
+            return .connect(promise, failures: failures)
+        }
+    }
+
+    private var target: String { "\(self.configuration.host):\(self.configuration.port)" }
+
+    private func connect(fulfilling promise: EventLoopPromise<RPCConnection>, failures: Int) {
+        RPCConnection.connect(
+            host: self.configuration.host,
+            port: self.configuration.port,
+            group: self.group,
+            maxFrameSize: self.configuration.maxFrameSize,
+            connectTimeout: self.configuration.connectTimeout,
+            connectionSetup: self.configuration.connectionSetup
+        ).whenComplete { result in
+            switch result {
+            case .success(let connection):
+                let kept = self.state.withLock { state -> Bool in
+                    if case .closed = state { return false }
+                    state = .ready(connection, failures: failures)
+                    return true
+                }
+                guard kept else {
+                    connection.channel.close(promise: nil)
+                    promise.fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
+                    return
+                }
+                connection.channel.closeFuture.whenComplete { _ in
+                    self.state.withLock { state in
+                        guard case .ready(let current, let count) = state, current === connection else { return }
+                        if current.hasAnswered {
+                            state = .idle(failures: 0)
+                        } else {
+                            // Closed before answering anything: count it as a failed attempt.
+                            let delay = self.configuration.backoff.delay(afterFailures: count + 1)
+                            let error = RPCError(.unavailable, "\(self.target) closed the connection at once")
+                            state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                        }
+                    }
+                }
+                promise.succeed(connection)
+            case .failure(let error):
+                let attempts = failures + 1
+                let delay = self.configuration.backoff.delay(afterFailures: attempts)
+                self.state.withLock { state in
+                    if case .closed = state { return }
+                    state = .backingOff(until: .now() + delay, failures: attempts, error: error)
+                }
+                promise.fail(error)
+            }
+        }
+    }
+
+    /// The current connection when it takes calls, without waiting; nil when one must be
+    /// made, or waited for, first.
+    var readyConnection: RPCConnection? {
+        self.state.withLock { state in
+            if case .ready(let connection, _) = state, connection.isAcceptingCalls { return connection }
+            return nil
+        }
+    }
+
+    func close() async {
+        let previous = self.state.withLock { state -> State in
+            let previous = state
+            state = .closed
+            return previous
+        }
+        switch previous {
+        case .ready(let connection, _):
+            await connection.close()
+        case .connecting(let future, _):
+            if let connection = try? await future.get() { await connection.close() }
+        default:
+            break
+        }
+    }
+}
+
+/// A connect error in a few words: NIO's own description lists every address it tried.
+func describe(connectError error: any Error) -> String {
+    if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
+        return "\(first.error)"
+    }
+    return "\(error)"
+}
+
+extension StartedCall {
+    /// A call that goes out on `connecting`'s connection once it is made. Its state lives on
+    /// `loop`, where the connection's arrival, the deadline and a cancel are each handled in
+    /// whichever order they come; until the request goes out, the call ends by failing with
+    /// `connectFailed`'s error, `deadlinePassed`'s, or CANCELLED, each marked as not sent.
+    fileprivate static func afterConnecting(
+        _ connecting: EventLoopFuture<RPCConnection>,
+        on loop: any EventLoop,
+        timeout: Duration?,
+        send: @escaping @Sendable (RPCConnection, _ remaining: Duration?) -> StartedCall,
+        connectFailed: @escaping @Sendable (any Error) -> RPCError,
+        deadlinePassed: @escaping @Sendable () -> RPCError
+    ) -> StartedCall {
+        enum State {
+            case waiting(deadlineTimer: Scheduled<Void>?)
+            case sent(StartedCall)
+            case ended
+        }
+        let promise = loop.makePromise(of: Data.self)
+        let state = NIOLoopBoundBox.makeBoxSendingValue(State.waiting(deadlineTimer: nil), eventLoop: loop)
+        let deadline = timeout.map { NIODeadline.now() + .nanoseconds($0.nanoseconds) }
+        @Sendable func end(_ error: RPCError) {
+            guard case .waiting(let timer) = state.value else { return }
+            timer?.cancel()
+            state.value = .ended
+            promise.fail(error)
+        }
+        if let deadline {
+            loop.execute {
+                guard case .waiting = state.value else { return }
+                let timer = loop.scheduleTask(deadline: deadline) { end(deadlinePassed()) }
+                state.value = .waiting(deadlineTimer: timer)
+            }
+        }
+        connecting.hop(to: loop).whenComplete { result in
+            guard case .waiting(let timer) = state.value else { return }
+            switch result {
+            case .failure(let error):
+                end(connectFailed(error))
+            case .success(let connection):
+                let remaining = deadline.map { Duration.nanoseconds(($0 - .now()).nanoseconds) }
+                if let remaining, remaining <= .zero {
+                    end(deadlinePassed())
+                    return
+                }
+                timer?.cancel()
+                let call = send(connection, remaining)
+                state.value = .sent(call)
+                call.response.cascade(to: promise)
+            }
+        }
+        return StartedCall(response: promise.futureResult) {
+            loop.execute {
+                switch state.value {
+                case .waiting: end(RPCError(.cancelled, "the call was cancelled", cause: CallNotSent()))
+                case .sent(let call): call.cancel()
+                case .ended: break
+                }
+            }
+        }
+    }
+}
