@@ -116,7 +116,8 @@ struct ForwardedRequest: Sendable {
     var method: String
     var payload: Data
     var metadata: Metadata
-    var timeout: Duration
+    /// One deadline for every attempt, however many replicas it takes.
+    var deadline: NIODeadline
 }
 
 /// The attempt of a forwarded call in flight now, so that cancelling the call stops whichever
@@ -191,12 +192,17 @@ final class BackendPool: Sendable {
             )
             return
         }
+        let left = request.deadline - .now()
+        guard left > .zero else {
+            answer.fail(RPCError(.deadlineExceeded, "deadline exceeded"))
+            return
+        }
         let replica = self.replicas[index]
         let call = replica.client(on: answer.futureResult.eventLoop).start(
             request.method,
             payload: request.payload,
             metadata: request.metadata,
-            timeout: request.timeout,
+            timeout: .nanoseconds(left.nanoseconds),
             on: answer.futureResult.eventLoop
         )
         current.replace(with: call)

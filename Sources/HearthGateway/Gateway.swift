@@ -168,11 +168,11 @@ public final class Gateway: Service, CallForwarder, Sendable {
                 retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))
             )
         }
-        var timeout = self.configuration.routeTimeout
-        if let deadline = context.deadline {
-            let remaining = deadline - .now()
-            guard remaining > .zero else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
-            timeout = min(timeout, .nanoseconds(remaining.nanoseconds))
+        let now = NIODeadline.now()
+        var deadline = now + .nanoseconds(self.configuration.routeTimeout.nanoseconds)
+        if let callerDeadline = context.deadline {
+            guard callerDeadline > now else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
+            deadline = min(deadline, callerDeadline)
         }
         let metadata = context.metadata.filtered(
             keeping: { key in
@@ -192,7 +192,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             )
         }
         return pool.startOnReplica(
-            ForwardedRequest(method: context.method, payload: payload, metadata: metadata, timeout: timeout),
+            ForwardedRequest(method: context.method, payload: payload, metadata: metadata, deadline: deadline),
             on: loop
         )
     }

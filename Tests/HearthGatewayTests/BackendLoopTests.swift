@@ -65,12 +65,12 @@ struct BackendLoopTests {
             loops: [loop]
         )
         let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
-        func call() async -> RPCError? {
+        func call(within budget: TimeAmount = .milliseconds(50)) async -> RPCError? {
             let request = ForwardedRequest(
                 method: EchoService.echoMethod,
                 payload: Data(),
                 metadata: [TrustedMetadata.credential: credential],
-                timeout: .milliseconds(50)
+                deadline: .now() + budget
             )
             do {
                 _ = try await pool.startOnReplica(request, on: loop).value
@@ -80,6 +80,9 @@ struct BackendLoopTests {
             }
         }
         for _ in 0..<3 { _ = replica.recordConnectionFailure(now: .now) }
+        // A deadline already past: refused before any replica is tried, and counts for nothing.
+        #expect(await call(within: .zero)?.code == .deadlineExceeded)
+        #expect(replica.consecutiveFailures == 3)
         // The connect hangs for 2 s: this call's 50 ms run out first. That is the call's
         // budget, not news of the replica: the failures stay as they were (no reset, no count).
         #expect(await call()?.code == .deadlineExceeded)

@@ -257,6 +257,23 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test("a call from a task already cancelled is not sent: CANCELLED, marked as never sent, no connection made")
+    func callFromCancelledTask() async throws {
+        try await withTestServer { server, port in
+            let client = makeClient(port: port)
+            let call = Task {
+                try? await Task.sleep(for: .seconds(3600))  // ends at once when cancelled
+                return try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            }
+            call.cancel()
+            let error = await #expect(throws: RPCError.self) { _ = try await call.value }
+            #expect(error?.code == .cancelled)
+            #expect(error?.wasNeverSent == true)
+            #expect(server.openConnections == 0)
+            await client.close()
+        }
+    }
+
     @Test("calls made while the connection is being made all go out on it once it is up")
     func callsWaitingForOneConnection() async throws {
         try await withTestServer { server, port in

@@ -25,7 +25,7 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Starts a call on this slot's connection: at once on a connection that takes calls;
-    /// otherwise as soon as one is made, from the connect's own completion on an event loop,
+    /// otherwise as soon as one is made, from the connect's own completion on its event loop,
     /// so no task has to be scheduled between the connection coming up and the request going
     /// out. `timeout` covers connecting and the call. The response completes on the
     /// connection's loop, or on `loop` when the call had to wait (nil: the connection's loop).
@@ -127,7 +127,8 @@ final class ConnectionSlot: Sendable {
         RPCConnection.connect(
             host: self.configuration.host,
             port: self.configuration.port,
-            group: self.group,
+            // The loop whose callbacks send the calls waiting for it: no hop between the two.
+            group: promise.futureResult.eventLoop,
             maxFrameSize: self.configuration.maxFrameSize,
             connectTimeout: self.configuration.connectTimeout,
             connectionSetup: self.configuration.connectionSetup
@@ -217,29 +218,31 @@ extension StartedCall {
         connectFailed: @escaping @Sendable (any Error) -> RPCError,
         deadlinePassed: @escaping @Sendable () -> RPCError
     ) -> StartedCall {
+        // `send` (and the payload it holds) lives in the state, not in the connect's callback:
+        // a call that ended while the connect goes on for others lets go of it at once.
         enum State {
-            case waiting(deadlineTimer: Scheduled<Void>?)
+            case waiting(deadlineTimer: Scheduled<Void>?, send: @Sendable (RPCConnection, Duration?) -> StartedCall)
             case sent(StartedCall)
             case ended
         }
         let promise = loop.makePromise(of: Data.self)
-        let state = NIOLoopBoundBox.makeBoxSendingValue(State.waiting(deadlineTimer: nil), eventLoop: loop)
+        let state = NIOLoopBoundBox.makeBoxSendingValue(State.waiting(deadlineTimer: nil, send: send), eventLoop: loop)
         let deadline = timeout.map { NIODeadline.now() + .nanoseconds($0.nanoseconds) }
         @Sendable func end(_ error: RPCError) {
-            guard case .waiting(let timer) = state.value else { return }
+            guard case .waiting(let timer, _) = state.value else { return }
             timer?.cancel()
             state.value = .ended
             promise.fail(error)
         }
         if let deadline {
             loop.execute {
-                guard case .waiting = state.value else { return }
+                guard case .waiting(_, let send) = state.value else { return }
                 let timer = loop.scheduleTask(deadline: deadline) { end(deadlinePassed()) }
-                state.value = .waiting(deadlineTimer: timer)
+                state.value = .waiting(deadlineTimer: timer, send: send)
             }
         }
         connecting.hop(to: loop).whenComplete { result in
-            guard case .waiting(let timer) = state.value else { return }
+            guard case .waiting(let timer, let send) = state.value else { return }
             switch result {
             case .failure(let error):
                 end(connectFailed(error))

@@ -83,8 +83,12 @@ public final class RPCClient: Sendable {
             [slots, turn] method, payload, options in
             let slot = turn.pick(from: slots)
             let metadata = Metadata(options.metadata)
+            // One deadline for the call, its connecting and its one retry.
+            let deadline = options.timeout.map { ContinuousClock.now + $0 }
             func attempt() async throws -> Data {
-                try await slot.start(method, payload: payload, metadata: metadata, timeout: options.timeout, on: nil)
+                if Task.isCancelled { throw RPCError(.cancelled, "the call was cancelled", cause: CallNotSent()) }
+                let timeout = deadline.map { $0 - ContinuousClock.now }
+                return try await slot.start(method, payload: payload, metadata: metadata, timeout: timeout, on: nil)
                     .value
             }
             do {
