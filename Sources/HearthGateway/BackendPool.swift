@@ -5,16 +5,25 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// When a replica that keeps refusing connections is taken out of rotation, and for how long.
+/// When a replica that keeps failing is taken out of rotation, and for how long. Failures are
+/// connections it refused or let time out, and health checks it left unanswered.
 public struct EjectionPolicy: Sendable {
-    /// Consecutive connection failures that eject a replica.
+    /// Consecutive failures that eject a replica.
     public var consecutiveFailures: Int
     /// How long an ejected replica stays out before a health check may readmit it.
     public var duration: Duration
+    /// How long a health check waits for SERVING. A replica that let a call's deadline pass
+    /// unanswered is checked, at most once per this long.
+    public var healthCheckTimeout: Duration
 
-    public init(consecutiveFailures: Int = 5, duration: Duration = .seconds(30)) {
+    public init(
+        consecutiveFailures: Int = 5,
+        duration: Duration = .seconds(30),
+        healthCheckTimeout: Duration = .seconds(1)
+    ) {
         self.consecutiveFailures = consecutiveFailures
         self.duration = duration
+        self.healthCheckTimeout = healthCheckTimeout
     }
 }
 
@@ -23,6 +32,8 @@ final class Replica: Sendable {
     private struct Standing {
         var consecutiveFailures = 0
         var ejectedUntil: ContinuousClock.Instant?
+        var lastCheckAfterUnansweredCall: ContinuousClock.Instant?
+        var finishedChecksAfterUnansweredCalls = 0
     }
 
     let address: String
@@ -71,7 +82,7 @@ final class Replica: Sendable {
     /// Whether the replica answers SERVING to a health check, asked on one of its clients.
     func isServing() async -> Bool {
         let status = try? await HealthClient(client: self.clients[0].client).check(
-            options: CallOptions(timeout: .seconds(1))
+            options: CallOptions(timeout: self.policy.healthCheckTimeout)
         )
         return status == .serving
     }
@@ -82,7 +93,33 @@ final class Replica: Sendable {
 
     var isEjected: Bool { self.standing.withLock { $0.ejectedUntil != nil } }
 
-    /// Connection failures in a row (for tests).
+    /// Whether a call it got but left unanswered past its deadline should be followed by a
+    /// health check now: at most one per `healthCheckTimeout`, so short deadlines that pass
+    /// often on a healthy replica cost one check a second, not one per call.
+    func startsCheckAfterUnansweredCall(now: ContinuousClock.Instant) -> Bool {
+        self.standing.withLock { standing in
+            if let last = standing.lastCheckAfterUnansweredCall, now < last + self.policy.healthCheckTimeout {
+                return false
+            }
+            standing.lastCheckAfterUnansweredCall = now
+            return true
+        }
+    }
+
+    /// Health checks after unanswered calls that have finished (for tests).
+    var finishedChecksAfterUnansweredCalls: Int { self.standing.withLock { $0.finishedChecksAfterUnansweredCalls } }
+
+    /// Asks whether it still serves after it left a call unanswered; unanswered too, counts a
+    /// failure. Returns true when that ejects it.
+    func checkAfterUnansweredCall() async -> Bool {
+        let serving = await self.isServing()
+        return self.standing.withLock { standing in
+            standing.finishedChecksAfterUnansweredCalls += 1
+            return serving ? false : Self.countFailure(&standing, policy: self.policy, now: .now)
+        }
+    }
+
+    /// Failures in a row (for tests).
     var consecutiveFailures: Int { self.standing.withLock { $0.consecutiveFailures } }
 
     /// Whether the ejection is over and a health check may readmit it.
@@ -94,16 +131,21 @@ final class Replica: Sendable {
         self.standing.withLock { $0.consecutiveFailures = 0 }
     }
 
-    /// Counts a failure to connect; returns true when it ejects the replica.
-    func recordConnectionFailure(now: ContinuousClock.Instant) -> Bool {
-        self.standing.withLock { standing in
-            standing.consecutiveFailures += 1
-            guard standing.ejectedUntil == nil, standing.consecutiveFailures >= self.policy.consecutiveFailures else {
-                return false
-            }
-            standing.ejectedUntil = now + self.policy.duration
-            return true
+    /// Counts a failure (to connect, or to answer a health check); returns true when it ejects
+    /// the replica.
+    func recordFailure(now: ContinuousClock.Instant) -> Bool {
+        self.standing.withLock { Self.countFailure(&$0, policy: self.policy, now: now) }
+    }
+
+    private static func countFailure(_ standing: inout Standing, policy: EjectionPolicy, now: ContinuousClock.Instant)
+        -> Bool
+    {
+        standing.consecutiveFailures += 1
+        guard standing.ejectedUntil == nil, standing.consecutiveFailures >= policy.consecutiveFailures else {
+            return false
         }
+        standing.ejectedUntil = now + policy.duration
+        return true
     }
 
     func readmit() {
@@ -218,7 +260,7 @@ final class BackendPool: Sendable {
                     self.attempt(request, tried: tried, again: index, answer: answer, current: current)
                     return
                 }
-                self.countConnectionFailure(of: replica)
+                self.countFailure(of: replica)
                 self.logger.debug(
                     "backend unreachable",
                     metadata: ["backend": "\(replica.address)", "error": "\(error)"]
@@ -228,18 +270,36 @@ final class BackendPool: Sendable {
                 replica.recordSuccess()  // it answered: the connection works
                 answer.fail(error)
             case .failure(let error):
-                // No answer, and nothing learnt of the replica: the call's deadline passed or it
-                // was cancelled (while connecting, or after it was sent), or the connection
-                // closed under it. The deadline is the caller's budget, not the replica's fault;
-                // a replica whose connections hang is ejected by its connect timeouts instead.
+                // No answer: the call's deadline passed or it was cancelled (while connecting,
+                // or after it was sent), or the connection closed under it. The deadline is the
+                // caller's budget, not the replica's fault; a replica whose connections hang is
+                // ejected by its connect timeouts. One that got the call and let its deadline
+                // pass is asked whether it still serves: a hung process answers nothing.
+                if let error = error as? RPCError, error.code == .deadlineExceeded, !error.wasNeverSent {
+                    self.checkHealth(afterUnansweredCallTo: replica)
+                }
                 answer.fail(error)
             }
         }
     }
 
-    private func countConnectionFailure(of replica: Replica) {
-        if replica.recordConnectionFailure(now: .now) {
+    private func countFailure(of replica: Replica) {
+        if replica.recordFailure(now: .now) {
             self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
+        }
+    }
+
+    /// A health check after a call the replica left unanswered; unanswered too, it counts as a
+    /// failure. A replica that answers it is slow for some calls, not gone, and stays.
+    private func checkHealth(afterUnansweredCallTo replica: Replica) {
+        guard replica.startsCheckAfterUnansweredCall(now: .now) else { return }
+        Task {
+            if await replica.checkAfterUnansweredCall() {
+                self.logger.warning(
+                    "ejecting backend: it leaves calls and health checks unanswered",
+                    metadata: ["backend": "\(replica.address)"]
+                )
+            }
         }
     }
 

@@ -1,10 +1,12 @@
 import EchoService
 import Foundation
+import HearthContracts
 import HearthRPC
 import HearthTestSupport
 import Logging
 import NIOCore
 import NIOPosix
+import SwiftProtobuf
 import Testing
 
 @testable import HearthGateway
@@ -79,7 +81,7 @@ struct BackendLoopTests {
                 return error as? RPCError
             }
         }
-        for _ in 0..<3 { _ = replica.recordConnectionFailure(now: .now) }
+        for _ in 0..<3 { _ = replica.recordFailure(now: .now) }
         // A deadline already past: refused before any replica is tried, and counts for nothing.
         #expect(await call(within: .zero)?.code == .deadlineExceeded)
         #expect(replica.consecutiveFailures == 3)
@@ -91,6 +93,45 @@ struct BackendLoopTests {
         try await eventually("the connect timed out") { await call()?.code == .unavailable }
         #expect(replica.consecutiveFailures >= 4)
         await replica.close()
+        try await group.shutdownGracefully()
+    }
+
+    @Test("a replica slower than a call's deadline, but answering its health check, stays in rotation")
+    func slowReplicaStays() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let backend = Replica(name: "replica-0")
+        // One failed check would eject it; the check has 5 s to be answered.
+        let policy = EjectionPolicy(consecutiveFailures: 1, duration: .seconds(60), healthCheckTimeout: .seconds(5))
+        let replica = HearthGateway.Replica(
+            host: "127.0.0.1",
+            port: try await backend.port,
+            connections: 1,
+            connectTimeout: .seconds(2),
+            policy: policy,
+            loops: [loop]
+        )
+        let pool = BackendPool(prefix: "hearth.probe.", replicas: [replica], logger: Logger(label: "test"))
+        var hold = Hearth_Echo_V1_EchoRequest()
+        hold.sleepMs = 60_000
+        for _ in 0..<3 {
+            let request = ForwardedRequest(
+                method: ProbeService.hold,
+                payload: try hold.serializedData(),
+                metadata: [TrustedMetadata.credential: credential],
+                deadline: .now() + .milliseconds(50)
+            )
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await pool.startOnReplica(request, on: loop).value
+            }
+            #expect(error?.code == .deadlineExceeded)
+        }
+        // Three deadlines passed within the 5 s spacing: one check, answered SERVING.
+        try await eventually("the health check finished") { replica.finishedChecksAfterUnansweredCalls == 1 }
+        #expect(!replica.isEjected)
+        #expect(replica.consecutiveFailures == 0)
+        await replica.close()
+        await backend.stop()
         try await group.shutdownGracefully()
     }
 }

@@ -303,28 +303,63 @@ struct GatewayTests {
             connectTimeout: .milliseconds(300),
             unservedPorts: [hole.port]
         ) { harness in
-            let token = "Bearer \(try await harness.token())"
-            var calls = 0
-            var deadlines = 0
             // Calls take turns between the replica and the hole. One into the hole waits for the
             // hanging connection until its deadline; once the connection timed out, it is tried
             // on the replica at once, and counts against the hole.
-            while harness.gateway.ejectedBackends.isEmpty {
-                calls += 1
-                try #require(calls <= 200, "a hole that never connects is ejected")
-                do {
-                    #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
-                } catch let error as RPCError {
-                    #expect(error.code == .deadlineExceeded)
-                    deadlines += 1
-                }
-            }
+            let (calls, deadlines) = try await Self.callUntilEjected(harness, within: 200)
             #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(hole.port)"])
             #expect(deadlines < calls / 2, "not every call into the hole waited for its deadline")
-            for _ in 0..<6 {
+        }
+    }
+
+    @Test("a replica that takes calls but never answers is health-checked after a deadline passes, and ejected")
+    func silentReplicaIsEjected() async throws {
+        let silent = try await SilentListener()
+        let ejection = EjectionPolicy(
+            consecutiveFailures: 3,
+            duration: .seconds(60),
+            healthCheckTimeout: .milliseconds(100)
+        )
+        try await GatewayHarness.run(
+            replicas: 1,
+            limits: RateLimiter.Limits(perSecond: 1, burst: 1_000),
+            ejection: ejection,
+            // Long enough that the answering replica is not checked itself on a loaded machine.
+            routeTimeout: .milliseconds(500),
+            unservedPorts: [silent.port]
+        ) { harness in
+            // Calls take turns between the replica and the silent one. The silent one connects
+            // and takes each call, so it is never refused: only its unanswered health checks,
+            // at most one per 100 ms, count against it.
+            _ = try await Self.callUntilEjected(harness, within: 400)
+            #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(silent.port)"])
+        }
+        await silent.close()
+    }
+
+    /// Calls through the gateway, served by replica-0 or ending at their deadline, until a
+    /// backend is ejected (at most `bound` calls); then six more, all served by replica-0.
+    /// Returns how many calls it took and how many of them ended at their deadline.
+    private static func callUntilEjected(_ harness: GatewayHarness, within bound: Int) async throws
+        -> (calls: Int, deadlines: Int)
+    {
+        let token = "Bearer \(try await harness.token())"
+        var calls = 0
+        var deadlines = 0
+        while harness.gateway.ejectedBackends.isEmpty {
+            calls += 1
+            try #require(calls <= bound, "the failing backend is ejected within \(bound) calls")
+            do {
                 #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+            } catch let error as RPCError {
+                #expect(error.code == .deadlineExceeded)
+                deadlines += 1
             }
         }
+        for _ in 0..<6 {
+            #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+        }
+        return (calls, deadlines)
     }
 
     @Test("EdDSA tokens verify with the configured public key; HS256 ones still do")
