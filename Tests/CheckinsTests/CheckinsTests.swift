@@ -111,6 +111,47 @@ struct CheckinsTests {
         await expectCode(.resourceExhausted) { _ = try await fixture.checkIn(session) }
     }
 
+    @Test("a retry that arrives after the window closed still gets the original check-in, to the same millisecond")
+    func lateRetry() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession(hours: 2)
+        // A clock and a capture time finer than the store keeps.
+        fixture.clock.set(Fixture.start.addingTimeInterval(60.123456))
+        let taken = Fixture.start.addingTimeInterval(30.987654)
+        let first = try await fixture.checkIn(session, at: taken, requestID: "queued-1")
+        let again = try await fixture.checkIn(session, at: taken, requestID: "queued-1")
+        #expect(again == first)
+        // The upload queue stayed offline past the session's end + 24 h.
+        fixture.clock.set(Fixture.start.addingTimeInterval(2 * 3600 + 24 * 3600 + 1))
+        let late = try await fixture.checkIn(session, at: taken, requestID: "queued-1")
+        #expect(late == first)
+        await expectCode(.invalidArgument) { _ = try await fixture.checkIn(session, at: taken, requestID: "queued-2") }
+    }
+
+    @Test("photo alt text: trimmed; 1,000 user-perceived characters pass, 1,001 do not")
+    func altTextBoundary() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        func create(altText: String) async throws -> Hearth_Checkins_V1_CheckIn {
+            var request = Hearth_Checkins_V1_CreateCheckInRequest()
+            request.sessionID = session.id
+            request.caption = "Walk done"
+            request.photoAltText = altText
+            request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
+            request.clientRequestID = UUID().uuidString
+            return try await fixture.service.createCheckIn(request, fixture.context("sam"))
+        }
+        let at1000 = String(repeating: "👩‍👩‍👧‍👦", count: 500) + String(repeating: "a", count: 500)
+        #expect(try await create(altText: " \(at1000) ").photoAltText == at1000)
+        do {
+            _ = try await create(altText: at1000 + "a")
+            Issue.record("1,001 characters of alt text were accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.violations.map(\.field) == ["photo_alt_text"])
+        }
+    }
+
     @Test("a new check-in puts one notification for the owner in the outbox; a retry puts none")
     func ownerNotification() async throws {
         let fixture = try Fixture()
@@ -266,15 +307,14 @@ struct CheckinsTests {
                 stranger
             )
         }
-        await expectCode(.notFound) {
-            _ = try await service.removeTemplate(
-                {
-                    var r = Hearth_Checkins_V1_RemoveTemplateRequest()
-                    r.templateID = templates.templates[0].id
-                    return r
-                }(),
-                stranger
-            )
+        do {
+            var remove = Hearth_Checkins_V1_RemoveTemplateRequest()
+            remove.templateID = templates.templates[0].id
+            _ = try await service.removeTemplate(remove, stranger)
+            Issue.record("a stranger removed a template")
+        } catch let error as RPCError {
+            #expect(error.code == .notFound)
+            #expect(!error.message.contains(nest.id), "the nest's id does not leak: \(error.message)")
         }
         let mine = try await service.listMyNests(Hearth_Checkins_V1_ListMyNestsRequest(), stranger)
         #expect(mine.nests.isEmpty)
@@ -295,6 +335,16 @@ struct CheckinsTests {
         #expect(try await role("sam", asking: "olivia") == .sitter)
         #expect(try await role("mallory", asking: "mallory") == .none)
         await expectCode(.permissionDenied) { _ = try await role("olivia", asking: "mallory") }
+        // About someone else in a nest that does not exist: the same answer, so asking tells no
+        // one which nests exist.
+        var missing = Hearth_Checkins_V1_GetNestRoleRequest()
+        missing.nestID = "no-such-nest"
+        missing.userID = "olivia"
+        await expectCode(.permissionDenied) {
+            _ = try await fixture.service.getNestRole(missing, fixture.context("mallory"))
+        }
+        missing.userID = "mallory"
+        #expect(try await fixture.service.getNestRole(missing, fixture.context("mallory")).role == .none)
         fixture.clock.advance(by: 3600)
         #expect(try await role("sam", asking: "sam") == .none)
     }

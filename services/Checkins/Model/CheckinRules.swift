@@ -6,6 +6,7 @@ import HearthRPC
 /// The rules of check-ins, as pure functions: no clock, no storage.
 enum CheckinRules {
     static let maxCaptionCharacters = 280
+    static let maxAltTextCharacters = 1_000
     static let maxPerLocalDay = 10
     static let maxFutureSkew: TimeInterval = 5 * 60
     static let lateArrival: TimeInterval = 24 * 3600
@@ -30,6 +31,21 @@ enum CheckinRules {
             )
         }
         return .success(caption)
+    }
+
+    /// A photo's description for screen readers, trimmed; at most 1,000 user-perceived
+    /// characters (so that a timeline page of them stays well inside a frame).
+    static func altText(_ raw: String) -> Result<String, FieldViolation> {
+        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.count <= Self.maxAltTextCharacters else {
+            return .failure(
+                FieldViolation(
+                    field: "photo_alt_text",
+                    description: "has \(text.count) characters; at most \(Self.maxAltTextCharacters)"
+                )
+            )
+        }
+        return .success(text)
     }
 
     /// Why a check-in captured at `capturedAt` and received at `now` does not fit `session`, if

@@ -144,12 +144,15 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     {
         let user = try context.verifiedUser()
         var response = Hearth_Checkins_V1_GetNestRoleResponse()
-        guard let nest = try await self.store.nest(request.nestID) else {
+        let nest = try await self.store.nest(request.nestID)
+        // Asked about someone else, only the owner hears anything: whether a nest exists is
+        // not told to anyone else.
+        guard request.userID == user || (nest != nil && nest?.ownerUserID == user) else {
+            throw RPCError(.permissionDenied, "you may ask only about your own role in a nest")
+        }
+        guard let nest else {
             response.role = .none
             return response
-        }
-        guard request.userID == user || nest.ownerUserID == user else {
-            throw RPCError(.permissionDenied, "you may ask only about your own role in a nest")
         }
         response.role = NestRoleRule.role(
             user: request.userID,
@@ -177,7 +180,13 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         case .success(let value): caption = value
         case .failure(let violation): violations.append(violation)
         }
-        if request.clientRequestID.isEmpty || request.clientRequestID.count > 128 {
+        var altText = ""
+        switch CheckinRules.altText(request.photoAltText) {
+        case .success(let value): altText = value
+        case .failure(let violation): violations.append(violation)
+        }
+        let requestIDIsValid = !request.clientRequestID.isEmpty && request.clientRequestID.count <= 128
+        if !requestIDIsValid {
             violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
         }
         let now = self.store.now
@@ -191,7 +200,19 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         ) {
             violations.append(timing)
         }
-        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        guard violations.isEmpty else {
+            // A retry of a check-in already stored gets the first answer even when it no longer
+            // fits (an upload queue that stayed offline past the session's 24 hours).
+            if requestIDIsValid,
+                let earlier = try await self.store.earlierRequest(
+                    submitter: user,
+                    clientRequestID: request.clientRequestID
+                )
+            {
+                return try Self.answer(earlier, request: request, session: session)
+            }
+            throw RPCError.invalidArgument(violations)
+        }
         // A retry from an upload queue answers at once, without decoding its photo again
         // (without a photo, the write transaction below finds the earlier request itself).
         if hasPhoto,
@@ -207,9 +228,10 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             sessionID: session.id,
             submitterUserID: user,
             caption: caption,
-            capturedAt: request.capturedAt.date,
+            // As stored (to the millisecond): the answer and a retry's answer agree.
+            capturedAt: Store.asStored(request.capturedAt.date),
             createdAt: now,
-            photoAltText: request.photoAltText.trimmingCharacters(in: .whitespacesAndNewlines),
+            photoAltText: altText,
             viewedAt: nil,
             clientRequestID: request.clientRequestID,
             photoFormat: photo?.full.format.rawValue,
@@ -367,7 +389,12 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         guard let template = try await self.store.template(request.templateID) else {
             throw RPCError.notFound("template", request.templateID)
         }
-        _ = try await self.ownedNest(template.nestID, by: user)
+        do {
+            _ = try await self.ownedNest(template.nestID, by: user)
+        } catch let error as RPCError where error.code == .notFound {
+            // Someone who cannot see the nest learns nothing of it, not even its id.
+            throw RPCError.notFound("template", request.templateID)
+        }
         try await self.store.removeTemplate(template.id)
         return Hearth_Checkins_V1_RemoveTemplateResponse()
     }

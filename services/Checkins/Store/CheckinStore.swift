@@ -21,7 +21,8 @@ struct CheckinStore: Sendable {
         self.outbox = Outbox(writer: self.base.writer, clock: clock)
     }
 
-    var now: Date { self.base.clock.now() }
+    /// The time now, as the store keeps dates (to the millisecond).
+    var now: Date { self.base.now }
     private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Nests

@@ -15,7 +15,8 @@ struct RoutineStore: Sendable {
         self.relay = Relay(writer: self.base.writer, clock: clock)
     }
 
-    var now: Date { self.base.clock.now() }
+    /// The time now, as the store keeps dates (to the millisecond).
+    var now: Date { self.base.now }
     private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Routines
