@@ -60,6 +60,8 @@ struct Call: AsyncParsableCommand {
             configuration: .init(
                 host: target.host,
                 port: target.port,
+                // A photo upload may be sent; a server that takes less answers with GOAWAY.
+                maxFrameSize: ProcessName.largestFrameSize,
                 connectionSetup: try self.tls.connectionSetup(host: target.host)
             )
         )

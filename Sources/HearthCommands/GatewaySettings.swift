@@ -59,7 +59,8 @@ struct GatewaySettings: ParsableArguments {
             routes: routes,
             internalCredential: internalCredential,
             routeTimeout: self.routeTimeout.duration,
-            rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst)
+            rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst),
+            maxFrameSize: ProcessName.gateway.maxFrameSize
         )
     }
 

@@ -41,6 +41,19 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         }
     }
 
+    /// The largest frame it takes: checkins takes photo uploads, and the gateway forwards them.
+    var maxFrameSize: Int {
+        switch self {
+        case .checkins, .gateway: CheckinsService.maxFrameSize
+        case .tasks, .safety, .routines, .echo: ServerConfiguration.defaultMaxFrameSize
+        }
+    }
+
+    /// The largest frame any process takes: what `hearth call` lets a request grow to.
+    static var largestFrameSize: Int {
+        Self.allCases.map(\.maxFrameSize).max() ?? ServerConfiguration.defaultMaxFrameSize
+    }
+
     /// The RPC packages it serves; the gateway routes these to it.
     var packages: [String] {
         switch self {
@@ -211,6 +224,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             configuration: ServerConfiguration(
                 host: settings.host,
                 port: settings.port,
+                maxFrameSize: name.maxFrameSize,
                 connectionSetup: settings.gatewayTLS
             ),
             services: [],
@@ -242,6 +256,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             configuration: ServerConfiguration(
                 host: settings.host,
                 port: settings.port,
+                maxFrameSize: name.maxFrameSize,
                 internalCredential: settings.secrets.internalCredential
             ),
             services: services,

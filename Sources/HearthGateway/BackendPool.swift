@@ -51,6 +51,7 @@ final class Replica: Sendable {
         port: Int,
         connections: Int,
         connectTimeout: Duration,
+        maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         policy: EjectionPolicy,
         loops: [any EventLoop]
     ) {
@@ -63,6 +64,7 @@ final class Replica: Sendable {
                     host: host,
                     port: port,
                     connections: connections,
+                    maxFrameSize: maxFrameSize,
                     connectTimeout: .nanoseconds(connectTimeout.nanoseconds),
                     backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
                 ),

@@ -29,6 +29,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// How long a connection to a replica may take before it counts as a failure (its
         /// calls are then tried on another replica, and enough failures eject it).
         public var connectTimeout: Duration
+        /// The largest frame sent to a replica: as large as the gateway's own server takes.
+        public var maxFrameSize: Int
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -38,7 +40,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             ejection: EjectionPolicy = EjectionPolicy(),
             connectionsPerBackend: Int = 1,
             probeInterval: Duration = .seconds(1),
-            connectTimeout: Duration = .seconds(2)
+            connectTimeout: Duration = .seconds(2),
+            maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -48,6 +51,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.connectionsPerBackend = connectionsPerBackend
             self.probeInterval = probeInterval
             self.connectTimeout = connectTimeout
+            self.maxFrameSize = maxFrameSize
         }
     }
 
@@ -85,6 +89,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
                         connectTimeout: configuration.connectTimeout,
+                        maxFrameSize: configuration.maxFrameSize,
                         policy: configuration.ejection,
                         loops: Array(group.makeIterator())
                     )

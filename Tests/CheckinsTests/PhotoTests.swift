@@ -23,6 +23,11 @@ enum Images {
                 raw.append(contentsOf: [r, g, b])
             }
         }
+        return self.png(raw: raw, width: width, height: height)
+    }
+
+    /// A PNG of filtered rows `raw` (8-bit RGB), stored in zlib blocks without compression.
+    private static func png(raw: Data, width: Int, height: Int) -> Data {
         var zlib = Data([0x78, 0x01])
         var offset = 0
         repeat {
@@ -39,6 +44,15 @@ enum Images {
         var ihdr = Data(bigEndian(UInt32(width)) + bigEndian(UInt32(height)))
         ihdr.append(contentsOf: [8, 2, 0, 0, 0])  // 8-bit RGB
         return self.pngFile(chunks: [("IHDR", ihdr), ("IDAT", zlib), ("IEND", Data())])
+    }
+
+    /// A PNG of one colour, stored without compression: about `width` x `height` x 3 bytes.
+    static func flatPNG(width: Int, height: Int) -> Data {
+        var row = Data([0])  // filter: none
+        row.append(Data(repeating: 0x80, count: width * 3))
+        var raw = Data(capacity: row.count * height)
+        for _ in 0..<height { raw.append(row) }
+        return self.png(raw: raw, width: width, height: height)
     }
 
     /// Only a PNG header claiming `width` x `height`: enough for the size check, nothing to decode.
@@ -128,6 +142,57 @@ enum Images {
 
 @Suite("Photos")
 struct PhotoTests {
+    @Test(
+        "a photo near 10 MiB goes over the wire at the checkins process's frame limit; one byte over 10 MiB is refused by name"
+    )
+    func largeUploadOverTheWire() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let configuration = ServerConfiguration(
+            maxFrameSize: CheckinsService.maxFrameSize,
+            internalCredential: "secret"
+        )
+        try await withServer(configuration: configuration, services: [fixture.service]) { _, port in
+            let client = RPCClient(
+                configuration: .init(host: "127.0.0.1", port: port, maxFrameSize: CheckinsService.maxFrameSize)
+            )
+            var request = Hearth_Checkins_V1_CreateCheckInRequest()
+            request.sessionID = session.id
+            request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
+            request.clientRequestID = "big-1"
+            request.photo = Images.flatPNG(width: 1_860, height: 1_860)  // 10,378,813 bytes
+            #expect(request.photo.count > 10_300_000 && request.photo.count <= 10 * 1024 * 1024)
+            let options = CallOptions(
+                timeout: .seconds(60),
+                metadata: [TrustedMetadata.credential: "secret", TrustedMetadata.user: "sam"]
+            )
+            let created = try await client.call(
+                "hearth.checkins.v1.Checkins/CreateCheckIn",
+                request,
+                as: Hearth_Checkins_V1_CheckIn.self,
+                options: options
+            )
+            #expect(created.hasPhoto_p)
+            #expect(created.photo.width == 1_860)
+            // One byte over 10 MiB still fits the frame: the service names the field.
+            request.clientRequestID = "big-2"
+            request.photo = Data(repeating: 0x89, count: 10 * 1024 * 1024 + 1)
+            do {
+                _ = try await client.call(
+                    "hearth.checkins.v1.Checkins/CreateCheckIn",
+                    request,
+                    as: Hearth_Checkins_V1_CheckIn.self,
+                    options: options
+                )
+                Issue.record("an upload over 10 MiB was accepted")
+            } catch let error as RPCError {
+                #expect(error.code == .invalidArgument)
+                #expect(error.violations.map(\.field) == ["photo"])
+            }
+            await client.close()
+        }
+    }
+
     private func exiftool(_ arguments: [String]) async throws -> ProcessOutput {
         let tool = URL(fileURLWithPath: "/usr/bin/exiftool")
         try #require(

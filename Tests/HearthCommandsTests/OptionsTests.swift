@@ -1,3 +1,7 @@
+import ArgumentParser
+import CheckinsService
+import HearthGateway
+import HearthRPC
 import Testing
 
 @testable import HearthCommands
@@ -41,5 +45,18 @@ struct OptionsTests {
     func methodOwners() {
         #expect(ProcessName.owner(of: "hearth.echo.v1.Echo/Echo") == .echo)
         #expect(ProcessName.owner(of: "hearth.nope.v1.Nope/Nope") == nil)
+    }
+
+    @Test("checkins, and the gateway in front of it, take frames a 10 MiB photo fits in; the rest keep 4 MiB")
+    func frameLimits() throws {
+        #expect(CheckinsService.maxFrameSize > 10 * 1024 * 1024)
+        #expect(ProcessName.checkins.maxFrameSize == CheckinsService.maxFrameSize)
+        #expect(ProcessName.gateway.maxFrameSize == CheckinsService.maxFrameSize)
+        for process in [ProcessName.tasks, .safety, .routines, .echo] {
+            #expect(process.maxFrameSize == ServerConfiguration.defaultMaxFrameSize)
+        }
+        let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
+        #expect(gateway.maxFrameSize == CheckinsService.maxFrameSize, "what the gateway sends its replicas")
+        #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
 }

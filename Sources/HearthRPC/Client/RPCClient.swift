@@ -47,7 +47,7 @@ public final class RPCClient: Sendable {
             host: String,
             port: Int,
             connections: Int = 1,
-            maxFrameSize: Int = 4 * 1024 * 1024,
+            maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
             connectTimeout: TimeAmount = .seconds(5),
             backoff: Backoff = Backoff(),
             connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil

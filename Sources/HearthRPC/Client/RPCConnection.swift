@@ -26,7 +26,7 @@ public final class RPCConnection: Sendable {
         host: String,
         port: Int,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        maxFrameSize: Int = 4 * 1024 * 1024,
+        maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         connectTimeout: TimeAmount = .seconds(5),
         connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
     ) -> EventLoopFuture<RPCConnection> {

@@ -2,6 +2,9 @@ public import NIOCore
 
 /// Where a server listens, and the limits that keep one client from hurting the others.
 public struct ServerConfiguration: Sendable {
+    /// The frame limit unless a process needs more (DESIGN.md: 4 MiB); clients use it too.
+    public static let defaultMaxFrameSize = 4 * 1024 * 1024
+
     public var host: String
     /// 0 picks a free port; ``RPCServer/localAddress`` reports the real one.
     public var port: Int
@@ -25,7 +28,7 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 0,
-        maxFrameSize: Int = 4 * 1024 * 1024,
+        maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         maxConcurrentCallsPerConnection: Int = 1024,
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),

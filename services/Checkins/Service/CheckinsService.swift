@@ -12,6 +12,11 @@ import SwiftProtobuf
 /// The caller is always the verified user of the call context. Only a session's owner and
 /// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
 public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
+    /// The frame a CreateCheckIn with the largest photo takes: 10 MiB of photo, and room for
+    /// its other fields and the call's envelope. The checkins process, and the gateway that
+    /// forwards to it, take frames this large.
+    public static let maxFrameSize = PhotoNormalizer.maxUploadBytes + 1024 * 1024
+
     public static let package = "hearth.checkins.v1.Checkins"
     let store: CheckinStore
 
