@@ -119,7 +119,13 @@ public struct OutboxDeliverer: DueWork {
         try await self.deliverDue()
     }
 
-    /// Sends every message due now; returns how many were delivered.
+    /// How many messages are sent at once: a preset time (every user's 09:00) makes many due
+    /// together, and one slow webhook answer must not hold the rest back.
+    static let sendsAtOnce = 16
+
+    /// Sends every message due now, `sendsAtOnce` at a time, recording each outcome as soon
+    /// as it is known (a crash repeats only sends whose outcome was not recorded yet, with the
+    /// same idempotency key); returns how many were delivered.
     @discardableResult
     public func deliverDue() async throws -> Int {
         let now = self.clock.now()
@@ -132,69 +138,74 @@ public struct OutboxDeliverer: DueWork {
                     ORDER BY next_attempt_at, id LIMIT 100
                     """,
                 arguments: [now]
-            ).map { row -> (id: String, message: String, attempts: Int) in
-                (row["id"], row["message"], row["attempts"])
-            }
+            ).map { row in Due(id: row["id"], message: row["message"], attempts: row["attempts"]) }
         }
-        var delivered = 0
-        var outcomes: [(sql: String, arguments: StatementArguments)] = []
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        for (id, text, attempts) in due {
-            do {
-                let message = try decoder.decode(PushMessage.self, from: Data(text.utf8))
-                if let expiresAt = message.expiresAt, self.clock.now() >= expiresAt {
-                    throw PushExpired(expiresAt: expiresAt)
-                }
-                try await self.sender.send(message)
-                outcomes.append(
-                    (
-                        "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                        [self.clock.now(), id]
-                    )
-                )
-                delivered += 1
-            } catch let expired as PushExpired {
-                self.logger.info("push expired unsent; dropped", metadata: ["id": "\(id)"])
-                outcomes.append(
-                    (
-                        "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
-                        [self.clock.now(), "\(expired)", id]
-                    )
-                )
-            } catch let rejected as PushRejected {
-                self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
-                outcomes.append(
-                    (
-                        "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
-                        [self.clock.now(), "\(rejected)", id]
-                    )
-                )
-            } catch {
-                let delay = min(self.maxDelay, pow(2, Double(attempts)))
-                self.logger.info(
-                    "push failed; will retry",
-                    metadata: ["id": "\(id)", "in_s": "\(delay)", "error": "\(error)"]
-                )
-                outcomes.append(
-                    (
-                        "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
-                        [self.clock.now().addingTimeInterval(delay), "\(error)", id]
-                    )
-                )
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            var waiting = due[...]
+            for _ in 0..<Self.sendsAtOnce {
+                guard let next = waiting.popFirst() else { break }
+                group.addTask { try await self.deliver(next) }
             }
-        }
-        // One transaction for the whole batch: a crash before it commits sends the batch again
-        // (with the same idempotency keys), never loses it.
-        if !outcomes.isEmpty {
-            let recorded = outcomes
-            try await self.writer.write { db in
-                for outcome in recorded {
-                    try db.cachedStatement(sql: outcome.sql).execute(arguments: outcome.arguments)
-                }
+            var delivered = 0
+            while let sent = try await group.next() {
+                if sent { delivered += 1 }
+                if let next = waiting.popFirst() { group.addTask { try await self.deliver(next) } }
             }
+            return delivered
         }
+    }
+
+    private struct Due: Sendable {
+        var id: String
+        var message: String
+        var attempts: Int
+    }
+
+    /// Sends one message and records what came of it; returns whether it was delivered.
+    private func deliver(_ due: Due) async throws -> Bool {
+        let (sql, arguments, delivered) = await self.send(due)
+        try await self.writer.write { db in try db.cachedStatement(sql: sql).execute(arguments: arguments) }
         return delivered
+    }
+
+    /// Sends one message; the update that records the outcome, and whether it was delivered.
+    private func send(_ due: Due) async -> (String, StatementArguments, Bool) {
+        let id = due.id
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let message = try decoder.decode(PushMessage.self, from: Data(due.message.utf8))
+            if let expiresAt = message.expiresAt, self.clock.now() >= expiresAt {
+                throw PushExpired(expiresAt: expiresAt)
+            }
+            try await self.sender.send(message)
+            return (
+                "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+                [self.clock.now(), id], true
+            )
+        } catch let expired as PushExpired {
+            self.logger.info("push expired unsent; dropped", metadata: ["id": "\(id)"])
+            return (
+                "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
+                [self.clock.now(), "\(expired)", id], false
+            )
+        } catch let rejected as PushRejected {
+            self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
+            return (
+                "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+                [self.clock.now(), "\(rejected)", id], false
+            )
+        } catch {
+            let delay = min(self.maxDelay, pow(2, Double(due.attempts)))
+            self.logger.info(
+                "push failed; will retry",
+                metadata: ["id": "\(id)", "in_s": "\(delay)", "error": "\(error)"]
+            )
+            return (
+                "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
+                [self.clock.now().addingTimeInterval(delay), "\(error)", id], false
+            )
+        }
     }
 }
 

@@ -73,8 +73,12 @@ public struct WebhookPushSender: PushSender {
         encoder.dateEncodingStrategy = .iso8601
         request.body = .bytes(ByteBuffer(data: try encoder.encode(message)))
         let response = try await HTTPClient.shared.execute(request, timeout: self.timeout)
-        _ = try await response.body.collect(upTo: 64 * 1024)
         let status = Int(response.status.code)
+        // The status decides; the body, whatever its size (or a connection lost while it
+        // comes), is read only so that the connection can be used again.
+        do {
+            for try await _ in response.body {}
+        } catch {}
         switch status {
         case 200..<300:
             return

@@ -110,6 +110,41 @@ struct OutboxTests {
         await listener.close()
     }
 
+    @Test("messages due together are sent together (a webhook that answers only when eight wait gets all eight)")
+    func sentTogether() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        let listener = try await WebhookListener(answerTogether: 8)
+        let messages = (0..<8).map { self.message($0, clock: clock) }
+        try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
+        let deliverer = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
+            clock: clock,
+            logger: self.logger
+        )
+        #expect(try await deliverer.deliverDue() == 8)
+        #expect(Set(listener.received.compactMap { $0.headers["idempotency-key"] }) == Set(messages.map(\.id)))
+        await listener.close()
+    }
+
+    @Test("a 2xx answer with a large body is a delivery, not a failure to retry")
+    func largeAnswerBody() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        let listener = try await WebhookListener(responseBodySize: 200_000)
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        let deliverer = OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
+            clock: clock,
+            logger: self.logger
+        )
+        #expect(try await deliverer.deliverDue() == 1)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+        await listener.close()
+    }
+
     @Test("a 4xx is a refusal: not retried, kept as failed")
     func rejected() async throws {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))

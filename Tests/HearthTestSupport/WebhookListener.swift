@@ -14,15 +14,36 @@ public final class WebhookListener: Sendable {
         public var body: Data
     }
 
-    private let state: Mutex<(received: [Received], statuses: [Int])>
+    /// An answer held until enough requests are in flight together.
+    fileprivate struct HeldAnswer: Sendable {
+        var status: Int
+        var answer: @Sendable (Int) -> Void
+    }
+
+    private struct State {
+        var received: [Received] = []
+        var statuses: [Int]
+        var held: [HeldAnswer] = []
+    }
+
+    private let state: Mutex<State>
     private let channel: any Channel
+    /// Bytes of body in every answer.
+    fileprivate let responseBodySize: Int
+    /// Answers wait until this many requests are waiting together (0: answered at once).
+    private let answerTogether: Int
 
     public var port: Int { self.channel.localAddress!.port! }
     public var received: [Received] { self.state.withLock { $0.received } }
 
-    public init(statuses: [Int] = []) async throws {
-        let state = Mutex<(received: [Received], statuses: [Int])>(([], statuses))
-        self.state = state
+    /// - Parameters:
+    ///   - responseBodySize: bytes of body in every answer.
+    ///   - answerTogether: hold every answer until this many requests wait together, then
+    ///     answer them all; a sender that sends one at a time is never answered.
+    public init(statuses: [Int] = [], responseBodySize: Int = 0, answerTogether: Int = 0) async throws {
+        self.state = Mutex(State(statuses: statuses))
+        self.responseBodySize = responseBodySize
+        self.answerTogether = answerTogether
         let box = StateBox(listener: nil)
         self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -35,12 +56,17 @@ public final class WebhookListener: Sendable {
         box.listener.withLock { $0 = self }
     }
 
-    /// Records one request; returns the status to answer.
-    fileprivate func record(_ request: Received) -> Int {
-        self.state.withLock { state in
+    /// Records one request, and answers it (`answer` with its status) now or once enough wait.
+    fileprivate func record(_ request: Received, answer: @escaping @Sendable (Int) -> Void) {
+        let ready = self.state.withLock { state -> [HeldAnswer] in
             state.received.append(request)
-            return state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
+            let status = state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
+            state.held.append(HeldAnswer(status: status, answer: answer))
+            guard state.held.count >= self.answerTogether else { return [] }
+            defer { state.held.removeAll() }
+            return state.held
         }
+        for held in ready { held.answer(held.status) }
     }
 
     public func close() async {
@@ -81,18 +107,29 @@ private final class RecordingHandler: ChannelInboundHandler {
                 head.headers.map { ($0.name.lowercased(), $0.value) },
                 uniquingKeysWith: { a, _ in a }
             )
-            let status = listener.record(
-                .init(method: "\(head.method)", path: head.uri, headers: headers, body: self.body)
-            )
-            var responseHeaders = HTTPHeaders()
-            responseHeaders.add(name: "content-length", value: "0")
-            let response = HTTPResponseHead(
-                version: head.version,
-                status: HTTPResponseStatus(statusCode: status),
-                headers: responseHeaders
-            )
-            context.write(Self.wrapOutboundOut(.head(response)), promise: nil)
-            context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
+            let bodySize = listener.responseBodySize
+            let loop = context.eventLoop
+            let bound = NIOLoopBound(context, eventLoop: loop)
+            listener.record(.init(method: "\(head.method)", path: head.uri, headers: headers, body: self.body)) {
+                status in
+                loop.execute { Self.answer(bound.value, status: status, version: head.version, bodySize: bodySize) }
+            }
         }
+    }
+
+    private static func answer(_ context: ChannelHandlerContext, status: Int, version: HTTPVersion, bodySize: Int) {
+        var headers = HTTPHeaders()
+        headers.add(name: "content-length", value: "\(bodySize)")
+        let response = HTTPResponseHead(
+            version: version,
+            status: HTTPResponseStatus(statusCode: status),
+            headers: headers
+        )
+        context.write(Self.wrapOutboundOut(.head(response)), promise: nil)
+        if bodySize > 0 {
+            let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: bodySize)
+            context.write(Self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
+        context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
     }
 }
