@@ -26,6 +26,15 @@ struct OutboxTests {
         return try Store(location: path.map { .file($0) } ?? .inMemory, migrator: migrator, clock: clock)
     }
 
+    private func deliverer(_ store: Store, _ clock: ManualClock, _ listener: WebhookListener) -> OutboxDeliverer {
+        OutboxDeliverer(
+            writer: store.writer,
+            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
+            clock: clock,
+            logger: self.logger
+        )
+    }
+
     private func message(_ n: Int, clock: ManualClock) -> PushMessage {
         PushMessage(
             userID: "olivia",
@@ -117,13 +126,7 @@ struct OutboxTests {
         let listener = try await WebhookListener(answerTogether: 8)
         let messages = (0..<8).map { self.message($0, clock: clock) }
         try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
-        let deliverer = OutboxDeliverer(
-            writer: store.writer,
-            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
-            clock: clock,
-            logger: self.logger
-        )
-        #expect(try await deliverer.deliverDue() == 8)
+        #expect(try await self.deliverer(store, clock, listener).deliverDue() == 8)
         #expect(Set(listener.received.compactMap { $0.headers["idempotency-key"] }) == Set(messages.map(\.id)))
         await listener.close()
     }
@@ -134,13 +137,7 @@ struct OutboxTests {
         let store = try self.store(clock: clock)
         let listener = try await WebhookListener(responseBodySize: 200_000)
         try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
-        let deliverer = OutboxDeliverer(
-            writer: store.writer,
-            sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
-            clock: clock,
-            logger: self.logger
-        )
-        #expect(try await deliverer.deliverDue() == 1)
+        #expect(try await self.deliverer(store, clock, listener).deliverDue() == 1)
         #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
         await listener.close()
     }
