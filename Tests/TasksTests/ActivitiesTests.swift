@@ -68,7 +68,7 @@ private struct Activities {
 
     /// Offer preferences; by default a cap and spacing that stay out of the way.
     func preferences(
-        enabled: Bool = true,
+        enabled: Bool? = true,
         cap: UInt32? = 20,
         spacing: UInt32? = 1,
         cooldown: UInt32? = nil,
@@ -76,7 +76,7 @@ private struct Activities {
         zone: String = "America/New_York"
     ) async throws {
         var request = Hearth_Tasks_V1_SetOfferPreferencesRequest()
-        request.enabled = enabled
+        if let enabled { request.enabled = enabled }
         if let cap { request.dailyCap = cap }
         if let spacing { request.minSpacingMinutes = spacing }
         if let cooldown { request.defaultCooldownMinutes = cooldown }
@@ -328,6 +328,39 @@ struct OfferDecisionTests {
 
 @Suite("Activities: after the offer", .timeLimit(.minutes(1)))
 struct OfferLifecycleTests {
+    @Test("preferences without `enabled` keep offers on; turning them off cancels offers not yet answered")
+    func preferencesOnAndOff() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences(enabled: nil)
+        #expect(try await a.service.getOfferPreferences(.init(), a.context).enabled)
+        let gymID = try await a.create()
+        try await a.rule(gymID, delay: 10)
+        let response = try await a.report(gymID, foreground: true)
+        guard case .offer(let offer)? = response.decision else {
+            Issue.record("expected an offer, got \(response)")
+            return
+        }
+        try await a.preferences(enabled: false)
+        try await system.advance(by: 600)
+        #expect(try await a.pending().isEmpty, "an offer made before offers were turned off is not delivered")
+        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
+        #expect(try await a.reason(gymID) == .disabled)
+    }
+
+    @Test("a client_event_id is compared trimmed: ' e-1 ' repeats 'e-1'")
+    func trimmedEventID() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        try await a.preferences()
+        let gymID = try await a.create()
+        try await a.rule(gymID)
+        #expect(try await a.reason(gymID, event: "e-1") == nil)
+        #expect(try await a.reason(gymID, event: " e-1 ") == .duplicateEvent)
+    }
+
     @Test("a delayed offer is cancelled by completion before delivery and never shown")
     func cancelledByCompletion() async throws {
         let system = try await TasksSystem(now: noon)

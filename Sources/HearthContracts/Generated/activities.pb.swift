@@ -727,7 +727,15 @@ public nonisolated struct Hearth_Tasks_V1_SetOfferPreferencesRequest: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var enabled: Bool = false
+  /// Unset: true (offers on), as every unset field takes its default.
+  public var enabled: Bool {
+    get {_enabled ?? false}
+    set {_enabled = newValue}
+  }
+  /// Returns true if `enabled` has been explicitly set.
+  public var hasEnabled: Bool {self._enabled != nil}
+  /// Clears the value of `enabled`. Subsequent reads from it will return its default value.
+  public mutating func clearEnabled() {self._enabled = nil}
 
   /// Unset: the default of each (2 a day, 360 minutes apart, 120 minutes per activity).
   public var dailyCap: UInt32 {
@@ -773,6 +781,7 @@ public nonisolated struct Hearth_Tasks_V1_SetOfferPreferencesRequest: Sendable {
 
   public init() {}
 
+  fileprivate var _enabled: Bool? = nil
   fileprivate var _dailyCap: UInt32? = nil
   fileprivate var _minSpacingMinutes: UInt32? = nil
   fileprivate var _defaultCooldownMinutes: UInt32? = nil
@@ -1830,7 +1839,7 @@ nonisolated extension Hearth_Tasks_V1_SetOfferPreferencesRequest: SwiftProtobuf.
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      case 1: try { try decoder.decodeSingularBoolField(value: &self._enabled) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self._dailyCap) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self._minSpacingMinutes) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self._defaultCooldownMinutes) }()
@@ -1846,9 +1855,9 @@ nonisolated extension Hearth_Tasks_V1_SetOfferPreferencesRequest: SwiftProtobuf.
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if self.enabled != false {
-      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 1)
-    }
+    try { if let v = self._enabled {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 1)
+    } }()
     try { if let v = self._dailyCap {
       try visitor.visitSingularUInt32Field(value: v, fieldNumber: 2)
     } }()
@@ -1868,7 +1877,7 @@ nonisolated extension Hearth_Tasks_V1_SetOfferPreferencesRequest: SwiftProtobuf.
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_SetOfferPreferencesRequest, rhs: Hearth_Tasks_V1_SetOfferPreferencesRequest) -> Bool {
-    if lhs.enabled != rhs.enabled {return false}
+    if lhs._enabled != rhs._enabled {return false}
     if lhs._dailyCap != rhs._dailyCap {return false}
     if lhs._minSpacingMinutes != rhs._minSpacingMinutes {return false}
     if lhs._defaultCooldownMinutes != rhs._defaultCooldownMinutes {return false}

@@ -56,7 +56,7 @@ enum OfferRules {
     static func preferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest) -> Result<Preferences, RPCError> {
         var violations: [FieldViolation] = []
         var preferences = Preferences()
-        preferences.enabled = request.enabled
+        preferences.enabled = request.hasEnabled ? request.enabled : true
         func number(_ value: UInt32?, _ field: String, _ range: ClosedRange<Int>, default fallback: Int) -> Int {
             guard let value else { return fallback }
             if !range.contains(Int(value)) {

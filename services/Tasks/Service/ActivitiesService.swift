@@ -154,12 +154,15 @@ public struct ActivitiesService: RPCService {
         if request.appState != .foreground && request.appState != .background {
             violations.append(FieldViolation(field: "app_state", description: "must be FOREGROUND or BACKGROUND"))
         }
-        if case .failure(let violation) = FieldChecks.trimmed(
+        // Kept trimmed, as it was checked: " e1" repeats "e1".
+        var clientEventID = ""
+        switch FieldChecks.trimmed(
             request.clientEventID,
             field: "client_event_id",
             characters: 1...OfferRules.maxClientEventIDCharacters
         ) {
-            violations.append(violation)
+        case .success(let id): clientEventID = id
+        case .failure(let violation): violations.append(violation)
         }
         if request.hasPosition {
             violations += OfferRules.coordinateViolations(
@@ -185,7 +188,7 @@ public struct ActivitiesService: RPCService {
         switch try await self.store.report(
             user: user,
             activityID: request.activityID,
-            clientEventID: request.clientEventID,
+            clientEventID: clientEventID,
             event: event,
             now: now
         ) {

@@ -128,7 +128,17 @@ struct ActivityStore: Sendable {
             timeZone: preferences.timeZone,
             updatedAt: now
         )
-        try await self.db.write { db in try record.save(db) }
+        try await self.db.write { db in
+            try record.save(db)
+            // Offers off: none already made is delivered or answered any more.
+            if !preferences.enabled {
+                try db.execute(
+                    sql:
+                        "UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND answered_at IS NULL AND cancelled_at IS NULL",
+                    arguments: [now, user]
+                )
+            }
+        }
     }
 
     // MARK: Location events
