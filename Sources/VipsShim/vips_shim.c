@@ -4,7 +4,6 @@
 #include <vips/vips.h>
 
 static GOnce start_once = G_ONCE_INIT;
-static char last_error[512];
 
 static gpointer start(gpointer unused) {
     (void)unused;
@@ -15,13 +14,11 @@ int hearth_vips_start(void) {
     return GPOINTER_TO_INT(g_once(&start_once, start, NULL)) ? 0 : -1;
 }
 
-static void remember_error(void) {
-    g_strlcpy(last_error, vips_error_buffer(), sizeof(last_error));
+/// libvips keeps one error buffer for the whole process, which uploads decoded at the same
+/// time would share: its text is dropped, never shown to a caller, and cleared so that it does
+/// not grow.
+static void forget_error(void) {
     vips_error_clear();
-}
-
-const char *hearth_vips_error(void) {
-    return last_error;
 }
 
 int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height) {
@@ -38,7 +35,7 @@ int hearth_image_probe(const void *bytes, size_t length, int *format, int *width
     }
     VipsImage *image = vips_image_new_from_buffer(bytes, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
     if (image == NULL) {
-        remember_error();
+        forget_error();
         return -1;
     }
     *width = vips_image_get_width(image);
@@ -53,9 +50,11 @@ int hearth_image_normalize(
 {
     VipsImage *shrunk = NULL;
     // vips_thumbnail_buffer applies the EXIF orientation and never enlarges with VIPS_SIZE_DOWN.
+    // A file cut short fails (libvips would fill the missing rows with grey): an upload that
+    // broke off is refused, so that the client sends it again, not kept half grey.
     if (vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge,
-            "height", max_edge, "size", VIPS_SIZE_DOWN, NULL) != 0) {
-        remember_error();
+            "height", max_edge, "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", NULL) != 0) {
+        forget_error();
         return -1;
     }
     int status;
@@ -68,7 +67,7 @@ int hearth_image_normalize(
             double white[] = {255, 255, 255};
             if (vips_flatten(shrunk, &opaque, "background", vips_array_double_new(white, 3), NULL) != 0) {
                 g_object_unref(shrunk);
-                remember_error();
+                forget_error();
                 return -1;
             }
         }
@@ -77,7 +76,7 @@ int hearth_image_normalize(
     }
     if (status != 0) {
         g_object_unref(shrunk);
-        remember_error();
+        forget_error();
         return -1;
     }
     *out_width = vips_image_get_width(shrunk);

@@ -258,6 +258,18 @@ struct PhotoTests {
         #expect(throws: FieldViolation.self) {
             _ = try PhotoNormalizer.normalize(Data(count: PhotoNormalizer.maxUploadBytes + 1))
         }
+        // A JPEG cut short: its header reads, its pixels do not. The answer names the field and
+        // says nothing of libvips (whose error text every decode at the same time shares).
+        let jpeg = try Images.jpeg(
+            from: Images.png(width: 400, height: 300) { x, y in (UInt8(x % 256), UInt8(y % 256), 0) }
+        )
+        do {
+            _ = try PhotoNormalizer.normalize(jpeg.prefix(jpeg.count / 3))
+            Issue.record("a truncated JPEG was accepted")
+        } catch {
+            #expect(error.field == "photo")
+            #expect(!error.description.lowercased().contains("vips"), "\(error.description)")
+        }
     }
 
     @Test("a photo check-in: lists carry metadata but never bytes; both variants load; it goes with its check-in")

@@ -24,7 +24,4 @@ int hearth_image_normalize(
 
 void hearth_image_free(void *pointer);
 
-/// The last libvips error message (and clears it).
-const char *hearth_vips_error(void);
-
 #endif

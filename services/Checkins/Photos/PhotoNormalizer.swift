@@ -109,8 +109,8 @@ enum PhotoNormalizer {
             )
         }
         guard status == 0, let out else {
-            let reason = String(cString: hearth_vips_error()).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw FieldViolation(field: "photo", description: "cannot be decoded: \(reason)")
+            // Not libvips' own text: it is shared by every upload decoded at the same time.
+            throw FieldViolation(field: "photo", description: "cannot be decoded (a damaged or truncated JPEG or PNG)")
         }
         defer { hearth_image_free(out) }
         return EncodedImage(
