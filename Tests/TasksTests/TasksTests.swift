@@ -187,6 +187,10 @@ struct TaskCreationTests {
             await violations { _ = try await system.create(title: "", times: [], days: 0, zone: "Nowhere") }
                 == ["title", "check_in_times", "duration_days", "time_zone"]
         )
+        #expect(
+            await violations { _ = try await system.create(zone: "Nowhere", start: "2026-13-45") }
+                == ["time_zone", "start_date"]
+        )
         #expect(try await system.service.listTasks(.init(), callContext("ana")).tasks.count == 4)
     }
 }
@@ -616,12 +620,15 @@ struct TaskRulesTests {
         #expect(TaskRules.DailyTime(storedForm: "07:05")?.preset == nil)
     }
 
-    @Test("response rate counts only prompts whose time has come, never cancelled ones")
+    @Test("response rate counts only prompts whose time has come, never cancelled ones nor ones dismissed early")
     func rate() {
         let summary = TaskRules.summary(
-            promptStates: [.responded, .missed, .dismissed, .due, .scheduled, .cancelled],
+            prompts: [
+                (.responded, true), (.missed, true), (.dismissed, true), (.due, true), (.scheduled, false),
+                (.cancelled, true), (.dismissed, false),
+            ],
             checkIns: []
         )
-        #expect(summary.scheduled == 5 && summary.responseRate == 0.25)
+        #expect(summary.scheduled == 6 && summary.dismissed == 2 && summary.responseRate == 0.25)
     }
 }

@@ -174,6 +174,13 @@ enum TaskRules {
         switch zone {
         case .failure(let violation):
             violations.append(violation)
+            // Without a zone there is no "today" to compare with, but the date's form is
+            // still checked: every bad field is named at once.
+            if !request.startDate.isEmpty,
+                case .failure(let violation) = FieldChecks.date(request.startDate, field: "start_date")
+            {
+                violations.append(violation)
+            }
         case .success(let zone):
             let today = LocalDate(now, in: zone)
             if request.startDate.isEmpty {
@@ -390,13 +397,15 @@ enum TaskRules {
     }
 
     /// Counts over the prompts' states, and per local day the average of each score given.
+    /// The response rate is answered over prompts whose time has come (not cancelled): one
+    /// dismissed before its time does not count against it.
     static func summary(
-        promptStates: [Hearth_Tasks_V1_PromptState],
+        prompts: [(state: Hearth_Tasks_V1_PromptState, timeHasCome: Bool)],
         checkIns: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]
     ) -> Summary {
         var summary = Summary()
         var come = 0
-        for state in promptStates {
+        for (state, timeHasCome) in prompts {
             switch state {
             case .cancelled: continue
             case .responded: summary.answered += 1
@@ -405,7 +414,7 @@ enum TaskRules {
             default: break
             }
             summary.scheduled += 1
-            if state != .scheduled { come += 1 }
+            if timeHasCome { come += 1 }
         }
         summary.responseRate = come == 0 ? 0 : Double(summary.answered) / Double(come)
         func average(_ values: [Int?]) -> Double? {

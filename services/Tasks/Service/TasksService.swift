@@ -74,7 +74,7 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         else { throw RPCError.notFound("task", request.taskID) }
         let now = self.store.now
         let summary = TaskRules.summary(
-            promptStates: promptRecords.map { $0.state(now: now) },
+            prompts: promptRecords.map { ($0.state(now: now), $0.scheduledAt <= now) },
             checkIns: checkInRecords.map { ($0.localDate, $0.energy, $0.mood, $0.focus) }
         )
         var response = Hearth_Tasks_V1_GetTaskResponse()
