@@ -328,6 +328,33 @@ struct OfferDecisionTests {
 
 @Suite("Activities: after the offer", .timeLimit(.minutes(1)))
 struct OfferLifecycleTests {
+    @Test("a snooze that would end in quiet hours comes back when they end, in the user's zone")
+    func snoozeAroundQuietHours() {
+        var preferences = OfferRules.Preferences()
+        preferences.timeZone = "America/New_York"
+        preferences.quietHours = OfferRules.QuietHours(start: 22 * 60, end: 7 * 60)
+        // 21:40 in New York (EDT): 15 minutes later is 21:55, before quiet hours.
+        let early = at("2026-06-02T01:40:00Z")
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 15, now: early, preferences: preferences) == at("2026-06-02T01:55:00Z")
+        )
+        // 21:50: 22:05 is quiet; it comes back at 07:00 the next morning.
+        let late = at("2026-06-02T01:50:00Z")
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 15, now: late, preferences: preferences) == at("2026-06-02T11:00:00Z")
+        )
+        // 06:00: an hour later is 07:00, the first minute after quiet hours.
+        let morning = at("2026-06-02T10:00:00Z")
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 60, now: morning, preferences: preferences)
+                == at("2026-06-02T11:00:00Z")
+        )
+        preferences.quietHours = nil
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 15, now: late, preferences: preferences) == at("2026-06-02T02:05:00Z")
+        )
+    }
+
     @Test("preferences without `enabled` keep offers on; turning them off cancels offers not yet answered")
     func preferencesOnAndOff() async throws {
         let system = try await TasksSystem(now: noon)

@@ -41,6 +41,20 @@ enum OfferRules {
         }
     }
 
+    /// When a snoozed offer comes back: `minutes` after `now`, or, when that falls in quiet
+    /// hours, the first minute after they end (a snooze is exempt from the daily cap only).
+    static func snoozedDelivery(minutes: Int, now: Date, preferences: Preferences) -> Date {
+        let due = now.addingTimeInterval(TimeInterval(minutes * 60))
+        let zone = preferences.zone
+        guard let quiet = preferences.quietHours, quiet.contains(TaskRules.minuteOfDay(due, in: zone)) else {
+            return due
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let end = DateComponents(hour: quiet.end / 60, minute: quiet.end % 60, second: 0)
+        return calendar.nextDate(after: due, matching: end, matchingPolicy: .nextTime) ?? due
+    }
+
     struct Preferences: Sendable, Equatable {
         var enabled = true
         var dailyCap = 2

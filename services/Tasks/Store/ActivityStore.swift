@@ -304,6 +304,7 @@ struct ActivityStore: Sendable {
                 activity = try Self.complete(offer.activityID, user: user, now: now, keeping: offer.id, in: db)
             case .snooze15, .snooze60:
                 let minutes = action == .snooze15 ? 15 : 60
+                let preferences = try Self.preferences(user: user, in: db)
                 let next = OfferRecord(
                     id: UUID().uuidString.lowercased(),
                     userID: user,
@@ -311,7 +312,7 @@ struct ActivityStore: Sendable {
                     title: offer.title,
                     channel: offer.channel,
                     occurredAt: offer.occurredAt,
-                    deliverAt: now.addingTimeInterval(TimeInterval(minutes * 60)),
+                    deliverAt: OfferRules.snoozedDelivery(minutes: minutes, now: now, preferences: preferences),
                     createdAt: now,
                     snoozed: true
                 )
