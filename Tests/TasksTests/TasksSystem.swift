@@ -126,9 +126,11 @@ final class TasksSystem: @unchecked Sendable {
         times: [Hearth_Tasks_V1_CheckInTime] = [time(.morning), time(.evening)],
         days: UInt32 = 5,
         zone: String = "America/New_York",
-        start: String = ""
+        start: String = "",
+        requestID: String = ""
     ) async throws -> Hearth_Tasks_V1_CreateTaskResponse {
         var request = Hearth_Tasks_V1_CreateTaskRequest()
+        request.clientRequestID = requestID
         request.title = title
         request.checkInTimes = times
         request.durationDays = days

@@ -126,6 +126,27 @@ struct TaskCreationTests {
         #expect(created.task.checkInTimes == [TasksSystem.time("22:45"), TasksSystem.time(.morning)])
     }
 
+    @Test("CreateTask with a client_request_id: a retry gets the same task and makes no prompts, even a day later")
+    func createTaskRetry() async throws {
+        let system = try await TasksSystem(now: earlyMonday)
+        defer { Task { await system.stop() } }
+        let first = try await system.create(start: "2026-06-01", requestID: "new-task-1")
+        let again = try await system.create(title: "another title", start: "2026-06-01", requestID: "new-task-1")
+        #expect(again == first)
+        // A day later its start date is in the past: the retry still gets the task.
+        try await system.advance(by: 2 * 86_400)
+        let late = try await system.create(start: "2026-06-01", requestID: "new-task-1")
+        #expect(late.task.id == first.task.id && late.promptsScheduled == first.promptsScheduled)
+        // Another user's same id, and no id, make tasks of their own.
+        #expect(try await system.create("bo", start: "2026-06-03", requestID: "new-task-1").task.id != first.task.id)
+        #expect(try await system.create(start: "2026-06-03").task.id != first.task.id)
+        #expect(try await system.service.listTasks(.init(), callContext("ana")).tasks.count == 2)
+        await expectCode(.invalidArgument) {
+            _ = try await system.create(start: "2026-06-03", requestID: String(repeating: "x", count: 129))
+        }
+        _ = try await system.create(start: "2026-06-03", requestID: String(repeating: "x", count: 128))
+    }
+
     @Test("every invalid field is named at its boundary")
     func validation() async throws {
         let system = try await TasksSystem(now: earlyMonday)

@@ -473,6 +473,10 @@ public nonisolated struct Hearth_Tasks_V1_CreateTaskRequest: Sendable {
   /// Default: today in time_zone. Not in the past there, at most 365 days ahead.
   public var startDate: String = String()
 
+  /// Up to 128 characters; empty: none. The same id from the same user again answers with the
+  /// task it made (a client retrying after a lost answer gets no second task).
+  public var clientRequestID: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1349,7 +1353,7 @@ nonisolated extension Hearth_Tasks_V1_CheckIn: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Hearth_Tasks_V1_CreateTaskRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CreateTaskRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{3}check_in_times\0\u{3}duration_days\0\u{3}time_zone\0\u{3}start_date\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}title\0\u{3}check_in_times\0\u{3}duration_days\0\u{3}time_zone\0\u{3}start_date\0\u{3}client_request_id\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1362,6 +1366,7 @@ nonisolated extension Hearth_Tasks_V1_CreateTaskRequest: SwiftProtobuf.Message, 
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.durationDays) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.startDate) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.clientRequestID) }()
       default: break
       }
     }
@@ -1383,6 +1388,9 @@ nonisolated extension Hearth_Tasks_V1_CreateTaskRequest: SwiftProtobuf.Message, 
     if !self.startDate.isEmpty {
       try visitor.visitSingularStringField(value: self.startDate, fieldNumber: 5)
     }
+    if !self.clientRequestID.isEmpty {
+      try visitor.visitSingularStringField(value: self.clientRequestID, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1392,6 +1400,7 @@ nonisolated extension Hearth_Tasks_V1_CreateTaskRequest: SwiftProtobuf.Message, 
     if lhs.durationDays != rhs.durationDays {return false}
     if lhs.timeZone != rhs.timeZone {return false}
     if lhs.startDate != rhs.startDate {return false}
+    if lhs.clientRequestID != rhs.clientRequestID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -10,6 +10,7 @@ enum TaskRules {
     static let durationDays = 1...90
     /// How far ahead a task may start.
     static let maxDaysAhead = 365
+    static let maxClientRequestIDCharacters = 128
     static let maxResponseCharacters = 5000
     static let scores = 1...5
     static let maxInsights = 10
@@ -165,6 +166,16 @@ enum TaskRules {
                     field: "duration_days",
                     description:
                         "must be \(Self.durationDays.lowerBound) to \(Self.durationDays.upperBound) (is \(days))"
+                )
+            )
+        }
+
+        if request.clientRequestID.count > Self.maxClientRequestIDCharacters {
+            violations.append(
+                FieldViolation(
+                    field: "client_request_id",
+                    description:
+                        "has \(request.clientRequestID.count) characters; at most \(Self.maxClientRequestIDCharacters)"
                 )
             )
         }

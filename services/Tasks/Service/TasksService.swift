@@ -55,9 +55,27 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
     {
         let user = try context.verifiedUser()
         let now = self.store.now
-        let new = try TaskRules.newTask(request, now: now).get()
-        let planned = TaskRules.prompts(for: new, now: now)
-        let (task, prompts) = try await self.store.createTask(new, prompts: planned, user: user, now: now)
+        let requestID = request.clientRequestID.isEmpty ? nil : request.clientRequestID
+        let made: (task: TaskRecord, prompts: [PromptRecord])
+        switch TaskRules.newTask(request, now: now) {
+        case .success(let new):
+            let planned = TaskRules.prompts(for: new, now: now)
+            made = try await self.store.createTask(
+                new,
+                prompts: planned,
+                user: user,
+                clientRequestID: requestID,
+                now: now
+            )
+        case .failure(let error):
+            // A retry of a task already made gets the first answer even once it no longer fits
+            // (its start date has passed, say).
+            guard let requestID, requestID.count <= TaskRules.maxClientRequestIDCharacters,
+                let earlier = try await self.store.earlierTask(user: user, clientRequestID: requestID)
+            else { throw error }
+            made = earlier
+        }
+        let (task, prompts) = made
         self.scheduler.wake()
         var response = Hearth_Tasks_V1_CreateTaskResponse()
         response.task = task.message(now: now)

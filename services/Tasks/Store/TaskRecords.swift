@@ -18,9 +18,12 @@ struct TaskRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
     var endsAt: Date
     var createdAt: Date
     var cancelledAt: Date?
+    /// The client's id for the request that made it, if it gave one.
+    var clientRequestID: String?
 
     enum CodingKeys: String, CodingKey {
         case id, title
+        case clientRequestID = "client_request_id"
         case userID = "user_id"
         case checkInTimes = "check_in_times"
         case durationDays = "duration_days"
@@ -192,6 +195,15 @@ enum TaskMigrations {
         Outbox.registerMigration(in: &migrator)
         Relay.registerMigration(in: &migrator)
         ActivityMigrations.register(in: &migrator)
+        migrator.registerMigration("v3: a task's client_request_id") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE task ADD COLUMN client_request_id TEXT;
+                    CREATE UNIQUE INDEX task_request ON task(user_id, client_request_id)
+                        WHERE client_request_id IS NOT NULL;
+                    """
+            )
+        }
         return migrator
     }
 }

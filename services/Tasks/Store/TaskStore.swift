@@ -28,9 +28,15 @@ struct TaskStore: Sendable {
     // MARK: Tasks
 
     /// Stores a task and its prompts in one transaction; answers the prompts in time order.
-    func createTask(_ new: TaskRules.NewTask, prompts: [TaskRules.PlannedPrompt], user: String, now: Date)
-        async throws -> (task: TaskRecord, prompts: [PromptRecord])
-    {
+    /// Makes the task and its prompts; with a `clientRequestID` the user used before, answers
+    /// with the task (and prompts) that request made instead.
+    func createTask(
+        _ new: TaskRules.NewTask,
+        prompts: [TaskRules.PlannedPrompt],
+        user: String,
+        clientRequestID: String?,
+        now: Date
+    ) async throws -> (task: TaskRecord, prompts: [PromptRecord]) {
         let task = TaskRecord(
             id: Self.newID(),
             userID: user,
@@ -42,7 +48,8 @@ struct TaskStore: Sendable {
             endDate: new.endDate.description,
             endsAt: new.endsAt,
             createdAt: now,
-            cancelledAt: nil
+            cancelledAt: nil,
+            clientRequestID: clientRequestID
         )
         let records = prompts.map { planned in
             PromptRecord(
@@ -64,6 +71,11 @@ struct TaskStore: Sendable {
             )
         }
         return try await self.db.write { db in
+            if let clientRequestID,
+                let earlier = try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db)
+            {
+                return earlier
+            }
             try task.insert(db)
             let insert = try db.cachedStatement(
                 sql: """
@@ -81,6 +93,26 @@ struct TaskStore: Sendable {
             }
             return (task, records)
         }
+    }
+
+    /// The task (and its prompts) an earlier CreateTask with `clientRequestID` made, if any.
+    func earlierTask(user: String, clientRequestID: String) async throws -> (task: TaskRecord, prompts: [PromptRecord])?
+    {
+        try await self.db.read { db in try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db) }
+    }
+
+    private static func earlierTask(user: String, clientRequestID: String, in db: Database) throws
+        -> (task: TaskRecord, prompts: [PromptRecord])?
+    {
+        guard
+            let task = try TaskRecord.filter(
+                Column("user_id") == user && Column("client_request_id") == clientRequestID
+            )
+            .fetchOne(db)
+        else { return nil }
+        let prompts = try PromptRecord.filter(Column("task_id") == task.id).order(Column("scheduled_at"), Column("id"))
+            .fetchAll(db)
+        return (task, prompts)
     }
 
     /// The user's task; nil when it does not exist or is someone else's.
