@@ -117,7 +117,10 @@ final class Replica: Sendable {
         let serving = await self.isServing()
         return self.standing.withLock { standing in
             standing.finishedChecksAfterUnansweredCalls += 1
-            return serving ? false : Self.countFailure(&standing, policy: self.policy, now: .now)
+            guard serving else { return Self.countFailure(&standing, policy: self.policy, now: .now) }
+            // It answered: alive, and slow for that call only.
+            standing.consecutiveFailures = 0
+            return false
         }
     }
 

@@ -120,12 +120,14 @@ public struct OutboxDeliverer: DueWork {
     }
 
     /// How many messages are sent at once: a preset time (every user's 09:00) makes many due
-    /// together, and one slow webhook answer must not hold the rest back.
-    static let sendsAtOnce = 16
+    /// together, and one slow webhook answer must not hold the rest back. AsyncHTTPClient's
+    /// shared client opens at most 8 connections to one host, so more would only queue there.
+    static let sendsAtOnce = 8
 
     /// Sends every message due now, `sendsAtOnce` at a time, recording each outcome as soon
     /// as it is known (a crash repeats only sends whose outcome was not recorded yet, with the
-    /// same idempotency key); returns how many were delivered.
+    /// same idempotency key); returns how many were delivered. When the store fails, nothing
+    /// more is sent, and the run fails once every send under way has recorded its outcome.
     @discardableResult
     public func deliverDue() async throws -> Int {
         let now = self.clock.now()
@@ -140,19 +142,31 @@ public struct OutboxDeliverer: DueWork {
                 arguments: [now]
             ).map { row in Due(id: row["id"], message: row["message"], attempts: row["attempts"]) }
         }
-        return try await withThrowingTaskGroup(of: Bool.self) { group in
+        let (delivered, firstError) = await withTaskGroup(of: Result<Bool, any Error>.self) { group in
             var waiting = due[...]
-            for _ in 0..<Self.sendsAtOnce {
-                guard let next = waiting.popFirst() else { break }
-                group.addTask { try await self.deliver(next) }
+            func sendNext() {
+                guard let next = waiting.popFirst() else { return }
+                group.addTask {
+                    do { return .success(try await self.deliver(next)) } catch { return .failure(error) }
+                }
             }
+            for _ in 0..<Self.sendsAtOnce { sendNext() }
             var delivered = 0
-            while let sent = try await group.next() {
-                if sent { delivered += 1 }
-                if let next = waiting.popFirst() { group.addTask { try await self.deliver(next) } }
+            var firstError: (any Error)?
+            while let result = await group.next() {
+                switch result {
+                case .success(let sent):
+                    if sent { delivered += 1 }
+                    sendNext()
+                case .failure(let error):
+                    if firstError == nil { firstError = error }
+                    waiting = []
+                }
             }
-            return delivered
+            return (delivered, firstError)
         }
+        if let firstError { throw firstError }
+        return delivered
     }
 
     private struct Due: Sendable {

@@ -74,11 +74,7 @@ public struct WebhookPushSender: PushSender {
         request.body = .bytes(ByteBuffer(data: try encoder.encode(message)))
         let response = try await HTTPClient.shared.execute(request, timeout: self.timeout)
         let status = Int(response.status.code)
-        // The status decides; the body, whatever its size (or a connection lost while it
-        // comes), is read only so that the connection can be used again.
-        do {
-            for try await _ in response.body {}
-        } catch {}
+        await Self.drain(response.body, within: self.timeout)
         switch status {
         case 200..<300:
             return
@@ -86,6 +82,28 @@ public struct WebhookPushSender: PushSender {
             throw WebhookRetryLater(status: status)
         default:
             throw PushRejected(status: status)
+        }
+    }
+}
+
+extension WebhookPushSender {
+    /// Reads an answer's body so that its connection can be used again; the status alone
+    /// decides. At most 64 KiB, for at most `limit` (AsyncHTTPClient's deadline ends with the
+    /// head): past either, the body is dropped, and the connection with it.
+    fileprivate static func drain(_ body: HTTPClientResponse.Body, within limit: TimeAmount) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var left = 64 * 1024
+                do {
+                    for try await chunk in body {
+                        left -= chunk.readableBytes
+                        if left <= 0 { break }
+                    }
+                } catch {}
+            }
+            group.addTask { try? await Task.sleep(for: .nanoseconds(limit.nanoseconds)) }
+            _ = await group.next()
+            group.cancelAll()
         }
     }
 }

@@ -112,6 +112,14 @@ struct BackendLoopTests {
             loops: [loop]
         )
         let pool = BackendPool(prefix: "hearth.probe.", replicas: [replica], logger: Logger(label: "test"))
+        // Connected first, so that the short calls below are sent, not left waiting for it.
+        _ = try await replica.client(on: loop).start(
+            EchoService.echoMethod,
+            payload: Data(),
+            metadata: [TrustedMetadata.credential: credential],
+            timeout: .seconds(30),
+            on: loop
+        ).value
         var hold = Hearth_Echo_V1_EchoRequest()
         hold.sleepMs = 60_000
         for _ in 0..<3 {

@@ -5,6 +5,7 @@ import HearthTestSupport
 import Histogram
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SwiftProtobuf
 import Synchronization
@@ -249,9 +250,11 @@ struct ClientServerTests {
         let hole = try HangingListener()
         defer { hole.close() }
         let client = makeClient(port: hole.port)
-        let call = Task { try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data()) }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        // Started without a task: the call waits for the hanging connect until it is cancelled.
+        let call = client.start("hearth.echo.v1.Echo/Echo", payload: Data(), metadata: [:], timeout: nil, on: loop)
         call.cancel()
-        let error = await #expect(throws: RPCError.self) { _ = try await call.value }
+        let error = await #expect(throws: RPCError.self) { _ = try await call.response.get() }
         #expect(error?.code == .cancelled)
         #expect(error?.wasNeverSent == true)
         await client.close()

@@ -88,6 +88,9 @@ public final class RPCClient: Sendable {
             func attempt() async throws -> Data {
                 if Task.isCancelled { throw RPCError(.cancelled, "the call was cancelled", cause: CallNotSent()) }
                 let timeout = deadline.map { $0 - ContinuousClock.now }
+                if let timeout, timeout <= .zero {
+                    throw RPCError(.deadlineExceeded, "deadline exceeded", cause: CallNotSent())
+                }
                 return try await slot.start(method, payload: payload, metadata: metadata, timeout: timeout, on: nil)
                     .value
             }

@@ -152,7 +152,7 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         let nest = try await self.store.nest(request.nestID)
         // Asked about someone else, only the owner hears anything: whether a nest exists is
         // not told to anyone else.
-        guard request.userID == user || (nest != nil && nest?.ownerUserID == user) else {
+        guard request.userID == user || nest?.ownerUserID == user else {
             throw RPCError(.permissionDenied, "you may ask only about your own role in a nest")
         }
         guard let nest else {
@@ -205,26 +205,15 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         ) {
             violations.append(timing)
         }
-        guard violations.isEmpty else {
-            // A retry of a check-in already stored gets the first answer even when it no longer
-            // fits (an upload queue that stayed offline past the session's 24 hours).
-            if requestIDIsValid,
-                let earlier = try await self.store.earlierRequest(
-                    submitter: user,
-                    clientRequestID: request.clientRequestID
-                )
-            {
-                return try Self.answer(earlier, request: request, session: session)
-            }
-            throw RPCError.invalidArgument(violations)
-        }
-        // A retry from an upload queue answers at once, without decoding its photo again
-        // (without a photo, the write transaction below finds the earlier request itself).
-        if hasPhoto,
+        // A retry of a check-in already stored gets the first answer: at once, without decoding
+        // its photo again, and even when it no longer fits (an upload queue that stayed offline
+        // past the session's 24 hours). A valid one without a photo is found by the write below.
+        if requestIDIsValid, hasPhoto || !violations.isEmpty,
             let earlier = try await self.store.earlierRequest(submitter: user, clientRequestID: request.clientRequestID)
         {
             return try Self.answer(earlier, request: request, session: session)
         }
+        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
         // Decoded and re-encoded off the event loop; nothing of the upload is kept.
         let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
 
