@@ -349,6 +349,17 @@ struct OfferLifecycleTests {
             OfferRules.snoozedDelivery(minutes: 60, now: morning, preferences: preferences)
                 == at("2026-06-02T11:00:00Z")
         )
+        // Nights the clocks change: 07:00 EDT after spring forward, 07:00 EST after fall back.
+        let springEve = at("2026-03-08T02:50:00Z")  // 21:50 EST on 7 March
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 15, now: springEve, preferences: preferences)
+                == at("2026-03-08T11:00:00Z")
+        )
+        let fallEve = at("2026-11-01T01:50:00Z")  // 21:50 EDT on 31 October
+        #expect(
+            OfferRules.snoozedDelivery(minutes: 15, now: fallEve, preferences: preferences)
+                == at("2026-11-01T12:00:00Z")
+        )
         preferences.quietHours = nil
         #expect(
             OfferRules.snoozedDelivery(minutes: 15, now: late, preferences: preferences) == at("2026-06-02T02:05:00Z")
