@@ -229,7 +229,13 @@ final class BackendPool: Sendable {
             answer.fail(RPCError(.cancelled, "the call was cancelled"))
             return
         }
-        guard let index = again ?? (tried.count < 2 ? self.pick(excluding: tried) : nil) else {
+        let left = request.deadline - .now()
+        guard left > .zero else {
+            answer.fail(RPCError(.deadlineExceeded, "deadline exceeded"))
+            return
+        }
+        let loop = answer.futureResult.eventLoop
+        guard let index = again ?? (tried.count < 2 ? self.pick(excluding: tried, on: loop) : nil) else {
             answer.fail(
                 RPCError(
                     .unavailable,
@@ -239,18 +245,13 @@ final class BackendPool: Sendable {
             )
             return
         }
-        let left = request.deadline - .now()
-        guard left > .zero else {
-            answer.fail(RPCError(.deadlineExceeded, "deadline exceeded"))
-            return
-        }
         let replica = self.replicas[index]
-        let call = replica.client(on: answer.futureResult.eventLoop).start(
+        let call = replica.client(on: loop).start(
             request.method,
             payload: request.payload,
             metadata: request.metadata,
             timeout: .nanoseconds(left.nanoseconds),
-            on: answer.futureResult.eventLoop
+            on: loop
         )
         current.replace(with: call)
         call.response.whenComplete { result in
@@ -308,18 +309,29 @@ final class BackendPool: Sendable {
         }
     }
 
-    /// The next replica in rotation that is not ejected and not tried yet. When every replica
-    /// is ejected, ejection is ignored (as Envoy's panic threshold does): trying them is no worse
-    /// than refusing every call, and it finds a restarted backend at once.
-    private func pick(excluding tried: [Int]) -> Int? {
+    /// The next replica in rotation that is not ejected and not tried yet, preferring one whose
+    /// connection on `loop` takes calls now. One being connected to (restarted, or whose
+    /// connects hang) is connected to in the background meanwhile, each failed connect counting
+    /// against it, and gets calls once it is up. With none ready, the first candidate (its call
+    /// waits for the connection). When every replica is ejected, ejection is ignored (as
+    /// Envoy's panic threshold does): trying them is no worse than refusing every call, and it
+    /// finds a restarted backend at once.
+    private func pick(excluding tried: [Int], on loop: any EventLoop) -> Int? {
         let count = self.replicas.count
         let start = self.turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max
         let panic = self.replicas.allSatisfy(\.isEjected)
+        var firstCandidate: Int?
         for offset in 0..<count {
             let index = (start + offset) % count
-            if !tried.contains(index), panic || !self.replicas[index].isEjected { return index }
+            let replica = self.replicas[index]
+            guard !tried.contains(index), panic || !replica.isEjected else { continue }
+            let ready = replica.client(on: loop).prepareForCalls { connect in
+                connect.whenFailure { _ in self.countFailure(of: replica) }
+            }
+            if ready { return index }
+            if firstCandidate == nil { firstCandidate = index }
         }
-        return nil
+        return firstCandidate
     }
 
     /// Health-checks each ejected replica whose ejection is over; readmits those SERVING.

@@ -29,7 +29,7 @@ struct BackendLoopTests {
         let metadata: Metadata = [TrustedMetadata.credential: credential]
         for loop in loops {
             let client = replica.client(on: loop)
-            // The first call connects (in a task); once connected, a call starts without one.
+            // The first call waits for its connection; once connected, a call starts on it at once.
             _ = try await client.start(
                 EchoService.echoMethod,
                 payload: Data(),
@@ -62,7 +62,8 @@ struct BackendLoopTests {
             host: "127.0.0.1",
             port: hole.port,
             connections: 1,
-            connectTimeout: .seconds(2),
+            // Far longer than the 50 ms call below, even on a starved machine.
+            connectTimeout: .seconds(5),
             policy: EjectionPolicy(consecutiveFailures: 5),
             loops: [loop]
         )
@@ -85,11 +86,11 @@ struct BackendLoopTests {
         // A deadline already past: refused before any replica is tried, and counts for nothing.
         #expect(await call(within: .zero)?.code == .deadlineExceeded)
         #expect(replica.consecutiveFailures == 3)
-        // The connect hangs for 2 s: this call's 50 ms run out first. That is the call's
+        // The connect hangs for 5 s: this call's 50 ms run out first. That is the call's
         // budget, not news of the replica: the failures stay as they were (no reset, no count).
         #expect(await call()?.code == .deadlineExceeded)
         #expect(replica.consecutiveFailures == 3)
-        // Once the connect has timed out, a call is refused at once (backing off), and counts.
+        // Once the connect has timed out it counts, and a call is refused at once (backing off).
         try await eventually("the connect timed out") { await call()?.code == .unavailable }
         #expect(replica.consecutiveFailures >= 4)
         await replica.close()

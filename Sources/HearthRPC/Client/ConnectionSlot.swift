@@ -63,6 +63,21 @@ final class ConnectionSlot: Sendable {
         }
     }
 
+    /// Whether a call started now goes out at once. When it would have to wait, the connection
+    /// is started (unless it is backing off after a failure) with no call waiting for it: the
+    /// connect started, if this call started one.
+    func prepare() -> (ready: Bool, connectStarted: EventLoopFuture<RPCConnection>?) {
+        switch self.nextStep() {
+        case .use:
+            return (true, nil)
+        case .wait, .fail:
+            return (false, nil)
+        case .connect(let promise, let failures):
+            self.connect(fulfilling: promise, failures: failures)
+            return (false, promise.futureResult)
+        }
+    }
+
     private enum Step {
         case use(RPCConnection)
         case wait(EventLoopFuture<RPCConnection>)

@@ -136,6 +136,20 @@ public final class RPCClient: Sendable {
         self.turn.pick(from: self.slots).start(method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
     }
 
+    /// Whether a call started now goes out at once on a connection that takes calls. When not,
+    /// the connections it lacks are started in the background (those not backing off after a
+    /// failure), so that a caller with somewhere else to go need not wait for them; each
+    /// connect this starts is handed to `connectStarted`, to learn how it ends.
+    public func prepareForCalls(connectStarted: (EventLoopFuture<RPCConnection>) -> Void) -> Bool {
+        var ready = true
+        for slot in self.slots {
+            let prepared = slot.prepare()
+            if let connect = prepared.connectStarted { connectStarted(connect) }
+            ready = ready && prepared.ready
+        }
+        return ready
+    }
+
     /// Calls a unary method with typed messages.
     /// - Throws: ``RPCError``; INTERNAL when the response does not decode as `Response`.
     public func call<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
