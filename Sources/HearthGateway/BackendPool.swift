@@ -321,17 +321,36 @@ final class BackendPool: Sendable {
         let start = self.turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max
         let panic = self.replicas.allSatisfy(\.isEjected)
         var firstCandidate: Int?
+        // The first candidate's connects: its call may wait on them and counts their failure
+        // itself, so they count here only if another replica takes the call.
+        var firstCandidateConnects: [EventLoopFuture<RPCConnection>] = []
         for offset in 0..<count {
             let index = (start + offset) % count
             let replica = self.replicas[index]
             guard !tried.contains(index), panic || !replica.isEjected else { continue }
+            let isFirst = firstCandidate == nil
             let ready = replica.client(on: loop).prepareForCalls { connect in
-                connect.whenFailure { _ in self.countFailure(of: replica) }
+                if isFirst {
+                    firstCandidateConnects.append(connect)
+                } else {
+                    self.countFailures(of: connect, against: replica)
+                }
             }
-            if ready { return index }
-            if firstCandidate == nil { firstCandidate = index }
+            if ready {
+                if let first = firstCandidate {
+                    for connect in firstCandidateConnects {
+                        self.countFailures(of: connect, against: self.replicas[first])
+                    }
+                }
+                return index
+            }
+            if isFirst { firstCandidate = index }
         }
         return firstCandidate
+    }
+
+    private func countFailures(of connect: EventLoopFuture<RPCConnection>, against replica: Replica) {
+        connect.whenFailure { _ in self.countFailure(of: replica) }
     }
 
     /// Health-checks each ejected replica whose ejection is over; readmits those SERVING.

@@ -97,6 +97,36 @@ struct BackendLoopTests {
         try await group.shutdownGracefully()
     }
 
+    @Test("a lone replica that refuses connections: one refused connect counts once, not once per path")
+    func refusedConnectCountsOnce() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let backend = Replica(name: "gone")
+        let port = try await backend.port
+        await backend.stop()
+        let replica = HearthGateway.Replica(
+            host: "127.0.0.1",
+            port: port,
+            connections: 1,
+            connectTimeout: .seconds(5),
+            policy: EjectionPolicy(consecutiveFailures: 5),
+            loops: [loop]
+        )
+        let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
+        let request = ForwardedRequest(
+            method: EchoService.echoMethod,
+            payload: Data(),
+            metadata: [TrustedMetadata.credential: credential],
+            deadline: .now() + .seconds(5)
+        )
+        // The call waits on the connect its pick started; the refusal counts on the call's path.
+        let error = await #expect(throws: RPCError.self) { _ = try await pool.startOnReplica(request, on: loop).value }
+        #expect(error?.code == .unavailable)
+        #expect(replica.consecutiveFailures == 1)
+        await replica.close()
+        try await group.shutdownGracefully()
+    }
+
     @Test("a replica slower than a call's deadline, but answering its health check, stays in rotation")
     func slowReplicaStays() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
