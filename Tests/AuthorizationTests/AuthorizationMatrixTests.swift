@@ -125,7 +125,7 @@ struct AuthorizationMatrixTests {
             defer { Task { await rolesClient.close() } }
             let routines = try RoutinesService(
                 location: .inMemory,
-                roles: CheckinsNestRoles(client: rolesClient, internalCredential: Self.secret)
+                roles: CheckinsNestRoles(client: rolesClient, internalCredential: Self.secret, timeout: .seconds(15))
             )
             let services: [any RPCService] = [checkins, tasks, activities, safety, routines]
             try await withServer(configuration: configuration, services: services) { _, port in

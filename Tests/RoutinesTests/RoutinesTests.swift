@@ -33,7 +33,8 @@ struct System {
         ) { _, port in
             let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
             let roles = CachedNestRoles(
-                source: CheckinsNestRoles(client: client, internalCredential: Self.secret),
+                // Not 2 s: on two cores shared by every suite a call can wait that long for a thread.
+                source: CheckinsNestRoles(client: client, internalCredential: Self.secret, timeout: .seconds(15)),
                 clock: clock
             )
             let system = System(
