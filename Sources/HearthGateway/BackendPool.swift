@@ -320,37 +320,29 @@ final class BackendPool: Sendable {
         let count = self.replicas.count
         let start = self.turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max
         let panic = self.replicas.allSatisfy(\.isEjected)
+        var ready: Int?
         var firstCandidate: Int?
-        // The first candidate's connects: its call may wait on them and counts their failure
-        // itself, so they count here only if another replica takes the call.
-        var firstCandidateConnects: [EventLoopFuture<RPCConnection>] = []
+        var connectsStarted: [(replica: Int, connect: EventLoopFuture<RPCConnection>)] = []
         for offset in 0..<count {
             let index = (start + offset) % count
             let replica = self.replicas[index]
             guard !tried.contains(index), panic || !replica.isEjected else { continue }
-            let isFirst = firstCandidate == nil
-            let ready = replica.client(on: loop).prepareForCalls { connect in
-                if isFirst {
-                    firstCandidateConnects.append(connect)
-                } else {
-                    self.countFailures(of: connect, against: replica)
-                }
+            if firstCandidate == nil { firstCandidate = index }
+            // With one replica there is nothing to prefer: its call connects if it must.
+            if count == 1
+                || replica.client(on: loop).prepareForCalls(connectStarted: { connectsStarted.append((index, $0)) })
+            {
+                ready = index
+                break
             }
-            if ready {
-                if let first = firstCandidate {
-                    for connect in firstCandidateConnects {
-                        self.countFailures(of: connect, against: self.replicas[first])
-                    }
-                }
-                return index
-            }
-            if isFirst { firstCandidate = index }
         }
-        return firstCandidate
-    }
-
-    private func countFailures(of connect: EventLoopFuture<RPCConnection>, against replica: Replica) {
-        connect.whenFailure { _ in self.countFailure(of: replica) }
+        let chosen = ready ?? firstCandidate
+        // A call waiting on its replica's connect counts that connect's failure itself; the
+        // connects of replicas it did not go to count here.
+        for (index, connect) in connectsStarted where index != chosen {
+            connect.whenFailure { _ in self.countFailure(of: self.replicas[index]) }
+        }
+        return chosen
     }
 
     /// Health-checks each ejected replica whose ejection is over; readmits those SERVING.

@@ -3,6 +3,7 @@ public import GRDB
 public import HearthCore
 public import HearthScheduler
 public import Logging
+import Synchronization
 
 /// A durable outbox of pushes in a service's own SQLite file. A service enqueues a message in
 /// the same transaction as the change it reports, so the two commit or fail together, and
@@ -142,29 +143,17 @@ public struct OutboxDeliverer: DueWork {
                 arguments: [now]
             ).map { row in Due(id: row["id"], message: row["message"], attempts: row["attempts"]) }
         }
-        let (delivered, firstError) = await withTaskGroup(of: Result<Bool, any Error>.self) { group in
-            var waiting = due[...]
-            func sendNext() {
-                guard let next = waiting.popFirst() else { return }
-                group.addTask {
-                    do { return .success(try await self.deliver(next)) } catch { return .failure(error) }
-                }
+        let tally = Mutex<(delivered: Int, firstError: (any Error)?)>((0, nil))
+        await due.forEachConcurrently(atMost: Self.sendsAtOnce) { due in
+            do {
+                if try await self.deliver(due) { tally.withLock { $0.delivered += 1 } }
+                return true
+            } catch {
+                tally.withLock { if $0.firstError == nil { $0.firstError = error } }
+                return false
             }
-            for _ in 0..<Self.sendsAtOnce { sendNext() }
-            var delivered = 0
-            var firstError: (any Error)?
-            while let result = await group.next() {
-                switch result {
-                case .success(let sent):
-                    if sent { delivered += 1 }
-                    sendNext()
-                case .failure(let error):
-                    if firstError == nil { firstError = error }
-                    waiting = []
-                }
-            }
-            return (delivered, firstError)
         }
+        let (delivered, firstError) = tally.withLock { $0 }
         if let firstError { throw firstError }
         return delivered
     }

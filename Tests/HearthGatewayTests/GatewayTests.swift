@@ -299,18 +299,19 @@ struct GatewayTests {
         let hole = try HangingListener()
         defer { hole.close() }
         let ejection = EjectionPolicy(consecutiveFailures: 5, duration: .seconds(60))
-        // A call may wait 150 ms (the gateway's own deadline, shorter than the client's), a
-        // connection 300 ms.
+        // A connection may take 300 ms; a call 1 s (the gateway's own deadline, shorter than the
+        // client's), long enough that a call to the replica ends in time on a loaded machine.
         try await GatewayHarness.run(
             replicas: 1,
             limits: RateLimiter.Limits(perSecond: 1, burst: 100_000),
             ejection: ejection,
-            routeTimeout: .milliseconds(150),
+            routeTimeout: .seconds(1),
             connectTimeout: .milliseconds(300),
             unservedPorts: [hole.port]
         ) { harness in
             // Only a call made before the replica's own connection is up waits for the hole (until
-            // its deadline); the rest go to the replica while the hole's connects time out.
+            // its connect times out, then it goes to the replica); the rest go to the replica
+            // while the hole's connects time out in the background.
             let (calls, deadlines) = try await Self.callUntilEjected(harness, within: .seconds(30))
             #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(hole.port)"])
             // At most the calls made before the replica's connection was up (the first, a few

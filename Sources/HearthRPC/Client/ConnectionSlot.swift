@@ -52,12 +52,7 @@ final class ConnectionSlot: Sendable {
         return .afterConnecting(waitFor, on: loop ?? waitFor.eventLoop, timeout: timeout) { connection, remaining in
             connection.start(method: method, payload: payload, metadata: metadata, timeout: remaining)
         } connectFailed: { error in
-            if let error = error as? RPCError { return error }
-            return RPCError(
-                .unavailable,
-                "cannot connect to \(target): \(describe(connectError: error))",
-                cause: CallNotSent(underlying: error)
-            )
+            error as? RPCError ?? Self.cannotConnect(to: target, error, retryAfter: nil)
         } deadlinePassed: {
             RPCError(.deadlineExceeded, "deadline exceeded while connecting to \(target)", cause: CallNotSent())
         }
@@ -101,14 +96,7 @@ final class ConnectionSlot: Sendable {
             case .backingOff(let until, let count, let error):
                 let now = NIODeadline.now()
                 guard now >= until else {
-                    return .fail(
-                        RPCError(
-                            .unavailable,
-                            "cannot connect to \(self.target): \(describe(connectError: error))",
-                            retryAfter: .nanoseconds((until - now).nanoseconds),
-                            cause: CallNotSent(underlying: error)
-                        )
-                    )
+                    return .fail(Self.cannotConnect(to: self.target, error, retryAfter: until - now))
                 }
                 failures = count
             case .idle(let count):
@@ -137,6 +125,17 @@ final class ConnectionSlot: Sendable {
     }
 
     private var target: String { "\(self.configuration.host):\(self.configuration.port)" }
+
+    /// UNAVAILABLE, never sent: `target` could not be connected to (and is not tried again for
+    /// `retryAfter`, when backing off).
+    private static func cannotConnect(to target: String, _ error: any Error, retryAfter: TimeAmount?) -> RPCError {
+        RPCError(
+            .unavailable,
+            "cannot connect to \(target): \(describe(connectError: error))",
+            retryAfter: retryAfter.map { .nanoseconds($0.nanoseconds) },
+            cause: CallNotSent(underlying: error)
+        )
+    }
 
     private func connect(fulfilling promise: EventLoopPromise<RPCConnection>, failures: Int) {
         RPCConnection.connect(

@@ -66,16 +66,9 @@ struct AlertWorker: DueWork {
             reminderText: Self.reminderText
         ) == Self.decideBatch {}
         let due = try await self.store.messagesDue(now: now, limit: Self.sendBatch)
-        await withTaskGroup(of: Void.self) { group in
-            var next = due.makeIterator()
-            for _ in 0..<Self.sendersAtOnce {
-                guard let alert = next.next() else { break }
-                group.addTask { await self.deliver(alert) }
-            }
-            while await group.next() != nil {
-                guard let alert = next.next() else { continue }
-                group.addTask { await self.deliver(alert) }
-            }
+        await due.forEachConcurrently(atMost: Self.sendersAtOnce) { alert in
+            await self.deliver(alert)
+            return true
         }
     }
 
