@@ -125,6 +125,22 @@ public func withServer<T>(
     }
 }
 
+/// The fields that `body`'s INVALID_ARGUMENT names, in its order; empty when `body` succeeds.
+/// Failing with another code is recorded as an issue.
+public func violatedFields(
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async -> [String] {
+    do {
+        try await body()
+        return []
+    } catch {
+        let answer = RPCError(answering: error)
+        #expect(answer.code == .invalidArgument, "\(answer)", sourceLocation: sourceLocation)
+        return answer.violations.map(\.field)
+    }
+}
+
 /// Expects `body` to fail with `code`: what the runtime would answer for the error it throws.
 public func expectCode(
     _ code: StatusCode,

@@ -557,52 +557,52 @@ struct OfferLifecycleTests {
         #expect(try await ben.pending().isEmpty)
         #expect(try await ben.service.listActivities(.init(), ben.context).activities.isEmpty)
 
-        func fields(_ body: () async throws -> Void) async -> [String] {
-            do {
-                try await body()
-                return []
-            } catch {
-                return RPCError(answering: error).violations.map(\.field)
-            }
-        }
-        #expect(await fields { try await a.rule(gymID, radius: 24) } == ["place.radius_m"])
-        #expect(await fields { try await a.rule(gymID, radius: 5001) } == ["place.radius_m"])
-        #expect(await fields { try await a.rule(gymID, radius: 25) }.isEmpty)
-        #expect(await fields { try await a.rule(gymID, radius: 5000, delay: 120, cooldown: 1440) }.isEmpty)
-        #expect(await fields { try await a.rule(gymID, delay: 121) } == ["delay_minutes"])
-        #expect(await fields { try await a.rule(gymID, cooldown: 0) } == ["cooldown_minutes"])
-        #expect(await fields { try await a.rule(gymID, trigger: .unspecified) } == ["trigger"])
+        #expect(await violatedFields { try await a.rule(gymID, radius: 24) } == ["place.radius_m"])
+        #expect(await violatedFields { try await a.rule(gymID, radius: 5001) } == ["place.radius_m"])
+        #expect(await violatedFields { try await a.rule(gymID, radius: 25) }.isEmpty)
+        #expect(await violatedFields { try await a.rule(gymID, radius: 5000, delay: 120, cooldown: 1440) }.isEmpty)
+        #expect(await violatedFields { try await a.rule(gymID, delay: 121) } == ["delay_minutes"])
+        #expect(await violatedFields { try await a.rule(gymID, cooldown: 0) } == ["cooldown_minutes"])
+        #expect(await violatedFields { try await a.rule(gymID, trigger: .unspecified) } == ["trigger"])
         #expect(
-            await fields { _ = try await a.report(gymID, position: (91, 0, 10)) } == ["position.latitude"]
+            await violatedFields { _ = try await a.report(gymID, position: (91, 0, 10)) } == ["position.latitude"]
         )
-        #expect(await fields { _ = try await a.report(gymID, position: (0, 0, 10_001)) } == ["position.accuracy_m"])
-        #expect(await fields { _ = try await a.report(gymID, event: "") } == ["client_event_id"])
-        #expect(await fields { try await a.preferences(cap: 21) } == ["daily_cap"])
-        #expect(await fields { try await a.preferences(quiet: ("25:00", "07:00")) } == ["quiet_hours.start"])
-        #expect(await fields { try await a.preferences(quiet: ("07:00", "07:00")) } == ["quiet_hours.end"])
-        #expect(await fields { try await a.preferences(zone: "EST") } == ["time_zone"])
-        #expect(await fields { _ = try await a.create(" ") } == ["title"])
-        #expect(await fields { _ = try await a.create(priority: 4) } == ["priority"])
-        #expect(await fields { try await a.rule(gymID, cooldown: 1441) } == ["cooldown_minutes"])
-        #expect(await fields { try await a.rule(gymID, label: String(repeating: "l", count: 101)) } == ["place.label"])
-        #expect(await fields { try await a.rule(gymID, label: String(repeating: "l", count: 100)) }.isEmpty)
-        #expect(try await a.rule(gymID, radius: 0).rule.place.radiusM == 150, "0 means the default radius")
-        #expect(await fields { try await a.preferences(cap: 0) } == ["daily_cap"])
-        #expect(await fields { try await a.preferences(cap: 20) }.isEmpty)
-        #expect(await fields { try await a.preferences(cooldown: 0) } == ["default_cooldown_minutes"])
-        #expect(await fields { try await a.preferences(cooldown: 1441) } == ["default_cooldown_minutes"])
-        #expect(await fields { try await a.preferences(cooldown: 1440) }.isEmpty)
-        #expect(await fields { try await a.preferences(spacing: 1441) } == ["min_spacing_minutes"])
-        #expect(await fields { try await a.preferences(spacing: 0) }.isEmpty)
-        #expect(await fields { _ = try await a.report(gymID, position: (0, 0, 10_000)) }.isEmpty)
         #expect(
-            await fields { _ = try await a.report(gymID, event: String(repeating: "e", count: 101)) } == [
+            await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_001)) } == ["position.accuracy_m"]
+        )
+        #expect(await violatedFields { _ = try await a.report(gymID, event: "") } == ["client_event_id"])
+        #expect(await violatedFields { try await a.preferences(cap: 21) } == ["daily_cap"])
+        #expect(await violatedFields { try await a.preferences(quiet: ("25:00", "07:00")) } == ["quiet_hours.start"])
+        #expect(await violatedFields { try await a.preferences(quiet: ("07:00", "07:00")) } == ["quiet_hours.end"])
+        #expect(await violatedFields { try await a.preferences(zone: "EST") } == ["time_zone"])
+        #expect(await violatedFields { _ = try await a.create(" ") } == ["title"])
+        #expect(await violatedFields { _ = try await a.create(priority: 4) } == ["priority"])
+        #expect(await violatedFields { try await a.rule(gymID, cooldown: 1441) } == ["cooldown_minutes"])
+        #expect(
+            await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 101)) } == [
+                "place.label"
+            ]
+        )
+        #expect(await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 100)) }.isEmpty)
+        #expect(try await a.rule(gymID, radius: 0).rule.place.radiusM == 150, "0 means the default radius")
+        #expect(await violatedFields { try await a.preferences(cap: 0) } == ["daily_cap"])
+        #expect(await violatedFields { try await a.preferences(cap: 20) }.isEmpty)
+        #expect(await violatedFields { try await a.preferences(cooldown: 0) } == ["default_cooldown_minutes"])
+        #expect(await violatedFields { try await a.preferences(cooldown: 1441) } == ["default_cooldown_minutes"])
+        #expect(await violatedFields { try await a.preferences(cooldown: 1440) }.isEmpty)
+        #expect(await violatedFields { try await a.preferences(spacing: 1441) } == ["min_spacing_minutes"])
+        #expect(await violatedFields { try await a.preferences(spacing: 0) }.isEmpty)
+        #expect(await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_000)) }.isEmpty)
+        #expect(
+            await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 101)) } == [
                 "client_event_id"
             ]
         )
-        #expect(await fields { _ = try await a.report(gymID, event: String(repeating: "e", count: 100)) }.isEmpty)
-        #expect(await fields { _ = try await a.create(String(repeating: "t", count: 201)) } == ["title"])
-        #expect(await fields { _ = try await a.create(String(repeating: "t", count: 200)) }.isEmpty)
+        #expect(
+            await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 100)) }.isEmpty
+        )
+        #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 201)) } == ["title"])
+        #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 200)) }.isEmpty)
         let stats = { (days: Double) in
             _ = try await a.service.getOfferStats(
                 .with {
@@ -612,9 +612,9 @@ struct OfferLifecycleTests {
                 a.context
             )
         }
-        #expect(await fields { try await stats(366) }.isEmpty)
-        #expect(await fields { try await stats(366.001) } == ["to"])
-        #expect(await fields { try await stats(0) } == ["to"])
+        #expect(await violatedFields { try await stats(366) }.isEmpty)
+        #expect(await violatedFields { try await stats(366.001) } == ["to"])
+        #expect(await violatedFields { try await stats(0) } == ["to"])
         let defaults = try await ben.service.getOfferPreferences(.init(), ben.context)
         #expect(defaults.dailyCap == 2 && defaults.minSpacingMinutes == 360 && defaults.defaultCooldownMinutes == 120)
     }

@@ -453,6 +453,7 @@ public nonisolated struct Hearth_Tasks_V1_CheckIn: Sendable {
   fileprivate var _focus: UInt32? = nil
 }
 
+/// A user has at most 50 active tasks: one more is RESOURCE_EXHAUSTED (cancel one first).
 public nonisolated struct Hearth_Tasks_V1_CreateTaskRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -523,6 +524,13 @@ public nonisolated struct Hearth_Tasks_V1_GetTaskRequest: Sendable {
   // methods supported on all messages.
 
   public var taskID: String = String()
+
+  /// Check-ins in one answer: at most 100; 0 means 100. An answer holds fewer when they would
+  /// come near the frame limit.
+  public var checkInsPageSize: UInt32 = 0
+
+  /// next_check_ins_page_token of the answer before: the check-ins after those it held.
+  public var checkInsPageToken: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -615,12 +623,13 @@ public nonisolated struct Hearth_Tasks_V1_GetTaskResponse: @unchecked Sendable {
   /// Clears the value of `task`. Subsequent reads from it will return its default value.
   public mutating func clearTask() {_uniqueStorage()._task = nil}
 
-  /// In time order.
+  /// In time order: a page of them (see check_ins_page_size).
   public var checkIns: [Hearth_Tasks_V1_CheckIn] {
     get {_storage._checkIns}
     set {_uniqueStorage()._checkIns = newValue}
   }
 
+  /// Over every check-in and prompt of the task, whichever page this is.
   public var summary: Hearth_Tasks_V1_TaskSummary {
     get {_storage._summary ?? Hearth_Tasks_V1_TaskSummary()}
     set {_uniqueStorage()._summary = newValue}
@@ -629,6 +638,12 @@ public nonisolated struct Hearth_Tasks_V1_GetTaskResponse: @unchecked Sendable {
   public var hasSummary: Bool {_storage._summary != nil}
   /// Clears the value of `summary`. Subsequent reads from it will return its default value.
   public mutating func clearSummary() {_uniqueStorage()._summary = nil}
+
+  /// Empty when no check-in follows those in this answer.
+  public var nextCheckInsPageToken: String {
+    get {_storage._nextCheckInsPageToken}
+    set {_uniqueStorage()._nextCheckInsPageToken = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -652,6 +667,12 @@ public nonisolated struct Hearth_Tasks_V1_ListTasksRequest: Sendable {
   /// Clears the value of `state`. Subsequent reads from it will return its default value.
   public mutating func clearState() {self._state = nil}
 
+  /// At most 100; 0 means 20.
+  public var pageSize: UInt32 = 0
+
+  /// next_page_token of the page before.
+  public var pageToken: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -666,6 +687,9 @@ public nonisolated struct Hearth_Tasks_V1_ListTasksResponse: Sendable {
 
   /// Newest first.
   public var tasks: [Hearth_Tasks_V1_Task] = []
+
+  /// Empty on the last page.
+  public var nextPageToken: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1452,7 +1476,7 @@ nonisolated extension Hearth_Tasks_V1_CreateTaskResponse: SwiftProtobuf.Message,
 
 nonisolated extension Hearth_Tasks_V1_GetTaskRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetTaskRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}task_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}task_id\0\u{3}check_ins_page_size\0\u{3}check_ins_page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1461,6 +1485,8 @@ nonisolated extension Hearth_Tasks_V1_GetTaskRequest: SwiftProtobuf.Message, Swi
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.taskID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.checkInsPageSize) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.checkInsPageToken) }()
       default: break
       }
     }
@@ -1470,11 +1496,19 @@ nonisolated extension Hearth_Tasks_V1_GetTaskRequest: SwiftProtobuf.Message, Swi
     if !self.taskID.isEmpty {
       try visitor.visitSingularStringField(value: self.taskID, fieldNumber: 1)
     }
+    if self.checkInsPageSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.checkInsPageSize, fieldNumber: 2)
+    }
+    if !self.checkInsPageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.checkInsPageToken, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_GetTaskRequest, rhs: Hearth_Tasks_V1_GetTaskRequest) -> Bool {
     if lhs.taskID != rhs.taskID {return false}
+    if lhs.checkInsPageSize != rhs.checkInsPageSize {return false}
+    if lhs.checkInsPageToken != rhs.checkInsPageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1591,12 +1625,13 @@ nonisolated extension Hearth_Tasks_V1_TaskSummary: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetTaskResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}task\0\u{3}check_ins\0\u{1}summary\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}task\0\u{3}check_ins\0\u{1}summary\0\u{3}next_check_ins_page_token\0")
 
   fileprivate class _StorageClass {
     var _task: Hearth_Tasks_V1_Task? = nil
     var _checkIns: [Hearth_Tasks_V1_CheckIn] = []
     var _summary: Hearth_Tasks_V1_TaskSummary? = nil
+    var _nextCheckInsPageToken: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1610,6 +1645,7 @@ nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, Sw
       _task = source._task
       _checkIns = source._checkIns
       _summary = source._summary
+      _nextCheckInsPageToken = source._nextCheckInsPageToken
     }
   }
 
@@ -1631,6 +1667,7 @@ nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, Sw
         case 1: try { try decoder.decodeSingularMessageField(value: &_storage._task) }()
         case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._checkIns) }()
         case 3: try { try decoder.decodeSingularMessageField(value: &_storage._summary) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._nextCheckInsPageToken) }()
         default: break
         }
       }
@@ -1652,6 +1689,9 @@ nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, Sw
       try { if let v = _storage._summary {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
       } }()
+      if !_storage._nextCheckInsPageToken.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nextCheckInsPageToken, fieldNumber: 4)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1664,6 +1704,7 @@ nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, Sw
         if _storage._task != rhs_storage._task {return false}
         if _storage._checkIns != rhs_storage._checkIns {return false}
         if _storage._summary != rhs_storage._summary {return false}
+        if _storage._nextCheckInsPageToken != rhs_storage._nextCheckInsPageToken {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1675,7 +1716,7 @@ nonisolated extension Hearth_Tasks_V1_GetTaskResponse: SwiftProtobuf.Message, Sw
 
 nonisolated extension Hearth_Tasks_V1_ListTasksRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListTasksRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}page_size\0\u{3}page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1684,6 +1725,8 @@ nonisolated extension Hearth_Tasks_V1_ListTasksRequest: SwiftProtobuf.Message, S
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self._state) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.pageSize) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.pageToken) }()
       default: break
       }
     }
@@ -1697,11 +1740,19 @@ nonisolated extension Hearth_Tasks_V1_ListTasksRequest: SwiftProtobuf.Message, S
     try { if let v = self._state {
       try visitor.visitSingularEnumField(value: v, fieldNumber: 1)
     } }()
+    if self.pageSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pageSize, fieldNumber: 2)
+    }
+    if !self.pageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.pageToken, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_ListTasksRequest, rhs: Hearth_Tasks_V1_ListTasksRequest) -> Bool {
     if lhs._state != rhs._state {return false}
+    if lhs.pageSize != rhs.pageSize {return false}
+    if lhs.pageToken != rhs.pageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1709,7 +1760,7 @@ nonisolated extension Hearth_Tasks_V1_ListTasksRequest: SwiftProtobuf.Message, S
 
 nonisolated extension Hearth_Tasks_V1_ListTasksResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListTasksResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{3}next_page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1718,6 +1769,7 @@ nonisolated extension Hearth_Tasks_V1_ListTasksResponse: SwiftProtobuf.Message, 
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.tasks) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nextPageToken) }()
       default: break
       }
     }
@@ -1727,11 +1779,15 @@ nonisolated extension Hearth_Tasks_V1_ListTasksResponse: SwiftProtobuf.Message, 
     if !self.tasks.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.tasks, fieldNumber: 1)
     }
+    if !self.nextPageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.nextPageToken, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_ListTasksResponse, rhs: Hearth_Tasks_V1_ListTasksResponse) -> Bool {
     if lhs.tasks != rhs.tasks {return false}
+    if lhs.nextPageToken != rhs.nextPageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -273,31 +273,17 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         -> Hearth_Checkins_V1_ListCheckInsResponse
     {
         let session = try await self.participantSession(request.sessionID, context.verifiedUser())
-        guard request.pageSize <= 100 else {
-            throw RPCError.invalidArgument([FieldViolation(field: "page_size", description: "must be at most 100")])
-        }
-        var cursor: TimelineCursor?
-        if !request.pageToken.isEmpty {
-            guard let parsed = TimelineCursor(token: request.pageToken) else {
-                throw RPCError.invalidArgument([
-                    FieldViolation(field: "page_token", description: "is not a token this service issued")
-                ])
-            }
-            cursor = parsed
-        }
-        let size = request.pageSize == 0 ? 20 : Int(request.pageSize)
-        // One more than asked tells whether another page follows.
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 20, maxSize: 100)
         let rows = try await self.store.checkIns(
             session: session.id,
             newestFirst: request.order == .newestFirst,
-            after: cursor,
-            limit: size + 1
+            after: page.after,
+            limit: page.limit
         )
+        let (checkIns, nextToken) = page.page(of: rows) { PageCursor(time: $0.capturedAt, id: $0.id) }
         var response = Hearth_Checkins_V1_ListCheckInsResponse()
-        response.checkIns = rows.prefix(size).map(\.message)
-        if rows.count > size, let last = rows.prefix(size).last {
-            response.nextPageToken = TimelineCursor(capturedAt: last.capturedAt, id: last.id).token
-        }
+        response.checkIns = checkIns.map(\.message)
+        response.nextPageToken = nextToken
         return response
     }
 

@@ -195,7 +195,7 @@ struct CheckinStore: Sendable {
     }
 
     /// A page of a session's check-ins in capture order, after `cursor` when given.
-    func checkIns(session: String, newestFirst: Bool, after cursor: TimelineCursor?, limit: Int) async throws
+    func checkIns(session: String, newestFirst: Bool, after cursor: PageCursor?, limit: Int) async throws
         -> [CheckInRecord]
     {
         try await self.db.read { db in
@@ -203,7 +203,7 @@ struct CheckinStore: Sendable {
             var arguments: StatementArguments = [session]
             if let cursor {
                 sql += newestFirst ? " AND (captured_at, id) < (?, ?)" : " AND (captured_at, id) > (?, ?)"
-                arguments += [cursor.capturedAt, cursor.id]
+                arguments += [cursor.time, cursor.id]
             }
             sql += newestFirst ? " ORDER BY captured_at DESC, id DESC" : " ORDER BY captured_at, id"
             sql += " LIMIT ?"
@@ -296,29 +296,5 @@ struct CheckinStore: Sendable {
 
     func removeTemplate(_ id: String) async throws {
         _ = try await self.db.write { db in try TemplateRecord.deleteOne(db, key: id) }
-    }
-}
-
-/// Where a page of the timeline ends: opaque to clients (base64 of "captured-ms:id").
-struct TimelineCursor: Equatable {
-    var capturedAt: Date
-    var id: String
-
-    var token: String {
-        let ms = Int64((self.capturedAt.timeIntervalSince1970 * 1000).rounded())
-        return Data("\(ms):\(self.id)".utf8).base64EncodedString()
-    }
-
-    init(capturedAt: Date, id: String) {
-        self.capturedAt = capturedAt
-        self.id = id
-    }
-
-    init?(token: String) {
-        guard let data = Data(base64Encoded: token), let text = String(data: data, encoding: .utf8),
-            let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon])
-        else { return nil }
-        self.capturedAt = Date(timeIntervalSince1970: Double(ms) / 1000)
-        self.id = String(text[text.index(after: colon)...])
     }
 }

@@ -18,6 +18,8 @@ enum TaskRules {
     static let maxQuestionTypeCharacters = 50
     /// Extra check-ins (RecordCheckIn) one task may hold.
     static let maxExtraCheckIns = 1000
+    /// Tasks not yet ended nor cancelled, per user.
+    static let maxActiveTasks = 50
     /// A prompt is answerable for this long after its time.
     static let promptLifetime: TimeInterval = 24 * 3600
     static let promptPriority = 0.7

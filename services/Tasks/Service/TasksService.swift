@@ -60,13 +60,21 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         switch TaskRules.newTask(request, now: now) {
         case .success(let new):
             let planned = TaskRules.prompts(for: new, now: now)
-            made = try await self.store.createTask(
+            switch try await self.store.createTask(
                 new,
                 prompts: planned,
                 user: user,
                 clientRequestID: requestID,
                 now: now
-            )
+            ) {
+            case .made(let task, let prompts):
+                made = (task, prompts)
+            case .tooManyActive:
+                throw RPCError(
+                    .resourceExhausted,
+                    "a user has at most \(TaskRules.maxActiveTasks) active tasks; cancel one or wait for one to end"
+                )
+            }
         case .failure(let error):
             // A retry of a task already made gets the first answer even once it no longer fits
             // (its start date has passed, say).
@@ -88,19 +96,45 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         -> Hearth_Tasks_V1_GetTaskResponse
     {
         let user = try context.verifiedUser()
-        guard let (task, promptRecords, checkInRecords) = try await self.store.taskDetail(request.taskID, user: user)
+        let page = try PageRequest(
+            size: request.checkInsPageSize,
+            token: request.checkInsPageToken,
+            defaultSize: 100,
+            maxSize: 100,
+            fields: ("check_ins_page_size", "check_ins_page_token")
+        )
+        guard
+            let detail = try await self.store.taskDetail(
+                request.taskID,
+                user: user,
+                checkInsAfter: page.after,
+                limit: page.limit
+            )
         else { throw RPCError.notFound("task", request.taskID) }
         let now = self.store.now
         let summary = TaskRules.summary(
-            prompts: promptRecords.map { ($0.state(now: now), $0.scheduledAt <= now) },
-            checkIns: checkInRecords.map { ($0.localDate, $0.energy, $0.mood, $0.focus) }
+            prompts: detail.prompts.map { ($0.state(now: now), $0.scheduledAt <= now) },
+            checkIns: detail.scores
+        )
+        // A check-in's text is counted in characters, not bytes: a page ends early rather than
+        // outgrow the frame.
+        let (checkIns, nextToken) = page.page(
+            of: detail.checkIns.map { (record: $0, message: $0.message) },
+            cursor: { PageCursor(time: $0.record.recordedAt, id: $0.record.id) },
+            bytes: { $0.message.encodedSize },
+            budget: Self.checkInsBudget
         )
         var response = Hearth_Tasks_V1_GetTaskResponse()
-        response.task = task.message(now: now)
-        response.checkIns = checkInRecords.map(\.message)
+        response.task = detail.task.message(now: now)
+        response.checkIns = checkIns.map(\.message)
         response.summary = summary.message
+        response.nextCheckInsPageToken = nextToken
         return response
     }
+
+    /// The most bytes of check-ins one GetTask answer holds: half the frame limit leaves room
+    /// for the task and its summary.
+    static let checkInsBudget = ServerConfiguration.defaultMaxFrameSize / 2
 
     @Sendable func listTasks(_ request: Hearth_Tasks_V1_ListTasksRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_ListTasksResponse
@@ -113,9 +147,13 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
             }
             state = request.state
         }
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 20, maxSize: 100)
         let now = self.store.now
+        let tasks = try await self.store.tasks(user: user, state: state, after: page.after, limit: page.limit, now: now)
+        let (shown, nextToken) = page.page(of: tasks) { PageCursor(time: $0.createdAt, id: $0.id) }
         var response = Hearth_Tasks_V1_ListTasksResponse()
-        response.tasks = try await self.store.tasks(user: user, state: state, now: now).map { $0.message(now: now) }
+        response.tasks = shown.map { $0.message(now: now) }
+        response.nextPageToken = nextToken
         return response
     }
 

@@ -27,8 +27,15 @@ struct TaskStore: Sendable {
 
     // MARK: Tasks
 
-    /// Stores a task and its prompts in one transaction; answers the prompts in time order.
-    /// Makes the task and its prompts; with a `clientRequestID` the user used before, answers
+    enum CreateOutcome: Sendable {
+        /// Made now, or by an earlier request with the same client request id.
+        case made(task: TaskRecord, prompts: [PromptRecord])
+        /// The user has ``TaskRules/maxActiveTasks`` active tasks already.
+        case tooManyActive
+    }
+
+    /// Stores a task and its prompts (answered in time order) in one transaction, unless the
+    /// user has too many active tasks; with a `clientRequestID` the user used before, answers
     /// with the task (and prompts) that request made instead.
     func createTask(
         _ new: TaskRules.NewTask,
@@ -36,7 +43,7 @@ struct TaskStore: Sendable {
         user: String,
         clientRequestID: String?,
         now: Date
-    ) async throws -> (task: TaskRecord, prompts: [PromptRecord]) {
+    ) async throws -> CreateOutcome {
         let task = TaskRecord(
             id: Self.newID(),
             userID: user,
@@ -74,8 +81,12 @@ struct TaskStore: Sendable {
             if let clientRequestID,
                 let earlier = try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db)
             {
-                return earlier
+                return .made(task: earlier.task, prompts: earlier.prompts)
             }
+            let active = try TaskRecord.filter(
+                Column("user_id") == user && Column("cancelled_at") == nil && Column("ends_at") > now
+            ).fetchCount(db)
+            guard active < TaskRules.maxActiveTasks else { return .tooManyActive }
             try task.insert(db)
             let insert = try db.cachedStatement(
                 sql: """
@@ -91,7 +102,7 @@ struct TaskStore: Sendable {
                     prompt.questionType, prompt.priority, prompt.status, prompt.notifyAt,
                 ])
             }
-            return (task, records)
+            return .made(task: task, prompts: records)
         }
     }
 
@@ -120,8 +131,11 @@ struct TaskStore: Sendable {
         try await self.db.read { db in try Self.task(id, user: user, in: db) }
     }
 
-    /// The user's tasks, newest first, in one state when given.
-    func tasks(user: String, state: Hearth_Tasks_V1_TaskState?, now: Date) async throws -> [TaskRecord] {
+    /// Up to `limit` of the user's tasks, newest first (the later made first among tasks made
+    /// the same millisecond), after the cursor when given, in one state when given.
+    func tasks(user: String, state: Hearth_Tasks_V1_TaskState?, after cursor: PageCursor?, limit: Int, now: Date)
+        async throws -> [TaskRecord]
+    {
         try await self.db.read { db in
             var request = TaskRecord.filter(Column("user_id") == user)
             switch state {
@@ -134,7 +148,14 @@ struct TaskStore: Sendable {
             default:
                 break
             }
-            return try request.order(Column("created_at").desc, Column.rowID.desc).fetchAll(db)
+            if let cursor {
+                // Tasks are never deleted, so the cursor's task is there to take its row id from.
+                request = request.filter(
+                    sql: "(created_at, rowid) < (?, (SELECT rowid FROM task WHERE id = ?))",
+                    arguments: [cursor.time, cursor.id]
+                )
+            }
+            return try request.order(Column("created_at").desc, Column.rowID.desc).limit(limit).fetchAll(db)
         }
     }
 
@@ -201,17 +222,37 @@ struct TaskStore: Sendable {
         }
     }
 
-    /// A task with its prompts and check-ins (in time order), read in one snapshot.
-    func taskDetail(_ id: String, user: String) async throws -> (
-        task: TaskRecord, prompts: [PromptRecord], checkIns: [CheckInRecord]
-    )? {
+    struct TaskDetail: Sendable {
+        var task: TaskRecord
+        var prompts: [PromptRecord]
+        /// Every check-in's day and scores, for the summary.
+        var scores: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]
+        /// Up to `limit` check-ins in time order, after the cursor when given.
+        var checkIns: [CheckInRecord]
+    }
+
+    /// A task with its prompts, the scores of all its check-ins and a page of the check-ins
+    /// themselves, read in one snapshot.
+    func taskDetail(_ id: String, user: String, checkInsAfter cursor: PageCursor?, limit: Int) async throws
+        -> TaskDetail?
+    {
         try await self.db.read { db in
             guard let task = try Self.task(id, user: user, in: db) else { return nil }
             let prompts = try PromptRecord.filter(Column("task_id") == id)
                 .order(Column("scheduled_at"), Column("id")).fetchAll(db)
-            let checkIns = try CheckInRecord.filter(Column("task_id") == id)
-                .order(Column("recorded_at"), Column("id")).fetchAll(db)
-            return (task, prompts, checkIns)
+            let scores = try Row.fetchAll(
+                db,
+                sql: "SELECT local_date, energy, mood, focus FROM check_in WHERE task_id = ?",
+                arguments: [id]
+            ).map { row in
+                (localDate: row[0] as String, energy: row[1] as Int?, mood: row[2] as Int?, focus: row[3] as Int?)
+            }
+            var page = CheckInRecord.filter(Column("task_id") == id)
+            if let cursor {
+                page = page.filter(sql: "(recorded_at, id) > (?, ?)", arguments: [cursor.time, cursor.id])
+            }
+            let checkIns = try page.order(Column("recorded_at"), Column("id")).limit(limit).fetchAll(db)
+            return TaskDetail(task: task, prompts: prompts, scores: scores, checkIns: checkIns)
         }
     }
 
