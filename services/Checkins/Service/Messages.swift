@@ -8,7 +8,7 @@ extension NestRecord {
         nest.id = self.id
         nest.name = self.name
         nest.ownerUserID = self.ownerUserID
-        nest.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+        nest.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
         return nest
     }
 }
@@ -20,8 +20,8 @@ extension SessionRecord {
         session.nestID = self.nestID
         session.ownerUserID = self.ownerUserID
         session.sitterUserID = self.sitterUserID
-        session.startsAt = Google_Protobuf_Timestamp(date: self.startsAt)
-        session.endsAt = Google_Protobuf_Timestamp(date: self.endsAt)
+        session.startsAt = Google_Protobuf_Timestamp(millisecondsOf: self.startsAt)
+        session.endsAt = Google_Protobuf_Timestamp(millisecondsOf: self.endsAt)
         session.timeZone = self.timeZone
         session.active = self.startsAt <= now && now < self.endsAt
         return session
@@ -35,8 +35,8 @@ extension CheckInRecord {
         checkIn.sessionID = self.sessionID
         checkIn.submitterUserID = self.submitterUserID
         checkIn.caption = self.caption
-        checkIn.capturedAt = Google_Protobuf_Timestamp(date: self.capturedAt)
-        checkIn.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+        checkIn.capturedAt = Google_Protobuf_Timestamp(millisecondsOf: self.capturedAt)
+        checkIn.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
         checkIn.hasPhoto_p = self.photoFormat != nil
         if let format = self.photoFormat {
             checkIn.photo = .with {
@@ -47,7 +47,7 @@ extension CheckInRecord {
             }
         }
         checkIn.photoAltText = self.photoAltText
-        if let viewedAt = self.viewedAt { checkIn.viewedAt = Google_Protobuf_Timestamp(date: viewedAt) }
+        if let viewedAt = self.viewedAt { checkIn.viewedAt = Google_Protobuf_Timestamp(millisecondsOf: viewedAt) }
         checkIn.clientRequestID = self.clientRequestID
         return checkIn
     }

@@ -13,12 +13,12 @@ extension RoutineWithActions {
             .with {
                 $0.id = action.id
                 $0.text = action.text
-                $0.createdAt = Google_Protobuf_Timestamp(date: action.createdAt)
+                $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: action.createdAt)
             }
         }
         routine.canAddAction = self.actions.count < RoutineRules.maxActions
-        routine.createdAt = Google_Protobuf_Timestamp(date: self.routine.createdAt)
-        routine.updatedAt = Google_Protobuf_Timestamp(date: self.routine.updatedAt)
+        routine.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.routine.createdAt)
+        routine.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.routine.updatedAt)
         return routine
     }
 }
@@ -33,7 +33,7 @@ extension CompletionRecord {
     var message: Hearth_Routines_V1_Completion {
         .with {
             $0.actionID = self.actionID
-            $0.doneAt = Google_Protobuf_Timestamp(date: self.doneAt)
+            $0.doneAt = Google_Protobuf_Timestamp(millisecondsOf: self.doneAt)
         }
     }
 }

@@ -24,8 +24,8 @@ extension ProfileRecord {
             }
             $0.pushToken = self.pushToken
             $0.countActivityAsCheckIn = self.countActivity
-            $0.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
-            $0.updatedAt = Google_Protobuf_Timestamp(date: self.updatedAt)
+            $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
+            $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.updatedAt)
         }
     }
 }
@@ -36,7 +36,7 @@ extension ContactRecord {
             $0.id = self.id
             $0.email = self.email
             $0.name = self.name
-            $0.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
+            $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
         }
     }
 }
@@ -45,13 +45,15 @@ extension SafetyStore.StatusSnapshot {
     func message(now: Date) -> Hearth_Safety_V1_Status {
         var status = Hearth_Safety_V1_Status()
         status.state = self.clock.state(at: now)
-        if let last = self.profile.lastCheckInAt { status.lastCheckInAt = Google_Protobuf_Timestamp(date: last) }
+        if let last = self.profile.lastCheckInAt {
+            status.lastCheckInAt = Google_Protobuf_Timestamp(millisecondsOf: last)
+        }
         if self.clock.armed {
-            status.deadline = Google_Protobuf_Timestamp(date: self.clock.deadline)
+            status.deadline = Google_Protobuf_Timestamp(millisecondsOf: self.clock.deadline)
             status.remainingSeconds = Int64(self.clock.deadline.timeIntervalSince(now).rounded(.down))
         }
         if let paused = self.profile.pausedUntil, paused > now {
-            status.pausedUntil = Google_Protobuf_Timestamp(date: paused)
+            status.pausedUntil = Google_Protobuf_Timestamp(millisecondsOf: paused)
         }
         status.snoozes = UInt32(self.profile.snoozes)
         for alert in self.alerts {
@@ -59,7 +61,7 @@ extension SafetyStore.StatusSnapshot {
                 status.warnings.append(
                     .with {
                         $0.minutesBefore = minutes
-                        $0.sentAt = Google_Protobuf_Timestamp(date: alert.sentAt ?? alert.createdAt)
+                        $0.sentAt = Google_Protobuf_Timestamp(millisecondsOf: alert.sentAt ?? alert.createdAt)
                     }
                 )
             } else if alert.channel == .email, alert.state != .cancelled {
@@ -76,7 +78,7 @@ extension SafetyStore.StatusSnapshot {
                             }
                         $0.attempts = UInt32(alert.attempts)
                         $0.lastError = alert.lastError
-                        if let sent = alert.sentAt { $0.sentAt = Google_Protobuf_Timestamp(date: sent) }
+                        if let sent = alert.sentAt { $0.sentAt = Google_Protobuf_Timestamp(millisecondsOf: sent) }
                     }
                 )
             }

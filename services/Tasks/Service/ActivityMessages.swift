@@ -12,7 +12,7 @@ extension ActivityWithRule {
         activity.priority = UInt32(self.activity.priority)
         activity.done = ActivityStore.isDone(self.activity, on: LocalDate(now, in: zone), in: zone)
         if let completedAt = self.activity.lastCompletedAt {
-            activity.completedAt = Google_Protobuf_Timestamp(date: completedAt)
+            activity.completedAt = Google_Protobuf_Timestamp(millisecondsOf: completedAt)
         }
         if let rule = self.rule {
             activity.rule = .with {
@@ -22,11 +22,11 @@ extension ActivityWithRule {
                 if let cooldown = rule.cooldownMinutes { $0.cooldownMinutes = UInt32(cooldown) }
                 $0.onlyIfIncomplete = rule.onlyIfIncomplete
                 $0.enabled = rule.enabled
-                $0.updatedAt = Google_Protobuf_Timestamp(date: rule.updatedAt)
+                $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: rule.updatedAt)
             }
         }
-        activity.createdAt = Google_Protobuf_Timestamp(date: self.activity.createdAt)
-        activity.updatedAt = Google_Protobuf_Timestamp(date: self.activity.updatedAt)
+        activity.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.activity.createdAt)
+        activity.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.activity.updatedAt)
         return activity
     }
 }
@@ -48,7 +48,7 @@ extension OfferRecord {
         offer.offerID = self.id
         offer.activityID = self.activityID
         offer.channel = Hearth_Tasks_V1_Channel(rawValue: self.channel) ?? .unspecified
-        offer.deliverAt = Google_Protobuf_Timestamp(date: self.deliverAt)
+        offer.deliverAt = Google_Protobuf_Timestamp(millisecondsOf: self.deliverAt)
         let texts = OfferRules.texts(title: self.title)
         offer.title = texts.title
         offer.body = texts.body

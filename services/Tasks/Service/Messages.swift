@@ -20,8 +20,10 @@ extension TaskRecord {
         task.startDate = self.startDate
         task.endDate = self.endDate
         task.state = TaskRules.taskState(cancelledAt: self.cancelledAt, endsAt: self.endsAt, now: now)
-        task.createdAt = Google_Protobuf_Timestamp(date: self.createdAt)
-        if let cancelledAt = self.cancelledAt { task.cancelledAt = Google_Protobuf_Timestamp(date: cancelledAt) }
+        task.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
+        if let cancelledAt = self.cancelledAt {
+            task.cancelledAt = Google_Protobuf_Timestamp(millisecondsOf: cancelledAt)
+        }
         return task
     }
 }
@@ -35,15 +37,19 @@ extension PromptRecord {
         prompt.localDate = self.localDate
         prompt.localTime = self.localTime
         prompt.timeOfDay = Hearth_Tasks_V1_TimeOfDay(rawValue: self.timeOfDay) ?? .unspecified
-        prompt.scheduledAt = Google_Protobuf_Timestamp(date: self.scheduledAt)
-        prompt.expiresAt = Google_Protobuf_Timestamp(date: self.expiresAt)
+        prompt.scheduledAt = Google_Protobuf_Timestamp(millisecondsOf: self.scheduledAt)
+        prompt.expiresAt = Google_Protobuf_Timestamp(millisecondsOf: self.expiresAt)
         prompt.question = self.question
         prompt.context = self.context
         prompt.questionType = self.questionType
         prompt.priority = self.priority
         prompt.state = self.state(now: now)
-        if let respondedAt = self.respondedAt { prompt.respondedAt = Google_Protobuf_Timestamp(date: respondedAt) }
-        if let dismissedAt = self.dismissedAt { prompt.dismissedAt = Google_Protobuf_Timestamp(date: dismissedAt) }
+        if let respondedAt = self.respondedAt {
+            prompt.respondedAt = Google_Protobuf_Timestamp(millisecondsOf: respondedAt)
+        }
+        if let dismissedAt = self.dismissedAt {
+            prompt.dismissedAt = Google_Protobuf_Timestamp(millisecondsOf: dismissedAt)
+        }
         return prompt
     }
 
@@ -58,7 +64,7 @@ extension CheckInRecord {
         checkIn.id = self.id
         checkIn.taskID = self.taskID
         checkIn.promptID = self.promptID ?? ""
-        checkIn.recordedAt = Google_Protobuf_Timestamp(date: self.recordedAt)
+        checkIn.recordedAt = Google_Protobuf_Timestamp(millisecondsOf: self.recordedAt)
         checkIn.localDate = self.localDate
         checkIn.timeOfDay = Hearth_Tasks_V1_TimeOfDay(rawValue: self.timeOfDay) ?? .unspecified
         checkIn.question = self.question
