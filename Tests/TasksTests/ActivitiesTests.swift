@@ -530,6 +530,21 @@ struct OfferLifecycleTests {
         #expect(all.geofences.count == 25 && all.leftOut == 0)
     }
 
+    @Test("a user has at most 200 activities; the 201st is RESOURCE_EXHAUSTED until one is deleted")
+    func activityCap() async throws {
+        let system = try await TasksSystem(now: noon)
+        defer { Task { await system.stop() } }
+        let a = Activities(system: system)
+        var ids: [String] = []
+        for index in 0..<OfferRules.maxActivities { ids.append(try await a.create("Activity \(index)")) }
+        await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
+        _ = try await Activities(system: system, user: "ben").create("His own")
+        _ = try await a.service.deleteActivity(.with { $0.activityID = ids[0] }, a.context)
+        _ = try await a.create("In its place")
+        await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
+        #expect(try await a.service.listActivities(.init(), a.context).activities.count == OfferRules.maxActivities)
+    }
+
     @Test("others get NOT_FOUND; bad fields are named")
     func strangersAndValidation() async throws {
         let system = try await TasksSystem(now: noon)

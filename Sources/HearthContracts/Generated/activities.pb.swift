@@ -513,6 +513,7 @@ public nonisolated struct Hearth_Tasks_V1_Activity: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
+/// A user has at most 200 activities: one more is RESOURCE_EXHAUSTED (delete one first).
 public nonisolated struct Hearth_Tasks_V1_CreateActivityRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -176,6 +176,7 @@ public nonisolated struct Hearth_Checkins_V1_Nest: Sendable {
   fileprivate var _createdAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
 }
 
+/// A user owns at most 100 nests: one more is RESOURCE_EXHAUSTED.
 public nonisolated struct Hearth_Checkins_V1_CreateNestRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -325,6 +326,15 @@ public nonisolated struct Hearth_Checkins_V1_ListSessionsRequest: Sendable {
 
   public var nestID: String = String()
 
+  /// By starts_at; unspecified: oldest first. The owner sees every session, a sitter their own.
+  public var order: Hearth_Checkins_V1_Order = .unspecified
+
+  /// At most 100; 0 means 50.
+  public var pageSize: UInt32 = 0
+
+  /// next_page_token of the page before.
+  public var pageToken: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -336,6 +346,9 @@ public nonisolated struct Hearth_Checkins_V1_ListSessionsResponse: Sendable {
   // methods supported on all messages.
 
   public var sessions: [Hearth_Checkins_V1_Session] = []
+
+  /// Empty on the last page.
+  public var nextPageToken: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1027,7 +1040,7 @@ nonisolated extension Hearth_Checkins_V1_GetSessionRequest: SwiftProtobuf.Messag
 
 nonisolated extension Hearth_Checkins_V1_ListSessionsRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListSessionsRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}nest_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}nest_id\0\u{1}order\0\u{3}page_size\0\u{3}page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1036,6 +1049,9 @@ nonisolated extension Hearth_Checkins_V1_ListSessionsRequest: SwiftProtobuf.Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.nestID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.order) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.pageSize) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.pageToken) }()
       default: break
       }
     }
@@ -1045,11 +1061,23 @@ nonisolated extension Hearth_Checkins_V1_ListSessionsRequest: SwiftProtobuf.Mess
     if !self.nestID.isEmpty {
       try visitor.visitSingularStringField(value: self.nestID, fieldNumber: 1)
     }
+    if self.order != .unspecified {
+      try visitor.visitSingularEnumField(value: self.order, fieldNumber: 2)
+    }
+    if self.pageSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pageSize, fieldNumber: 3)
+    }
+    if !self.pageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.pageToken, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Checkins_V1_ListSessionsRequest, rhs: Hearth_Checkins_V1_ListSessionsRequest) -> Bool {
     if lhs.nestID != rhs.nestID {return false}
+    if lhs.order != rhs.order {return false}
+    if lhs.pageSize != rhs.pageSize {return false}
+    if lhs.pageToken != rhs.pageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1057,7 +1085,7 @@ nonisolated extension Hearth_Checkins_V1_ListSessionsRequest: SwiftProtobuf.Mess
 
 nonisolated extension Hearth_Checkins_V1_ListSessionsResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListSessionsResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sessions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sessions\0\u{3}next_page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1066,6 +1094,7 @@ nonisolated extension Hearth_Checkins_V1_ListSessionsResponse: SwiftProtobuf.Mes
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.sessions) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nextPageToken) }()
       default: break
       }
     }
@@ -1075,11 +1104,15 @@ nonisolated extension Hearth_Checkins_V1_ListSessionsResponse: SwiftProtobuf.Mes
     if !self.sessions.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.sessions, fieldNumber: 1)
     }
+    if !self.nextPageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.nextPageToken, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Checkins_V1_ListSessionsResponse, rhs: Hearth_Checkins_V1_ListSessionsResponse) -> Bool {
     if lhs.sessions != rhs.sessions {return false}
+    if lhs.nextPageToken != rhs.nextPageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

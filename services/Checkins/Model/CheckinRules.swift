@@ -11,6 +11,8 @@ enum CheckinRules {
     static let maxFutureSkew: TimeInterval = 5 * 60
     static let lateArrival: TimeInterval = 24 * 3600
     static let maxNestNameCharacters = 100
+    /// Nests one user may own (a nest cannot be deleted).
+    static let maxNestsPerOwner = 100
     static let maxTemplateCharacters = 100
     static let maxTemplatesPerNest = 50
     static let defaultTemplates = ["Pet fed", "All good", "Walk done", "Home secure"]

@@ -61,7 +61,12 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     {
         let user = try context.verifiedUser()
         let name = try CheckinRules.nestName(request.name).get()
-        return try await self.store.createNest(name: name, owner: user).message
+        switch try await self.store.createNest(name: name, owner: user) {
+        case .created(let nest):
+            return nest.message
+        case .full:
+            throw RPCError(.resourceExhausted, "a user owns at most \(CheckinRules.maxNestsPerOwner) nests")
+        }
     }
 
     @Sendable func getNest(_ request: Hearth_Checkins_V1_GetNestRequest, _ context: RPCContext) async throws
@@ -121,12 +126,20 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     {
         let user = try context.verifiedUser()
         let nest = try await self.visibleNest(request.nestID, to: user)
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 50, maxSize: 100)
+        // The owner sees every session; a sitter only their own.
+        let rows = try await self.store.sessions(
+            inNest: nest.id,
+            sitter: user == nest.ownerUserID ? nil : user,
+            newestFirst: request.order == .newestFirst,
+            after: page.after,
+            limit: page.limit
+        )
+        let (sessions, nextToken) = page.page(of: rows) { PageCursor(time: $0.startsAt, id: $0.id) }
         let now = self.store.now
         var response = Hearth_Checkins_V1_ListSessionsResponse()
-        // The owner sees every session; a sitter only their own.
-        response.sessions = try await self.store.sessions(inNest: nest.id)
-            .filter { user == nest.ownerUserID || $0.sitterUserID == user }
-            .map { $0.message(now: now) }
+        response.sessions = sessions.map { $0.message(now: now) }
+        response.nextPageToken = nextToken
         return response
     }
 

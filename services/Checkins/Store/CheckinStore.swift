@@ -27,18 +27,26 @@ struct CheckinStore: Sendable {
 
     // MARK: Nests
 
-    /// Creates a nest with the default quick captions.
-    func createNest(name: String, owner: String) async throws -> NestRecord {
+    enum NestOutcome: Sendable {
+        case created(NestRecord)
+        /// The user owns ``CheckinRules/maxNestsPerOwner`` nests already.
+        case full
+    }
+
+    /// Creates a nest with the default quick captions, unless the owner has too many.
+    func createNest(name: String, owner: String) async throws -> NestOutcome {
         let now = self.now
         let nest = NestRecord(id: UUID().uuidString.lowercased(), name: name, ownerUserID: owner, createdAt: now)
-        try await self.db.write { db in
+        return try await self.db.write { db in
+            guard try NestRecord.filter(Column("owner_user_id") == owner).fetchCount(db) < CheckinRules.maxNestsPerOwner
+            else { return .full }
             try nest.insert(db)
             for text in CheckinRules.defaultTemplates {
                 try TemplateRecord(id: UUID().uuidString.lowercased(), nestID: nest.id, text: text, createdAt: now)
                     .insert(db)
             }
+            return .created(nest)
         }
-        return nest
     }
 
     func nest(_ id: String) async throws -> NestRecord? {
@@ -73,13 +81,15 @@ struct CheckinStore: Sendable {
         try await self.db.read { db in try SessionRecord.fetchOne(db, key: id) }
     }
 
-    func sessions(inNest nestID: String) async throws -> [SessionRecord] {
+    /// A page of a nest's sessions by start, after `cursor` when given; only `sitter`'s when given.
+    func sessions(inNest nestID: String, sitter: String?, newestFirst: Bool, after cursor: PageCursor?, limit: Int)
+        async throws -> [SessionRecord]
+    {
         try await self.db.read { db in
-            try SessionRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM session WHERE nest_id = ? ORDER BY starts_at, id",
-                arguments: [nestID]
-            )
+            var sessions = SessionRecord.filter(Column("nest_id") == nestID)
+            if let sitter { sessions = sessions.filter(Column("sitter_user_id") == sitter) }
+            return try sessions.page(orderedBy: "starts_at", descending: newestFirst, after: cursor, limit: limit)
+                .fetchAll(db)
         }
     }
 
@@ -199,16 +209,9 @@ struct CheckinStore: Sendable {
         -> [CheckInRecord]
     {
         try await self.db.read { db in
-            var sql = "SELECT * FROM check_in WHERE session_id = ?"
-            var arguments: StatementArguments = [session]
-            if let cursor {
-                sql += newestFirst ? " AND (captured_at, id) < (?, ?)" : " AND (captured_at, id) > (?, ?)"
-                arguments += [cursor.time, cursor.id]
-            }
-            sql += newestFirst ? " ORDER BY captured_at DESC, id DESC" : " ORDER BY captured_at, id"
-            sql += " LIMIT ?"
-            arguments += [limit]
-            return try CheckInRecord.fetchAll(db, sql: sql, arguments: arguments)
+            try CheckInRecord.filter(Column("session_id") == session)
+                .page(orderedBy: "captured_at", descending: newestFirst, after: cursor, limit: limit)
+                .fetchAll(db)
         }
     }
 

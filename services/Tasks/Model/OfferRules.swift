@@ -6,6 +6,8 @@ import HearthRPC
 /// The rules of activities and "mark done?" offers, as pure functions: no clock, no storage.
 enum OfferRules {
     static let maxTitleCharacters = 200
+    /// Activities one user may have.
+    static let maxActivities = 200
     static let maxLabelCharacters = 100
     static let maxClientEventIDCharacters = 100
     static let radius = 25...5000

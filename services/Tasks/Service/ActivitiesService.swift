@@ -46,14 +46,21 @@ public struct ActivitiesService: RPCService {
         let new = try OfferRules.activity(title: request.title, repeat: request.repeat, priority: request.priority)
             .get()
         let now = self.store.now
-        let created = try await self.store.createActivity(
+        switch try await self.store.createActivity(
             user: user,
             title: new.title,
             repeat: new.repeat,
             priority: new.priority,
             now: now
-        )
-        return try await self.message(created, user: user, now: now)
+        ) {
+        case .created(let created):
+            return try await self.message(created, user: user, now: now)
+        case .full:
+            throw RPCError(
+                .resourceExhausted,
+                "a user has at most \(OfferRules.maxActivities) activities; delete one first"
+            )
+        }
     }
 
     @Sendable func getActivity(_ request: Hearth_Tasks_V1_GetActivityRequest, _ context: RPCContext) async throws

@@ -22,8 +22,14 @@ struct ActivityStore: Sendable {
 
     // MARK: Activities
 
+    enum CreateOutcome: Sendable {
+        case created(ActivityWithRule)
+        /// The user has ``OfferRules/maxActivities`` already.
+        case full
+    }
+
     func createActivity(user: String, title: String, repeat kind: Hearth_Tasks_V1_Repeat, priority: Int, now: Date)
-        async throws -> ActivityWithRule
+        async throws -> CreateOutcome
     {
         let activity = ActivityRecord(
             id: UUID().uuidString.lowercased(),
@@ -34,8 +40,13 @@ struct ActivityStore: Sendable {
             createdAt: now,
             updatedAt: now
         )
-        try await self.db.write { db in try activity.insert(db) }
-        return ActivityWithRule(activity: activity, rule: nil)
+        return try await self.db.write { db in
+            guard try ActivityRecord.filter(Column("user_id") == user).fetchCount(db) < OfferRules.maxActivities else {
+                return .full
+            }
+            try activity.insert(db)
+            return .created(ActivityWithRule(activity: activity, rule: nil))
+        }
     }
 
     func activity(_ id: String, user: String) async throws -> ActivityWithRule? {

@@ -247,11 +247,9 @@ struct TaskStore: Sendable {
             ).map { row in
                 (localDate: row[0] as String, energy: row[1] as Int?, mood: row[2] as Int?, focus: row[3] as Int?)
             }
-            var page = CheckInRecord.filter(Column("task_id") == id)
-            if let cursor {
-                page = page.filter(sql: "(recorded_at, id) > (?, ?)", arguments: [cursor.time, cursor.id])
-            }
-            let checkIns = try page.order(Column("recorded_at"), Column("id")).limit(limit).fetchAll(db)
+            let checkIns = try CheckInRecord.filter(Column("task_id") == id)
+                .page(orderedBy: "recorded_at", descending: false, after: cursor, limit: limit)
+                .fetchAll(db)
             return TaskDetail(task: task, prompts: prompts, scores: scores, checkIns: checkIns)
         }
     }
