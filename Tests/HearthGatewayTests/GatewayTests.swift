@@ -345,6 +345,40 @@ struct GatewayTests {
         await silent.close()
     }
 
+    @Test("a replica that accepts connections and closes them at once is ejected, and calls go to the other")
+    func droppingReplicaIsEjected() async throws {
+        let dropping = try await SilentListener(closingConnections: true)
+        try await GatewayHarness.run(
+            replicas: 1,
+            limits: RateLimiter.Limits(perSecond: 1, burst: 1_000),
+            ejection: EjectionPolicy(consecutiveFailures: 3, duration: .seconds(60)),
+            unservedPorts: [dropping.port]
+        ) { harness in
+            // Its connects succeed, so only the connections it closed unanswered count against
+            // it. A call that went out on one of them before it closed fails unanswered.
+            let token = "Bearer \(try await harness.token())"
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(30)
+            var failed = 0
+            while harness.gateway.ejectedBackends.isEmpty {
+                try #require(clock.now < end, "the dropping backend is ejected within 30 s")
+                do {
+                    #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+                } catch let error as RPCError {
+                    #expect(error.code == .unavailable, "\(error)")
+                    failed += 1
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(dropping.port)"])
+            #expect(failed <= 3, "\(failed) calls went out on a connection it dropped")
+            for _ in 0..<6 {
+                #expect(try await harness.call(authorization: token).text.hasPrefix("replica-0"))
+            }
+        }
+        await dropping.close()
+    }
+
     /// Calls through the gateway, a few milliseconds apart, each served by `servedBy` or ending
     /// at its deadline, until a backend is ejected (within `limit`); then six more, all served.
     /// Returns how many calls it took and how many of them ended at their deadline.

@@ -11,7 +11,8 @@ final class ConnectionSlot: Sendable {
         case connecting(EventLoopFuture<RPCConnection>, failures: Int)
         /// `failures`: connections in a row before this one that the server refused at once.
         case ready(RPCConnection, failures: Int)
-        case backingOff(until: NIODeadline, failures: Int, error: any Error)
+        /// `unseen`: a connection the server closed unanswered, which no caller has heard of yet.
+        case backingOff(until: NIODeadline, failures: Int, error: any Error, unseen: Bool = false)
         case closed
     }
 
@@ -40,7 +41,7 @@ final class ConnectionSlot: Sendable {
         switch self.nextStep() {
         case .use(let connection):
             return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
-        case .fail(let error):
+        case .fail(let error), .refused(let error):
             return .answered(.failure(error), on: loop ?? self.group.next())
         case .wait(let future):
             waitFor = future
@@ -59,14 +60,17 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Whether a call started now goes out at once. When it would have to wait, the connection
-    /// is started (unless it is backing off after a failure) with no call waiting for it: the
-    /// connect started, if this call started one.
-    func prepare() -> (ready: Bool, connectStarted: EventLoopFuture<RPCConnection>?) {
+    /// is started (unless it is backing off after a failure) with no call waiting for it.
+    /// `connect` is the connect this started, or, when this found that the server closed the
+    /// last connection before answering anything, that refusal as a connect that failed.
+    func prepare() -> (ready: Bool, connect: EventLoopFuture<RPCConnection>?) {
         switch self.nextStep() {
         case .use:
             return (true, nil)
         case .wait, .fail:
             return (false, nil)
+        case .refused(let error):
+            return (false, self.group.next().makeFailedFuture(error))
         case .connect(let promise, let failures):
             self.connect(fulfilling: promise, failures: failures)
             return (false, promise.futureResult)
@@ -77,6 +81,10 @@ final class ConnectionSlot: Sendable {
         case use(RPCConnection)
         case wait(EventLoopFuture<RPCConnection>)
         case fail(RPCError)
+        /// The server closed the connection (or refused new calls on it) before answering
+        /// anything, and this is the first caller to hear of it: fails like `fail`, but is
+        /// found once per connection, so a caller can count it.
+        case refused(RPCError)
         case connect(EventLoopPromise<RPCConnection>, failures: Int)
     }
 
@@ -93,10 +101,13 @@ final class ConnectionSlot: Sendable {
                 return .wait(future)
             case .closed:
                 return .fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
-            case .backingOff(let until, let count, let error):
+            case .backingOff(let until, let count, let error, let unseen):
                 let now = NIODeadline.now()
                 guard now >= until else {
-                    return .fail(Self.cannotConnect(to: self.target, error, retryAfter: until - now))
+                    let failure = Self.cannotConnect(to: self.target, error, retryAfter: until - now)
+                    guard unseen else { return .fail(failure) }
+                    state = .backingOff(until: until, failures: count, error: error)
+                    return .refused(failure)
                 }
                 failures = count
             case .idle(let count):
@@ -116,7 +127,7 @@ final class ConnectionSlot: Sendable {
                     cause: CallNotSent()
                 )
                 state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
-                return .fail(error)
+                return .refused(error)
             }
             let promise = self.group.next().makePromise(of: RPCConnection.self)
             state = .connecting(promise.futureResult, failures: failures)
@@ -168,7 +179,7 @@ final class ConnectionSlot: Sendable {
                             // Closed before answering anything: count it as a failed attempt.
                             let delay = self.configuration.backoff.delay(afterFailures: count + 1)
                             let error = RPCError(.unavailable, "\(self.target) closed the connection at once")
-                            state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                            state = .backingOff(until: .now() + delay, failures: count + 1, error: error, unseen: true)
                         }
                     }
                 }

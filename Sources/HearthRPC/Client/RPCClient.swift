@@ -139,12 +139,14 @@ public final class RPCClient: Sendable {
     /// Whether a call started now goes out at once on a connection that takes calls. When not,
     /// the connections it lacks are started in the background (those not backing off after a
     /// failure), so that a caller with somewhere else to go need not wait for them; each
-    /// connect this starts is handed to `connectStarted`, to learn how it ends.
+    /// connect this starts is handed to `connectStarted`, to learn how it ends. A connection
+    /// the server closed before answering anything (an accept-and-close backend), found now,
+    /// is handed over as a connect that failed: each such connection once.
     public func prepareForCalls(connectStarted: (EventLoopFuture<RPCConnection>) -> Void) -> Bool {
         var ready = true
         for slot in self.slots {
             let prepared = slot.prepare()
-            if let connect = prepared.connectStarted { connectStarted(connect) }
+            if let connect = prepared.connect { connectStarted(connect) }
             ready = ready && prepared.ready
         }
         return ready
