@@ -311,8 +311,8 @@ final class BackendPool: Sendable {
 
     /// The next replica in rotation that is not ejected and not tried yet, preferring one whose
     /// connection on `loop` takes calls now. One being connected to (restarted, or whose
-    /// connects hang) is connected to in the background meanwhile, each failed connect counting
-    /// against it, and gets calls once it is up. With none ready, the first candidate (its call
+    /// connects hang) is connected to in the background meanwhile, each failed connect (and each
+    /// connection it closed at once, unanswered) counting against it, and gets calls once it is up. With none ready, the first candidate (its call
     /// waits for the connection). When every replica is ejected, ejection is ignored (as
     /// Envoy's panic threshold does): trying them is no worse than refusing every call, and it
     /// finds a restarted backend at once.
@@ -330,7 +330,10 @@ final class BackendPool: Sendable {
             if firstCandidate == nil { firstCandidate = index }
             // With one replica there is nothing to prefer: its call connects if it must.
             if count == 1
-                || replica.client(on: loop).prepareForCalls(connectStarted: { connectsStarted.append((index, $0)) })
+                || replica.client(on: loop).prepareForCalls(
+                    connectStarted: { connectsStarted.append((index, $0)) },
+                    refused: { _ in self.countFailure(of: replica) }
+                )
             {
                 ready = index
                 break

@@ -345,17 +345,22 @@ struct GatewayTests {
         await silent.close()
     }
 
-    @Test("a replica that accepts connections and closes them at once is ejected, and calls go to the other")
-    func droppingReplicaIsEjected() async throws {
+    @Test(
+        "a replica that accepts connections and closes them at once is ejected, and calls go to the other",
+        arguments: [Duration.milliseconds(5), .milliseconds(1_100)]
+    )
+    func droppingReplicaIsEjected(callsApart: Duration) async throws {
         let dropping = try await SilentListener(closingConnections: true)
         try await GatewayHarness.run(
             replicas: 1,
             limits: RateLimiter.Limits(perSecond: 1, burst: 1_000),
-            ejection: EjectionPolicy(consecutiveFailures: 3, duration: .seconds(60)),
+            ejection: EjectionPolicy(consecutiveFailures: 2, duration: .seconds(60)),
             unservedPorts: [dropping.port]
         ) { harness in
             // Its connects succeed, so only the connections it closed unanswered count against
-            // it. A call that went out on one of them before it closed fails unanswered.
+            // it: each is found by the next call that looks at the replica, even one that comes
+            // after the backoff it caused (1 s at most) has run out. A call that went out on
+            // such a connection before it closed fails unanswered.
             let token = "Bearer \(try await harness.token())"
             let clock = ContinuousClock()
             let end = clock.now + .seconds(30)
@@ -368,7 +373,7 @@ struct GatewayTests {
                     #expect(error.code == .unavailable, "\(error)")
                     failed += 1
                 }
-                try await Task.sleep(for: .milliseconds(5))
+                try await Task.sleep(for: callsApart)
             }
             #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(dropping.port)"])
             #expect(failed <= 3, "\(failed) calls went out on a connection it dropped")

@@ -196,6 +196,31 @@ struct ClientServerTests {
         }
     }
 
+    @Test("a connection made ahead and let go idle is no refusal: none is reported and the next call goes out at once")
+    func unusedConnectionLetGoIdle() async throws {
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(300))) { _, port in
+            // A backoff the call would notice: had the idle close counted as a refusal, the call
+            // would fail fast with UNAVAILABLE for 5 s.
+            let client = RPCClient(
+                configuration: .init(
+                    host: "127.0.0.1",
+                    port: port,
+                    backoff: Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0),
+                    refusalWindow: .milliseconds(100)
+                )
+            )
+            var connects: [EventLoopFuture<RPCConnection>] = []
+            var refusals: [RPCError] = []
+            #expect(!client.prepareForCalls(connectStarted: { connects.append($0) }, refused: { refusals.append($0) }))
+            _ = try await #require(connects.first).get()
+            try await eventually("the unused connection got GOAWAY") { !client.allConnectionsAcceptCalls }
+            _ = client.prepareForCalls(connectStarted: { connects.append($0) }, refused: { refusals.append($0) })
+            #expect(refusals.isEmpty, "\(refusals)")
+            #expect(try await EchoClient(client: client).echo(echoRequest(text: "after")).text == "after")
+            await client.close()
+        }
+    }
+
     @Test("a server that refuses a connection at once is not hammered: calls back off with retry_after")
     func backoffWhenRefusedAtOnce() async throws {
         try await withTestServer(configuration: ServerConfiguration(maxConnections: 1)) { _, port in

@@ -10,7 +10,7 @@ final class ConnectionSlot: Sendable {
         case idle(failures: Int)
         case connecting(EventLoopFuture<RPCConnection>, failures: Int)
         /// `failures`: connections in a row before this one that the server refused at once.
-        case ready(RPCConnection, failures: Int)
+        case ready(RPCConnection, failures: Int, since: NIODeadline)
         /// `unseen`: a connection the server closed unanswered, which no caller has heard of yet.
         case backingOff(until: NIODeadline, failures: Int, error: any Error, unseen: Bool = false)
         case closed
@@ -38,10 +38,10 @@ final class ConnectionSlot: Sendable {
         on loop: (any EventLoop)?
     ) -> StartedCall {
         let waitFor: EventLoopFuture<RPCConnection>
-        switch self.nextStep() {
+        switch self.nextStep().step {
         case .use(let connection):
             return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
-        case .fail(let error), .refused(let error):
+        case .fail(let error):
             return .answered(.failure(error), on: loop ?? self.group.next())
         case .wait(let future):
             waitFor = future
@@ -60,20 +60,20 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Whether a call started now goes out at once. When it would have to wait, the connection
-    /// is started (unless it is backing off after a failure) with no call waiting for it.
-    /// `connect` is the connect this started, or, when this found that the server closed the
-    /// last connection before answering anything, that refusal as a connect that failed.
-    func prepare() -> (ready: Bool, connect: EventLoopFuture<RPCConnection>?) {
-        switch self.nextStep() {
+    /// is started (unless it is backing off after a failure) with no call waiting for it: the
+    /// connect started, if this started one. `refused`: a connection the server closed (or
+    /// refused new calls on) within the configuration's `refusalWindow` and before answering
+    /// anything, found now; each such connection is found once (by this or by a call).
+    func prepare() -> (ready: Bool, connectStarted: EventLoopFuture<RPCConnection>?, refused: RPCError?) {
+        let (step, refused) = self.nextStep()
+        switch step {
         case .use:
-            return (true, nil)
+            return (true, nil, refused)
         case .wait, .fail:
-            return (false, nil)
-        case .refused(let error):
-            return (false, self.group.next().makeFailedFuture(error))
+            return (false, nil, refused)
         case .connect(let promise, let failures):
             self.connect(fulfilling: promise, failures: failures)
-            return (false, promise.futureResult)
+            return (false, promise.futureResult, refused)
         }
     }
 
@@ -81,41 +81,40 @@ final class ConnectionSlot: Sendable {
         case use(RPCConnection)
         case wait(EventLoopFuture<RPCConnection>)
         case fail(RPCError)
-        /// The server closed the connection (or refused new calls on it) before answering
-        /// anything, and this is the first caller to hear of it: fails like `fail`, but is
-        /// found once per connection, so a caller can count it.
-        case refused(RPCError)
         case connect(EventLoopPromise<RPCConnection>, failures: Int)
     }
 
     /// What a new call does: use the connection, wait for the one being made, fail fast while
-    /// backing off, or make one. The decision and the state change it implies happen under one
-    /// lock, so two callers never both connect.
-    private func nextStep() -> Step {
-        self.state.withLock { state -> Step in
+    /// backing off, or make one; and the refusal it is the first to find, if any. The decision
+    /// and the state change it implies happen under one lock, so two callers never both connect
+    /// and a refusal is found once.
+    private func nextStep() -> (step: Step, refused: RPCError?) {
+        self.state.withLock { state -> (step: Step, refused: RPCError?) in
             let failures: Int
+            var refused: RPCError?
             switch state {
-            case .ready(let connection, _) where connection.isAcceptingCalls:
-                return .use(connection)
+            case .ready(let connection, _, _) where connection.isAcceptingCalls:
+                return (.use(connection), nil)
             case .connecting(let future, _):
-                return .wait(future)
+                return (.wait(future), nil)
             case .closed:
-                return .fail(RPCError(.unavailable, "client is closed", cause: CallNotSent()))
+                return (.fail(RPCError(.unavailable, "client is closed", cause: CallNotSent())), nil)
             case .backingOff(let until, let count, let error, let unseen):
+                if unseen {
+                    refused = error as? RPCError ?? Self.cannotConnect(to: self.target, error, retryAfter: nil)
+                    state = .backingOff(until: until, failures: count, error: error)
+                }
                 let now = NIODeadline.now()
                 guard now >= until else {
-                    let failure = Self.cannotConnect(to: self.target, error, retryAfter: until - now)
-                    guard unseen else { return .fail(failure) }
-                    state = .backingOff(until: until, failures: count, error: error)
-                    return .refused(failure)
+                    return (.fail(Self.cannotConnect(to: self.target, error, retryAfter: until - now)), refused)
                 }
                 failures = count
             case .idle(let count):
                 failures = count
-            case .ready(let connection, let count):
+            case .ready(let connection, let count, let since):
                 // It stopped taking calls (GOAWAY): replace it, after a backoff if the server
-                // refused it before answering anything.
-                guard !connection.hasAnswered else {
+                // refused it (soon, before answering anything), at once if it was let go idle.
+                guard !connection.hasAnswered, NIODeadline.now() - since < self.configuration.refusalWindow else {
                     failures = 0
                     break
                 }
@@ -127,11 +126,11 @@ final class ConnectionSlot: Sendable {
                     cause: CallNotSent()
                 )
                 state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
-                return .refused(error)
+                return (.fail(error), error)
             }
             let promise = self.group.next().makePromise(of: RPCConnection.self)
             state = .connecting(promise.futureResult, failures: failures)
-            return .connect(promise, failures: failures)
+            return (.connect(promise, failures: failures), refused)
         }
     }
 
@@ -162,7 +161,7 @@ final class ConnectionSlot: Sendable {
             case .success(let connection):
                 let kept = self.state.withLock { state -> Bool in
                     if case .closed = state { return false }
-                    state = .ready(connection, failures: failures)
+                    state = .ready(connection, failures: failures, since: .now())
                     return true
                 }
                 guard kept else {
@@ -172,8 +171,10 @@ final class ConnectionSlot: Sendable {
                 }
                 connection.channel.closeFuture.whenComplete { _ in
                     self.state.withLock { state in
-                        guard case .ready(let current, let count) = state, current === connection else { return }
-                        if current.hasAnswered {
+                        guard case .ready(let current, let count, let since) = state, current === connection else {
+                            return
+                        }
+                        if current.hasAnswered || NIODeadline.now() - since >= self.configuration.refusalWindow {
                             state = .idle(failures: 0)
                         } else {
                             // Closed before answering anything: count it as a failed attempt.
@@ -200,7 +201,7 @@ final class ConnectionSlot: Sendable {
     /// made, or waited for, first.
     var readyConnection: RPCConnection? {
         self.state.withLock { state in
-            if case .ready(let connection, _) = state, connection.isAcceptingCalls { return connection }
+            if case .ready(let connection, _, _) = state, connection.isAcceptingCalls { return connection }
             return nil
         }
     }
@@ -212,7 +213,7 @@ final class ConnectionSlot: Sendable {
             return previous
         }
         switch previous {
-        case .ready(let connection, _):
+        case .ready(let connection, _, _):
             await connection.close()
         case .connecting(let future, _):
             if let connection = try? await future.get() { await connection.close() }

@@ -40,6 +40,10 @@ public final class RPCClient: Sendable {
         public var maxFrameSize: Int
         public var connectTimeout: TimeAmount
         public var backoff: Backoff
+        /// A connection the server closes (or refuses new calls on) this soon after it was made,
+        /// before answering anything, was refused: the next one waits out a backoff. Later, it
+        /// is an idle connection the server let go, replaced at once.
+        public var refusalWindow: TimeAmount
         /// Runs first on every new connection (TLS).
         public var connectionSetup: (@Sendable (any Channel) throws -> Void)?
 
@@ -50,6 +54,7 @@ public final class RPCClient: Sendable {
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
             connectTimeout: TimeAmount = .seconds(5),
             backoff: Backoff = Backoff(),
+            refusalWindow: TimeAmount = .seconds(10),
             connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
         ) {
             self.host = host
@@ -58,6 +63,7 @@ public final class RPCClient: Sendable {
             self.maxFrameSize = maxFrameSize
             self.connectTimeout = connectTimeout
             self.backoff = backoff
+            self.refusalWindow = refusalWindow
             self.connectionSetup = connectionSetup
         }
     }
@@ -139,14 +145,18 @@ public final class RPCClient: Sendable {
     /// Whether a call started now goes out at once on a connection that takes calls. When not,
     /// the connections it lacks are started in the background (those not backing off after a
     /// failure), so that a caller with somewhere else to go need not wait for them; each
-    /// connect this starts is handed to `connectStarted`, to learn how it ends. A connection
-    /// the server closed before answering anything (an accept-and-close backend), found now,
-    /// is handed over as a connect that failed: each such connection once.
-    public func prepareForCalls(connectStarted: (EventLoopFuture<RPCConnection>) -> Void) -> Bool {
+    /// connect this starts is handed to `connectStarted`, to learn how it ends. Each connection
+    /// the server closed soon after it was made and before answering anything (a backend that
+    /// accepts and drops), found now, goes to `refused`: once per connection.
+    public func prepareForCalls(
+        connectStarted: (EventLoopFuture<RPCConnection>) -> Void,
+        refused: (RPCError) -> Void
+    ) -> Bool {
         var ready = true
         for slot in self.slots {
             let prepared = slot.prepare()
-            if let connect = prepared.connect { connectStarted(connect) }
+            if let connect = prepared.connectStarted { connectStarted(connect) }
+            if let error = prepared.refused { refused(error) }
             ready = ready && prepared.ready
         }
         return ready
