@@ -20,6 +20,9 @@ enum SafetyRules {
     /// Heartbeats this close to the previous one collapse into it.
     static let coalesceWindow: TimeInterval = 5
     static let maxHeartbeatsPerHour = 120
+    static let maxRequestIDCharacters = 128
+    /// Longer device info is cut, not refused: a check-in is never refused for it.
+    static let maxDeviceInfoCharacters = 512
 
     /// Every invalid field of a profile at once.
     static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {
@@ -118,17 +121,18 @@ struct SwitchClock: Sendable, Equatable {
 
     static let items: [DueItem] = SafetyRules.warningMinutes.map { .warning(minutesBefore: $0) } + [.alert]
 
-    /// What to decide now, given what this epoch already decided: a warning only while the
-    /// deadline is still ahead (after a restart past the deadline, warnings make no sense),
-    /// the alert once. Nothing while paused or not armed.
-    func itemsDue(at now: Date, decided: Set<DueItem>) -> [DueItem] {
-        guard self.armed, !self.isPaused(at: now) else { return [] }
-        let deadlinePassed = self.deadline <= now
-        return Self.items.filter { item in
-            guard !decided.contains(item), self.dueTime(of: item) <= now else { return false }
-            if case .warning = item { return !deadlinePassed }
-            return true
-        }
+    /// What to decide now, given what this epoch already decided: `send` holds the alert once
+    /// the deadline passed, or else the latest warning due (after a restart, the 3 h warning
+    /// that fell due while down is not sent beside the 1 h one, with its wrong "3 hours");
+    /// `skip`, the earlier warnings due with it, to be recorded as decided and never sent.
+    /// Nothing while paused or not armed; no warning once the deadline passed.
+    func itemsDue(at now: Date, decided: Set<DueItem>) -> (send: [DueItem], skip: [DueItem]) {
+        guard self.armed, !self.isPaused(at: now) else { return ([], []) }
+        let due = Self.items.filter { !decided.contains($0) && self.dueTime(of: $0) <= now }
+        if self.deadline <= now { return (due.filter { $0 == .alert }, []) }
+        // Items are in time order: the last due warning is the one closest to the deadline.
+        guard let latest = due.last else { return ([], []) }
+        return ([latest], due.dropLast())
     }
 
     /// The next moment the scheduler must look at this switch: the next undecided item, or

@@ -84,6 +84,11 @@ struct AlertWorker: DueWork {
         }
     }
 
+    /// The all-clear email after a check-in `at`, to a contact who was alerted.
+    static func allClear(_ profile: ProfileRecord, _ at: Date) -> (subject: String, body: String) {
+        profile.texts.allClearEmail(checkedInAt: at)
+    }
+
     static func reminderText(_ profile: ProfileRecord) -> (subject: String, body: String) {
         let push = profile.texts.reminderPush()
         return (push.title, push.body)
@@ -138,7 +143,7 @@ struct AlertWorker: DueWork {
             )
         }
         do {
-            try await self.store.record(alert.id, attempt: outcome, now: self.store.now)
+            try await self.store.record(alert.id, attempt: outcome, now: self.store.now, allClear: Self.allClear)
         } catch {
             self.logger.error("could not record a delivery", metadata: ["alert": "\(alert.id)", "error": "\(error)"])
         }

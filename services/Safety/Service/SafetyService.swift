@@ -135,28 +135,27 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         async throws -> Hearth_Safety_V1_Status
     {
         let user = try context.verifiedUser()
-        var violations: [FieldViolation] = []
-        if !request.timeZone.isEmpty, TimeZone(iana: request.timeZone) == nil {
-            violations.append(
-                FieldViolation(field: "time_zone", description: "'\(request.timeZone)' is not an IANA time zone")
+        // A real check-in is never refused for what came with it: a zone this server does not
+        // know (older tzdata, a non-IANA name) is not kept, the last one stands; device info is
+        // cut to 512 characters; one without a request id gets an id of its own (repeats still
+        // coalesce within 5 s). Only an id too long to be one is refused: a client bug that
+        // shows on the first try.
+        guard request.clientRequestID.count <= SafetyRules.maxRequestIDCharacters else {
+            throw FieldViolation(
+                field: "client_request_id",
+                description: "at most \(SafetyRules.maxRequestIDCharacters) characters"
             )
         }
-        if request.clientRequestID.isEmpty || request.clientRequestID.count > 128 {
-            violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
-        }
-        if request.deviceInfo.count > 512 {
-            violations.append(FieldViolation(field: "device_info", description: "at most 512 characters"))
-        }
-        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        let zone = request.timeZone.isEmpty || TimeZone(iana: request.timeZone) == nil ? nil : request.timeZone
         let result = try await self.store.recordHeartbeat(
             user,
-            timeZone: request.timeZone.isEmpty ? nil : request.timeZone,
-            deviceInfo: request.deviceInfo,
-            requestID: request.clientRequestID,
+            timeZone: zone,
+            deviceInfo: String(request.deviceInfo.prefix(SafetyRules.maxDeviceInfoCharacters)),
+            requestID: request.clientRequestID.isEmpty ? "server:\(UUID().uuidString)" : request.clientRequestID,
             source: "app",
-            allClear: Self.allClear
+            allClear: AlertWorker.allClear
         )
-        // A check-in only moves the deadline later; the scheduler needs to look only when
+        // A check-in now only moves the deadline later; the scheduler needs to look only when
         // all-clear emails wait to be sent.
         if result.enqueued { self.scheduler.wake() }
         if case .rateLimited(let retryAfter) = result.outcome {
@@ -261,9 +260,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             requestID: "\(request.source):\(request.eventID)",
             source: request.source,
             occurredAt: request.hasOccurredAt ? request.occurredAt.date : nil,
-            allClear: Self.allClear
+            allClear: AlertWorker.allClear
         )
-        if result.enqueued { self.scheduler.wake() }
+        // It counts from when it happened, which can put the deadline before the one the
+        // scheduler waits for (a snooze it ends, a pause it falls in): let it look again.
+        if result.outcome.startedPeriod || result.enqueued { self.scheduler.wake() }
         switch result.outcome {
         case .recorded, .rateLimited: response.counted = true
         case .repeated, .noProfile: break
@@ -272,10 +273,6 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     }
 
     // MARK: Helpers
-
-    private static func allClear(_ profile: ProfileRecord, _ at: Date) -> (subject: String, body: String) {
-        profile.texts.allClearEmail(checkedInAt: at)
-    }
 
     private func requireProfile(_ user: String) async throws -> ProfileRecord {
         guard let profile = try await self.store.profile(user) else {

@@ -55,8 +55,13 @@ struct SafetyStore: Sendable {
                     createdAt: now,
                     updatedAt: now
                 )
+            let threshold = profile.thresholdHours
             apply(&profile)
             profile.updatedAt = now
+            if profile.thresholdHours != threshold {
+                // A new deadline: warnings decided for the old one do not stand for it.
+                try Self.newEpoch(&profile, at: now, in: db)
+            }
             try profile.save(db)
             return try Self.reschedule(profile, at: now, in: db)
         }
@@ -79,7 +84,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             guard
-                let profile = try Self.profile(user, in: db)
+                var profile = try Self.profile(user, in: db)
             else { return .noProfile }
             let key = email.lowercased()
             let existing = try ContactRecord.filter(Column("user_id") == user).fetchAll(db)
@@ -94,6 +99,11 @@ struct SafetyStore: Sendable {
                 createdAt: now
             )
             try contact.insert(db)
+            if existing.isEmpty {
+                // The switch is armed now: its first period starts now, not when the profile
+                // was made (that deadline may be long past: an alarm as the first email).
+                try Self.startPeriod(&profile, at: now, checkIn: false, allClear: nil, in: db)
+            }
             _ = try Self.reschedule(profile, at: now, in: db)
             return .added(contact)
         }
@@ -104,6 +114,15 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
+            if deleted {
+                try db.execute(
+                    sql: """
+                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+                        WHERE user_id = ? AND contact_id = ? AND state = 'pending'
+                        """,
+                    arguments: [user, id]
+                )
+            }
             if deleted,
                 let profile = try Self.profile(user, in: db)
             {
@@ -134,6 +153,14 @@ struct SafetyStore: Sendable {
         /// Over 120 in the last hour: the switch was reset, the heartbeat not kept.
         case rateLimited(retryAfter: TimeInterval)
         case noProfile
+
+        /// Whether it reset the switch: a new period, with a new deadline.
+        var startedPeriod: Bool {
+            switch self {
+            case .recorded, .rateLimited: true
+            case .repeated, .noProfile: false
+            }
+        }
     }
 
     /// A check-in: a new period starts, every pending warning and alert of the old one is
@@ -273,7 +300,8 @@ struct SafetyStore: Sendable {
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
             profile.pausedUntil = until
-            try Self.cancelPending(profile, onlyWarnings: true, in: db)
+            // Pausing is a sign of life: nothing decided before it goes out, alerts included.
+            try Self.cancelPending(profile, onlyWarnings: false, in: db)
             return .changed(try Self.reschedule(profile, at: now, in: db))
         }
     }
@@ -402,32 +430,23 @@ struct SafetyStore: Sendable {
                 }
                 let clock = try Self.switchClock(profile, in: db)
                 let decided = try Self.decidedItems(profile, in: db)
-                for item in clock.itemsDue(at: now, decided: decided) {
+                let items = clock.itemsDue(at: now, decided: decided)
+                if !items.send.isEmpty {
+                    // A warning still retrying is stale once a later one (or the alert) is decided.
+                    try Self.cancelPending(profile, onlyWarnings: true, in: db)
+                }
+                // Earlier warnings that fell due with a later one: decided, never sent.
+                for item in items.skip {
+                    try Self.enqueueWarning(profile, item, text: ("", ""), at: now, state: .cancelled, in: db)
+                }
+                for item in items.send {
                     let text = texts(profile, item, now)
                     switch item {
                     case .warning:
-                        try Self.enqueue(
-                            profile,
-                            kind: item.kind,
-                            channel: .push,
-                            contactID: "",
-                            address: profile.pushToken,
-                            text: text,
-                            at: now,
-                            in: db
-                        )
+                        try Self.enqueueWarning(profile, item, text: text, at: now, in: db)
                     case .alert:
                         for contact in try ContactRecord.filter(Column("user_id") == profile.userID).fetchAll(db) {
-                            try Self.enqueue(
-                                profile,
-                                kind: item.kind,
-                                channel: .email,
-                                contactID: contact.id,
-                                address: contact.email,
-                                text: text,
-                                at: now,
-                                in: db
-                            )
+                            try Self.enqueueEmail(profile, item.kind, to: contact, text: text, at: now, in: db)
                         }
                     }
                 }
@@ -462,8 +481,15 @@ struct SafetyStore: Sendable {
         }
     }
 
-    /// What became of one attempt. A message cancelled meanwhile (a check-in) stays cancelled.
-    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
+    /// What became of one attempt. A message cancelled meanwhile (a check-in, a pause) is not
+    /// tried again; but an alert email that went out all the same is recorded as sent, and when
+    /// a check-in cancelled it, its contact is sent the all-clear (`allClear`'s words).
+    func record(
+        _ id: String,
+        attempt: Result<String, DeliveryFailure>,
+        now: Date,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+    ) async throws {
         try await self.outcomes.write { db in
             if case .success(let note) = attempt {
                 // The common case, in one prepared statement.
@@ -474,6 +500,7 @@ struct SafetyStore: Sendable {
                         WHERE id = ? AND state = 'pending'
                         """
                 ).execute(binding: now.stored, note, id)
+                if db.changesCount == 0 { try Self.deliveredAfterCancel(id, note: note, now: now, allClear, in: db) }
                 return
             }
             guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .pending else { return }
@@ -498,6 +525,38 @@ struct SafetyStore: Sendable {
     }
 
     // MARK: Inside a transaction
+
+    /// An email delivered although it was cancelled while being sent. An alert is recorded as
+    /// sent; if the user checked in since it was decided, its contact now holds an alarm that
+    /// is over, and is sent the all-clear (once per contact and period, as any all-clear).
+    private static func deliveredAfterCancel(
+        _ id: String,
+        note: String,
+        now: Date,
+        _ allClear: (ProfileRecord, Date) -> (subject: String, body: String),
+        in db: Database
+    ) throws {
+        guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .cancelled,
+            alert.kind == AlertRecord.Kind.alert
+        else { return }
+        alert.state = .sent
+        alert.sentAt = now
+        alert.nextAttemptAt = nil
+        alert.lastError = note
+        alert.attempts += 1
+        try alert.update(db)
+        guard let profile = try Self.profile(alert.userID, in: db), profile.checkInEpoch > alert.epoch,
+            let contact = try ContactRecord.fetchOne(db, key: alert.contactID)
+        else { return }
+        try Self.enqueueEmail(
+            profile,
+            AlertRecord.Kind.allClear,
+            to: contact,
+            text: allClear(profile, profile.lastCheckInAt ?? now),
+            at: now,
+            in: db
+        )
+    }
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
         try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?")
@@ -589,18 +648,24 @@ struct SafetyStore: Sendable {
         // check-in: each check-in cancels them all.)
         var hasPending = false
         var alerted: [String] = []
-        try db.cachedStatement(sql: "SELECT kind, state, contact_id FROM alert WHERE user_id = ? AND epoch >= ?")
-            .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
-                let kind: String = try columns.value(0)
-                let state: String = try columns.value(1)
-                if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) {
-                    hasPending = true
-                }
-                if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue {
-                    let contact: String = try columns.value(2)
-                    if !alerted.contains(contact) { alerted.append(contact) }
-                }
+        try db.cachedStatement(
+            sql: "SELECT kind, state, contact_id, attempts FROM alert WHERE user_id = ? AND epoch >= ?"
+        )
+        .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
+            let kind: String = try columns.value(0)
+            let state: String = try columns.value(1)
+            let pending = state == AlertRecord.State.pending.rawValue
+            if pending, Self.cancellableKinds.contains(kind) {
+                hasPending = true
             }
+            // An alert tried before may have reached its contact (an answer lost after the
+            // server took it): it gets the all-clear too.
+            let tried: Int = try columns.value(3)
+            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || (pending && tried > 0) {
+                let contact: String = try columns.value(2)
+                if !alerted.contains(contact) { alerted.append(contact) }
+            }
+        }
         if hasPending { try Self.cancelPending(profile, onlyWarnings: false, in: db) }
         profile.epoch += 1
         profile.periodStart = start
@@ -614,16 +679,7 @@ struct SafetyStore: Sendable {
             let text = allClear(profile, start)
             let contacts = try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db)
             for contact in contacts {
-                try Self.enqueue(
-                    profile,
-                    kind: AlertRecord.Kind.allClear,
-                    channel: .email,
-                    contactID: contact.id,
-                    address: contact.email,
-                    text: text,
-                    at: start,
-                    in: db
-                )
+                try Self.enqueueEmail(profile, AlertRecord.Kind.allClear, to: contact, text: text, at: start, in: db)
             }
             return contacts.count
         }
@@ -647,6 +703,48 @@ struct SafetyStore: Sendable {
             .execute(binding: profile.userID)
     }
 
+    /// An email of `kind` (the alert, an all-clear) to a contact, once per epoch.
+    private static func enqueueEmail(
+        _ profile: ProfileRecord,
+        _ kind: String,
+        to contact: ContactRecord,
+        text: (subject: String, body: String),
+        at now: Date,
+        in db: Database
+    ) throws {
+        try Self.enqueue(
+            profile,
+            kind: kind,
+            channel: .email,
+            contactID: contact.id,
+            address: contact.email,
+            text: text,
+            at: now,
+            in: db
+        )
+    }
+
+    private static func enqueueWarning(
+        _ profile: ProfileRecord,
+        _ item: DueItem,
+        text: (subject: String, body: String),
+        at now: Date,
+        state: AlertRecord.State = .pending,
+        in db: Database
+    ) throws {
+        try Self.enqueue(
+            profile,
+            kind: item.kind,
+            channel: .push,
+            contactID: "",
+            address: profile.pushToken,
+            text: text,
+            at: now,
+            state: state,
+            in: db
+        )
+    }
+
     private static func enqueue(
         _ profile: ProfileRecord,
         kind: String,
@@ -655,6 +753,7 @@ struct SafetyStore: Sendable {
         address: String,
         text: (subject: String, body: String),
         at now: Date,
+        state: AlertRecord.State = .pending,
         in db: Database
     ) throws {
         try AlertRecord(
@@ -667,10 +766,10 @@ struct SafetyStore: Sendable {
             address: address,
             subject: text.subject,
             body: text.body,
-            state: .pending,
+            state: state,
             attempts: 0,
             lastError: "",
-            nextAttemptAt: now,
+            nextAttemptAt: state == .pending ? now : nil,
             sentAt: nil,
             createdAt: now
         ).insert(db, onConflict: .ignore)

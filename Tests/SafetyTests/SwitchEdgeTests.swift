@@ -1,0 +1,183 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthStore
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+
+@testable import SafetyService
+
+/// Edges of the switch that a review of the safety service found wrong: each test failed
+/// before its fix.
+@Suite("Safety switch: edges", .timeLimit(.minutes(2)), .serialized)
+struct SwitchEdgeTests {
+    let hour: TimeInterval = 3600
+
+    @Test("the first contact arms the switch with a new period: no alarm for the days before it")
+    func firstContactStartsThePeriod() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(contacts: [])
+        let t0 = system.clock.now()
+        try await system.advance(to: t0 + 30 * hour)
+        #expect(try await system.status().state == .notArmed)
+        _ = try await system.service.addContact(.with { $0.email = "brother@example.com" }, callContext("mei"))
+        try await system.settle()
+        let status = try await system.status()
+        #expect(status.state == .normal)
+        #expect(status.deadline.date == t0 + 54 * hour, "24 h from when it was armed")
+        #expect(try system.emails().isEmpty && system.pushes().isEmpty)
+        await system.stop()
+    }
+
+    @Test("raising the threshold mid-period: the new deadline gets all three warnings again")
+    func raisedThresholdWarnsAgain() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24)
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 21 * hour)
+        try await system.advance(to: t0 + 23 * hour)
+        try await eventually("the 3 h and 1 h warnings") { try system.pushes().count == 2 }
+        try await system.profile(threshold: 72, contacts: [])
+        try await system.settle()
+        try await system.advance(to: t0 + 69 * hour)
+        try await system.advance(to: t0 + 71 * hour)
+        try await system.advance(to: t0 + 72 * hour - 600)
+        try await eventually("three warnings for the new deadline") { try system.pushes().count == 5 }
+        #expect(try system.pushes().suffix(3) == ["safety.warning_180", "safety.warning_60", "safety.warning_10"])
+        // The period (since the last check-in) holds every warning sent in it.
+        #expect(try await system.status().warnings.map(\.minutesBefore) == [180, 60, 180, 60, 10])
+        #expect(try system.emails().isEmpty)
+        await system.stop()
+    }
+
+    @Test("a check-in is never refused for its zone, its device info or a missing request id")
+    func checkInNeverRefused() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(zone: "Asia/Taipei")
+        let t0 = system.clock.now()
+        try await system.advance(to: t0 + 20 * hour)
+        var request = Hearth_Safety_V1_RecordHeartbeatRequest()
+        request.timeZone = "Mars/Olympus_Mons"
+        request.deviceInfo = String(repeating: "d", count: 600)
+        let status = try await system.service.recordHeartbeat(request, callContext("mei"))
+        #expect(status.lastCheckInAt.date == t0 + 20 * hour && status.deadline.date == t0 + 44 * hour)
+        #expect(try await system.service.store.profile("mei")?.timeZone == "Asia/Taipei", "an unknown zone is not kept")
+        // Two without an id are two check-ins, still coalesced within 5 s.
+        try await system.advance(to: t0 + 21 * hour)
+        #expect(try await system.service.recordHeartbeat(request, callContext("mei")).deadline.date == t0 + 45 * hour)
+        request.clientRequestID = String(repeating: "r", count: SafetyRules.maxRequestIDCharacters + 1)
+        #expect(
+            await violatedFields { _ = try await system.service.recordHeartbeat(request, callContext("mei")) } == [
+                "client_request_id"
+            ]
+        )
+        await system.stop()
+    }
+
+    @Test("back up with two warnings due: only the later one goes out, with its own words")
+    func restartSendsOnlyTheLatestWarning() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.restart { system.clock.set(t0 + 23.5 * hour) }
+        try await system.settle()
+        try await eventually("the 1 h warning") { try system.pushes() == ["safety.warning_60"] }
+        try await system.advance(to: t0 + 24 * hour - 600)
+        try await eventually("the 10 min warning") { try system.pushes().count == 2 }
+        #expect(try system.pushes() == ["safety.warning_60", "safety.warning_10"])
+        #expect(try await system.status().warnings.map(\.minutesBefore) == [60, 10])
+        await system.stop()
+    }
+}
+
+/// The alert outbox's edges, on the store itself: what a send that races a check-in leaves.
+@Suite("Safety store: alerts racing check-ins")
+struct AlertRaceTests {
+    let t0 = SafetySystem.start
+    let hour: TimeInterval = 3600
+
+    private func armed(contacts: [String]) async throws -> (SafetyStore, ManualClock) {
+        let clock = ManualClock(self.t0)
+        let store = try SafetyStore(location: .inMemory, clock: clock)
+        _ = try await store.upsertProfile("mei") { profile in
+            profile.name = "Mei Chen"
+            profile.email = "mei@example.com"
+        }
+        for email in contacts { _ = try await store.addContact("mei", email: email, name: "") }
+        return (store, clock)
+    }
+
+    private func decideAlert(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
+        _ = try await store.decideDue(
+            now: now,
+            limit: 10,
+            texts: AlertWorker.texts,
+            reminderText: AlertWorker.reminderText
+        )
+        return try await store.messagesDue(now: now, limit: 10).filter { $0.kind == AlertRecord.Kind.alert }
+    }
+
+    private func checkIn(_ store: SafetyStore) async throws -> SafetyStore.HeartbeatResult {
+        try await store.recordHeartbeat(
+            "mei",
+            timeZone: nil,
+            deviceInfo: "",
+            requestID: UUID().uuidString,
+            source: "app",
+            allClear: AlertWorker.allClear
+        )
+    }
+
+    @Test(
+        "an alert email delivered after a check-in cancelled it is recorded as sent, and its contact gets the all-clear"
+    )
+    func deliveredAfterCheckIn() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        // The worker has it in hand (SMTP under way) when the check-in comes.
+        clock.set(self.t0 + 24 * hour + 1)
+        #expect(try await self.checkIn(store).enqueued == false, "nothing was known to be sent yet")
+        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
+        let due = try await store.messagesDue(now: clock.now(), limit: 10)
+        #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["a@example.com"])
+        // A second outcome for it changes nothing more.
+        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
+        #expect(try await store.messagesDue(now: clock.now(), limit: 10).count == 1)
+    }
+
+    @Test("a check-in after an alert attempt that may have reached its contact sends that contact the all-clear")
+    func triedAlertGetsAllClear() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com", "b@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alerts = try await self.decideAlert(store, at: clock.now())
+        let tried = try #require(alerts.first { $0.address == "a@example.com" })
+        // The server's answer to the final "." never came: it may have taken the message.
+        try await store.record(
+            tried.id,
+            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
+            now: clock.now(),
+            allClear: AlertWorker.allClear
+        )
+        clock.set(self.t0 + 24 * hour + 10)
+        #expect(try await self.checkIn(store).enqueued)
+        let due = try await store.messagesDue(now: clock.now(), limit: 10)
+        #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["a@example.com"])
+    }
+
+    @Test("a removed contact's pending alert is not sent; pausing cancels pending alert emails")
+    func removedContactAndPause() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com", "b@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alerts = try await self.decideAlert(store, at: clock.now())
+        #expect(alerts.count == 2)
+        let removed = try #require(alerts.first { $0.address == "a@example.com" })
+        #expect(try await store.removeContact("mei", id: removed.contactID))
+        #expect(try await store.messagesDue(now: clock.now(), limit: 10).map(\.address) == ["b@example.com"])
+        _ = try await store.pause("mei", until: clock.now() + 86_400)
+        #expect(try await store.messagesDue(now: clock.now(), limit: 10).isEmpty)
+    }
+}
