@@ -76,6 +76,21 @@ struct SwitchEdgeTests {
         await system.stop()
     }
 
+    @Test("a daily reminder turned on after today's time starts tomorrow instead of going out at once")
+    func reminderTurnedOnLate() async throws {
+        let system = try await SafetySystem()
+        // 2026-03-10 05:00 in Los Angeles; the reminder at 04:00 there has passed today.
+        try await system.profile(threshold: 72, reminder: (4, 0))
+        let t0 = system.clock.now()
+        let reminders = { try system.pushes().filter { $0 == "safety.reminder" }.count }
+        try await system.settle()
+        try await system.advance(to: t0 + 23 * hour - 1)
+        #expect(try reminders() == 0, "not today: its time had passed when it was turned on")
+        try await system.advance(to: t0 + 23 * hour)
+        try await eventually("tomorrow's reminder") { try reminders() == 1 }
+        await system.stop()
+    }
+
     @Test("back up with two warnings due: only the later one goes out, with its own words")
     func restartSendsOnlyTheLatestWarning() async throws {
         let system = try await SafetySystem()

@@ -56,6 +56,7 @@ struct SafetyStore: Sendable {
                     updatedAt: now
                 )
             let threshold = profile.thresholdHours
+            let reminder = (profile.reminderEnabled, profile.reminderHour, profile.reminderMinute)
             apply(&profile)
             profile.updatedAt = now
             if profile.thresholdHours != threshold {
@@ -63,6 +64,9 @@ struct SafetyStore: Sendable {
                 try Self.newEpoch(&profile, at: now, in: db)
             }
             try profile.save(db)
+            if profile.reminderEnabled, reminder != (true, profile.reminderHour, profile.reminderMinute) {
+                try Self.skipTodaysReminderIfPast(profile, at: now, in: db)
+            }
             return try Self.reschedule(profile, at: now, in: db)
         }
     }
@@ -625,6 +629,25 @@ struct SafetyStore: Sendable {
         return rule.next(at: now) { date in
             date == checkedIn || sent.contains("\(AlertRecord.Kind.reminder):\(date)")
         }
+    }
+
+    /// A reminder turned on (or moved) after today's time has passed starts tomorrow: today's
+    /// is recorded as decided, not sent at once.
+    private static func skipTodaysReminderIfPast(_ profile: ProfileRecord, at now: Date, in db: Database) throws {
+        let zone = TimeZone(iana: profile.timeZone) ?? .gmt
+        let today = LocalDate(now, in: zone)
+        guard today.instant(hour: profile.reminderHour, minute: profile.reminderMinute, in: zone) <= now else { return }
+        try Self.enqueue(
+            profile,
+            kind: AlertRecord.Kind.reminder,
+            channel: .push,
+            contactID: "\(AlertRecord.Kind.reminder):\(today)",
+            address: profile.pushToken,
+            text: (subject: "", body: ""),
+            at: now,
+            state: .cancelled,
+            in: db
+        )
     }
 
     private static func newEpoch(_ profile: inout ProfileRecord, at now: Date, in db: Database) throws {
