@@ -52,6 +52,58 @@ struct SwitchEdgeTests {
         await system.stop()
     }
 
+    @Test("a threshold changed after the alarm went out never sends it again; the next check-in clears it")
+    func thresholdChangeAfterAlarm() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24)
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 24 * hour)
+        try await eventually("the alarm") { try system.emails().count == 1 }
+        let warnings = try system.pushes().count
+        try await system.advance(to: t0 + 50 * hour)
+        try await system.profile(threshold: 48, contacts: [])
+        try await system.settle()
+        try await system.profile(threshold: 72, contacts: [])
+        try await system.advance(to: t0 + 80 * hour)
+        #expect(try system.emails().count == 1, "not sent again for the new deadline")
+        #expect(try system.pushes().count == warnings, "no warnings for it either")
+        try await system.checkIn()
+        try await system.settle()
+        try await eventually("the all-clear") { try system.emails().count == 2 }
+        await system.stop()
+    }
+
+    @Test("replacing the only contact never moves a snoozed deadline earlier")
+    func replacedContactKeepsTheDeadline() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24)
+        let t0 = system.clock.now()
+        for _ in 0..<2 { _ = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei")) }
+        #expect(try await system.status().deadline.date == t0 + 72 * hour)
+        try await system.advance(to: t0 + 10 * hour)
+        let contact = try #require(try await system.service.listContacts(.init(), callContext("mei")).contacts.first)
+        _ = try await system.service.removeContact(.with { $0.contactID = contact.id }, callContext("mei"))
+        _ = try await system.service.addContact(.with { $0.email = "sister@example.com" }, callContext("mei"))
+        let status = try await system.status()
+        #expect(status.deadline.date == t0 + 82 * hour && status.snoozes == 2, "armed again from now, snoozes kept")
+        await system.stop()
+    }
+
+    @Test("a reminder moved to a time still ahead today comes today")
+    func reminderMovedLaterToday() async throws {
+        let system = try await SafetySystem()
+        // 05:00 in Los Angeles: 04:00 has passed (today's skipped), 06:00 is ahead.
+        try await system.profile(threshold: 72, reminder: (4, 0))
+        let t0 = system.clock.now()
+        try await system.profile(threshold: 72, contacts: [], reminder: (6, 0))
+        try await system.advance(to: t0 + hour)
+        try await eventually("today's reminder at its new time") {
+            try system.pushes().filter { $0 == "safety.reminder" }.count == 1
+        }
+        await system.stop()
+    }
+
     @Test("a check-in is never refused for its zone, its device info or a missing request id")
     func checkInNeverRefused() async throws {
         let system = try await SafetySystem()
@@ -181,6 +233,23 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(store).enqueued)
         let due = try await store.messagesDue(now: clock.now(), limit: 10)
         #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["a@example.com"])
+    }
+
+    @Test("an alert tried before a pause cancelled it still earns its contact the all-clear at the next check-in")
+    func triedThenPausedGetsAllClear() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        try await store.record(
+            alert.id,
+            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
+            now: clock.now(),
+            allClear: AlertWorker.allClear
+        )
+        _ = try await store.pause("mei", until: clock.now() + 3600)
+        clock.set(self.t0 + 24 * hour + 60)
+        #expect(try await self.checkIn(store).enqueued)
+        #expect(try await store.messagesDue(now: clock.now(), limit: 10).map(\.kind) == [AlertRecord.Kind.allClear])
     }
 
     @Test("a removed contact's pending alert is not sent; pausing cancels pending alert emails")

@@ -60,12 +60,18 @@ struct SafetyStore: Sendable {
             apply(&profile)
             profile.updatedAt = now
             if profile.thresholdHours != threshold {
-                // A new deadline: warnings decided for the old one do not stand for it.
-                try Self.newEpoch(&profile, at: now, in: db)
+                if try Self.decidedItems(profile, in: db).contains(.alert) {
+                    // The alarm went out this period: only a check-in arms the switch again,
+                    // whatever the new deadline (never the alarm twice in a period).
+                    try Self.cancelPending(profile, onlyWarnings: true, in: db)
+                } else {
+                    // A new deadline: warnings decided for the old one do not stand for it.
+                    try Self.newEpoch(&profile, at: now, in: db)
+                }
             }
             try profile.save(db)
             if profile.reminderEnabled, reminder != (true, profile.reminderHour, profile.reminderMinute) {
-                try Self.skipTodaysReminderIfPast(profile, at: now, in: db)
+                try Self.reconsiderTodaysReminder(profile, at: now, in: db)
             }
             return try Self.reschedule(profile, at: now, in: db)
         }
@@ -103,10 +109,12 @@ struct SafetyStore: Sendable {
                 createdAt: now
             )
             try contact.insert(db)
-            if existing.isEmpty {
-                // The switch is armed now: its first period starts now, not when the profile
-                // was made (that deadline may be long past: an alarm as the first email).
-                try Self.startPeriod(&profile, at: now, checkIn: false, allClear: nil, in: db)
+            if existing.isEmpty, profile.periodStart < now {
+                // The switch is armed now: its period counts from now, not from when the profile
+                // was made (that deadline may be long past: an alarm as the first email). Snoozes
+                // stay, so the deadline only moves later.
+                try Self.newEpoch(&profile, at: now, in: db)
+                profile.periodStart = now
             }
             _ = try Self.reschedule(profile, at: now, in: db)
             return .added(contact)
@@ -632,16 +640,24 @@ struct SafetyStore: Sendable {
     }
 
     /// A reminder turned on (or moved) after today's time has passed starts tomorrow: today's
-    /// is recorded as decided, not sent at once.
-    private static func skipTodaysReminderIfPast(_ profile: ProfileRecord, at now: Date, in db: Database) throws {
+    /// is recorded as decided, not sent at once. Moved to a time still ahead today, it comes
+    /// today after all (unless it came already).
+    private static func reconsiderTodaysReminder(_ profile: ProfileRecord, at now: Date, in db: Database) throws {
         let zone = TimeZone(iana: profile.timeZone) ?? .gmt
         let today = LocalDate(now, in: zone)
-        guard today.instant(hour: profile.reminderHour, minute: profile.reminderMinute, in: zone) <= now else { return }
+        let contactID = "\(AlertRecord.Kind.reminder):\(today)"
+        guard today.instant(hour: profile.reminderHour, minute: profile.reminderMinute, in: zone) <= now else {
+            try db.execute(
+                sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'",
+                arguments: [profile.userID, AlertRecord.Kind.reminder, contactID]
+            )
+            return
+        }
         try Self.enqueue(
             profile,
             kind: AlertRecord.Kind.reminder,
             channel: .push,
-            contactID: "\(AlertRecord.Kind.reminder):\(today)",
+            contactID: contactID,
             address: profile.pushToken,
             text: (subject: "", body: ""),
             at: now,
@@ -682,9 +698,10 @@ struct SafetyStore: Sendable {
                 hasPending = true
             }
             // An alert tried before may have reached its contact (an answer lost after the
-            // server took it): it gets the all-clear too.
+            // server took it), also one a pause cancelled since: it gets the all-clear too.
             let tried: Int = try columns.value(3)
-            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || (pending && tried > 0) {
+            let maybeSent = tried > 0 && (pending || state == AlertRecord.State.cancelled.rawValue)
+            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || maybeSent {
                 let contact: String = try columns.value(2)
                 if !alerted.contains(contact) { alerted.append(contact) }
             }
