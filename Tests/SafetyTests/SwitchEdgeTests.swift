@@ -252,6 +252,26 @@ struct AlertRaceTests {
         #expect(try await store.messagesDue(now: clock.now(), limit: 10).map(\.kind) == [AlertRecord.Kind.allClear])
     }
 
+    @Test("an alert tried, cleared by a check-in, then delivered after a second check-in: one all-clear, not two")
+    func oneAllClearAcrossCheckIns() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        try await store.record(
+            alert.id,
+            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
+            now: clock.now(),
+            allClear: AlertWorker.allClear
+        )
+        clock.set(self.t0 + 24 * hour + 10)
+        #expect(try await self.checkIn(store).enqueued, "the first check-in clears it")
+        clock.set(self.t0 + 24 * hour + 60)
+        _ = try await self.checkIn(store)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
+        let due = try await store.messagesDue(now: clock.now(), limit: 10)
+        #expect(due.filter { $0.kind == AlertRecord.Kind.allClear }.count == 1, "\(due.map(\.kind))")
+    }
+
     @Test("a removed contact's pending alert is not sent; pausing cancels pending alert emails")
     func removedContactAndPause() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com", "b@example.com"])

@@ -558,7 +558,12 @@ struct SafetyStore: Sendable {
         alert.attempts += 1
         try alert.update(db)
         guard let profile = try Self.profile(alert.userID, in: db), profile.checkInEpoch > alert.epoch,
-            let contact = try ContactRecord.fetchOne(db, key: alert.contactID)
+            let contact = try ContactRecord.fetchOne(db, key: alert.contactID),
+            // A check-in since may have sent it one already (the attempt was known then).
+            try db.cachedStatement(
+                sql: "SELECT 1 FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND epoch > ? LIMIT 1"
+            ).fetchOne(binding: alert.userID, AlertRecord.Kind.allClear, contact.id, alert.epoch, read: { _ in true })
+                == nil
         else { return }
         try Self.enqueueEmail(
             profile,
