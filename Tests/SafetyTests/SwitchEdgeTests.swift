@@ -187,6 +187,16 @@ struct AlertRaceTests {
         return try await store.messagesDue(now: now, limit: 10).filter { $0.kind == AlertRecord.Kind.alert }
     }
 
+    /// An attempt whose answer never came after the message was sent: it may have arrived.
+    private func timedOut(_ alert: AlertRecord, in store: SafetyStore, at now: Date) async throws {
+        try await store.record(
+            alert.id,
+            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
+            now: now,
+            allClear: AlertWorker.allClear
+        )
+    }
+
     private func checkIn(_ store: SafetyStore) async throws -> SafetyStore.HeartbeatResult {
         try await store.recordHeartbeat(
             "mei",
@@ -223,12 +233,7 @@ struct AlertRaceTests {
         let alerts = try await self.decideAlert(store, at: clock.now())
         let tried = try #require(alerts.first { $0.address == "a@example.com" })
         // The server's answer to the final "." never came: it may have taken the message.
-        try await store.record(
-            tried.id,
-            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
-            now: clock.now(),
-            allClear: AlertWorker.allClear
-        )
+        try await self.timedOut(tried, in: store, at: clock.now())
         clock.set(self.t0 + 24 * hour + 10)
         #expect(try await self.checkIn(store).enqueued)
         let due = try await store.messagesDue(now: clock.now(), limit: 10)
@@ -240,12 +245,7 @@ struct AlertRaceTests {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
         let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
-        try await store.record(
-            alert.id,
-            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
-            now: clock.now(),
-            allClear: AlertWorker.allClear
-        )
+        try await self.timedOut(alert, in: store, at: clock.now())
         _ = try await store.pause("mei", until: clock.now() + 3600)
         clock.set(self.t0 + 24 * hour + 60)
         #expect(try await self.checkIn(store).enqueued)
@@ -257,12 +257,7 @@ struct AlertRaceTests {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
         let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
-        try await store.record(
-            alert.id,
-            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
-            now: clock.now(),
-            allClear: AlertWorker.allClear
-        )
+        try await self.timedOut(alert, in: store, at: clock.now())
         clock.set(self.t0 + 24 * hour + 10)
         #expect(try await self.checkIn(store).enqueued, "the first check-in clears it")
         clock.set(self.t0 + 24 * hour + 60)
