@@ -11,17 +11,20 @@ public struct PageRequest: Sendable, Equatable {
 
     /// Checks `size` (0 means `defaultSize`, at most `maxSize`) and `token` (empty, or one this
     /// service issued), reporting both at once.
-    /// - Parameter fields: the request's names for the two.
+    /// - Parameters:
+    ///   - fields: the request's names for the two.
+    ///   - other: the request's other fields' violations, reported first, with these.
     /// - Throws: ``RPCError`` INVALID_ARGUMENT naming the field(s) at fault.
     public init(
         size: UInt32,
         token: String,
         defaultSize: Int,
         maxSize: Int,
-        fields: (size: String, token: String) = ("page_size", "page_token")
+        fields: (size: String, token: String) = ("page_size", "page_token"),
+        alongWith other: [FieldViolation] = []
     ) throws {
         precondition(1 <= defaultSize && defaultSize <= maxSize, "a page holds 1 to maxSize items")
-        var violations: [FieldViolation] = []
+        var violations = other
         if size > maxSize {
             violations.append(
                 FieldViolation(field: fields.size, description: "must be at most \(maxSize) (has \(size))")

@@ -42,6 +42,10 @@ struct TaskPagingTests {
         #expect(await violatedFields { _ = try await system.listTasks(token: "not a token") } == ["page_token"])
         let both = await violatedFields { _ = try await system.listTasks(pageSize: 500, token: "bm8tY29sb24=") }
         #expect(both == ["page_size", "page_token"])
+        let every = await violatedFields {
+            _ = try await system.listTasks(pageSize: 101, token: "x", state: .unspecified)
+        }
+        #expect(every == ["state", "page_size", "page_token"], "every bad field at once")
     }
 
     @Test("a user has at most 50 active tasks; an ended or cancelled one frees a place; a retry is answered")

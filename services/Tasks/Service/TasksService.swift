@@ -140,14 +140,20 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         -> Hearth_Tasks_V1_ListTasksResponse
     {
         let user = try context.verifiedUser()
-        var state: Hearth_Tasks_V1_TaskState?
-        if request.hasState {
-            guard [.active, .completed, .cancelled].contains(request.state) else {
-                throw FieldViolation(field: "state", description: "must be ACTIVE, COMPLETED or CANCELLED when given")
-            }
-            state = request.state
+        let state = request.hasState ? request.state : nil
+        var violations: [FieldViolation] = []
+        if let state, ![.active, .completed, .cancelled].contains(state) {
+            violations.append(
+                FieldViolation(field: "state", description: "must be ACTIVE, COMPLETED or CANCELLED when given")
+            )
         }
-        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 20, maxSize: 100)
+        let page = try PageRequest(
+            size: request.pageSize,
+            token: request.pageToken,
+            defaultSize: 20,
+            maxSize: 100,
+            alongWith: violations
+        )
         let now = self.store.now
         let tasks = try await self.store.tasks(user: user, state: state, after: page.after, limit: page.limit, now: now)
         let (shown, nextToken) = page.page(of: tasks) { PageCursor(time: $0.createdAt, id: $0.id) }
