@@ -110,7 +110,7 @@ let package = Package(
         // clients, public, so that services calling each other and the tools share one copy.
         .target(
             name: "HearthContracts",
-            dependencies: ["HearthRPC", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["HearthCore", "HearthRPC", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: swiftSettings
         ),
 

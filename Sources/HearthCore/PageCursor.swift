@@ -15,8 +15,7 @@ public struct PageCursor: Hashable, Sendable {
 
     /// The `page_token` that names this position.
     public var token: String {
-        let ms = Int64((self.time.timeIntervalSince1970 * 1000).rounded())
-        return Data("\(ms):\(self.id)".utf8).base64EncodedString()
+        Data("\(self.time.millisecondsSince1970):\(self.id)".utf8).base64EncodedString()
     }
 
     /// The position a `page_token` names; nil unless it is one ``token`` made.

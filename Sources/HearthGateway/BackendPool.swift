@@ -312,8 +312,8 @@ final class BackendPool: Sendable {
     /// The next replica in rotation that is not ejected and not tried yet, preferring one whose
     /// connection on `loop` takes calls now. One being connected to (restarted, or whose
     /// connects hang) is connected to in the background meanwhile, each failed connect (and each
-    /// connection it closed at once, unanswered) counting against it, and gets calls once it is up. With none ready, the first candidate (its call
-    /// waits for the connection). When every replica is ejected, ejection is ignored (as
+    /// connection it closed at once, unanswered) counting against it, and gets calls once it is
+    /// up. With none ready, the first candidate (its call waits for the connection). When every replica is ejected, ejection is ignored (as
     /// Envoy's panic threshold does): trying them is no worse than refusing every call, and it
     /// finds a restarted backend at once.
     private func pick(excluding tried: [Int], on loop: any EventLoop) -> Int? {

@@ -52,7 +52,7 @@ public struct PageRequest: Sendable, Equatable {
     public func page<Item>(of items: [Item], cursor: (Item) -> PageCursor) -> (
         items: ArraySlice<Item>, nextToken: String
     ) {
-        self.page(of: items, cursor: cursor, bytes: { _ in 0 }, budget: 0)
+        self.page(of: items, cursor: cursor, bytes: { _ in 0 }, budget: .max)
     }
 
     /// ``page(of:cursor:)`` for items whose size could outgrow a frame: the page ends early once

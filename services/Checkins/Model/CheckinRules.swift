@@ -38,16 +38,7 @@ enum CheckinRules {
     /// A photo's description for screen readers, trimmed; at most 1,000 user-perceived
     /// characters (so that a timeline page of them stays well inside a frame).
     static func altText(_ raw: String) -> Result<String, FieldViolation> {
-        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.count <= Self.maxAltTextCharacters else {
-            return .failure(
-                FieldViolation(
-                    field: "photo_alt_text",
-                    description: "has \(text.count) characters; at most \(Self.maxAltTextCharacters)"
-                )
-            )
-        }
-        return .success(text)
+        FieldChecks.trimmed(raw, field: "photo_alt_text", characters: 0...Self.maxAltTextCharacters)
     }
 
     /// Why a check-in captured at `capturedAt` and received at `now` does not fit `session`, if
