@@ -240,7 +240,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outbox.deliverer(sender: settings.pushSender, logger: logger)
         }
-        var schedulers: [any Service] = services.compactMap { ($0 as? any ScheduledWorkOwner)?.scheduler }
+        var schedulers: [any Service] = services.flatMap { ($0 as? any ScheduledWorkOwner)?.schedulers ?? [] }
         let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }
         if !relays.isEmpty {
             let safety = RPCClient(

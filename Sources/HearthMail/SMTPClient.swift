@@ -52,6 +52,9 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible {
     /// The reply code; 0 when the connection failed before an answer.
     public var code: Int
     public var message: String
+    /// The connection failed after the message's content went out and before the server
+    /// answered it: the server may have taken the message all the same.
+    public var mayHaveDelivered = false
     /// A 5xx answer: sending the same message again will fail the same way.
     public var isPermanent: Bool { self.code >= 500 }
 
@@ -187,7 +190,12 @@ public final class SMTPClient: Sendable {
         try await smtp.expect([250, 251], after: "RCPT TO:<\(message.to.address)>")
         try await smtp.expect(354, after: "DATA")
         session.dataSent = true
-        try await smtp.expect(250, after: Self.dotStuffed(message.rendered) + ".")
+        do {
+            try await smtp.expect(250, after: Self.dotStuffed(message.rendered) + ".")
+        } catch var error as SMTPError where error.code == 0 {
+            error.mayHaveDelivered = true
+            throw error
+        }
         session.messages += 1
     }
 

@@ -14,9 +14,21 @@ public protocol DueWork: Sendable {
     func runDue(now: Date) async throws
 }
 
-/// A service with due work of its own; its process runs the scheduler beside the server.
+/// A service with due work of its own; its process runs the schedulers beside the server.
 public protocol ScheduledWorkOwner: Sendable {
-    var scheduler: DueTimeScheduler { get }
+    var schedulers: [DueTimeScheduler] { get }
+}
+
+extension ScheduledWorkOwner {
+    /// Runs every scheduler of the service until the task is cancelled (tests and probes; a
+    /// process runs them as services of its own).
+    public func runSchedulers() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            for scheduler in self.schedulers {
+                group.addTask { try await scheduler.run() }
+            }
+        }
+    }
 }
 
 /// Fires due items on time without scanning: it asks the work for its earliest due time,
@@ -58,6 +70,7 @@ public final class DueTimeScheduler: Service {
     public func hasHandled(upTo time: Date) -> Bool {
         self.sleeping.load(ordering: .acquiring)
             && self.lastPass.load(ordering: .acquiring) >= time.timeIntervalSince1970
+            && !self.signal.isRaised
     }
 
     /// Runs until the task is cancelled or graceful shutdown begins.
@@ -106,6 +119,9 @@ private final class WakeSignal: Sendable {
     }
 
     private let state = Mutex(State())
+
+    /// A wake-up nobody has taken yet.
+    var isRaised: Bool { self.state.withLock { $0.raised } }
 
     func raise() {
         let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in

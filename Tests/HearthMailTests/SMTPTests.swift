@@ -112,8 +112,35 @@ struct SMTPTests {
                 .send(Self.message(subject: "x", body: "y"))
             Issue.record("sent to nobody")
         } catch let error as SMTPError {
-            #expect(error.code == 0 && !error.isPermanent)
+            #expect(error.code == 0 && !error.isPermanent && !error.mayHaveDelivered)
         }
+    }
+
+    @Test("a failed send may have delivered only when the answer to its content never came")
+    func mayHaveDelivered() async throws {
+        let refusing = try await SMTPSink(arguments: ["--reject-rcpt"])
+        do {
+            try await SMTPClient(
+                configuration: SMTPConfiguration(host: "127.0.0.1", port: refusing.port, security: .none)
+            )
+            .send(Self.message(subject: "x", body: "y"))
+            Issue.record("sent to a refused recipient")
+        } catch let error as SMTPError {
+            #expect(error.code == 550 && error.isPermanent && !error.mayHaveDelivered, "\(error)")
+        }
+        #expect(try refusing.messages().isEmpty)
+
+        let hangingUp = try await SMTPSink(arguments: ["--hang-up-after-data"])
+        do {
+            try await SMTPClient(
+                configuration: SMTPConfiguration(host: "127.0.0.1", port: hangingUp.port, security: .none)
+            )
+            .send(Self.message(subject: "x", body: "y"))
+            Issue.record("no answer to the content, yet the send succeeded")
+        } catch let error as SMTPError {
+            #expect(error.code == 0 && !error.isPermanent && error.mayHaveDelivered, "\(error)")
+        }
+        #expect(try hangingUp.messages().count == 1, "the server did take it")
     }
 
     @Test("encoded words: long subjects split under 76 characters without cutting a character; dots stuffed")

@@ -2,7 +2,10 @@
 """A real SMTP server for the tests (Debian's python3-aiosmtpd): accepts every message and
 writes each, decoded by Python's email package, as JSON into a folder.
 
-    smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD]
+    smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD] [--reject-rcpt | --hang-up-after-data]
+
+--reject-rcpt answers every recipient 550 (nothing is sent); --hang-up-after-data keeps each
+message, then closes the connection instead of answering (the client cannot know it arrived).
 
 Prints "PORT <n>" once it listens on a free loopback port; runs until its standard input
 closes (so it never outlives the test process that started it) or it is killed.
@@ -14,9 +17,17 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out):
+    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False):
         self.out = out
         self.count = 0
+        self.reject_rcpt = reject_rcpt
+        self.hang_up_after_data = hang_up_after_data
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if self.reject_rcpt:
+            return "550 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
         message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
@@ -42,6 +53,8 @@ class Sink:
         with open(path + ".tmp", "w") as f:
             json.dump(record, f)
         os.rename(path + ".tmp", path)
+        if self.hang_up_after_data:
+            server.transport.close()
         return "250 Message accepted for delivery"
 
 
@@ -50,6 +63,8 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--tls", nargs=2)
     parser.add_argument("--auth")
+    parser.add_argument("--reject-rcpt", action="store_true")
+    parser.add_argument("--hang-up-after-data", action="store_true")
     args = parser.parse_args()
     kwargs = {}
     if args.tls:
@@ -75,7 +90,8 @@ def main():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        controller = Controller(Sink(args.out), hostname="127.0.0.1", port=port, **kwargs)
+        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data)
+        controller = Controller(sink, hostname="127.0.0.1", port=port, **kwargs)
         try:
             controller.start()
             break

@@ -1,7 +1,7 @@
 // A child process for the kill -9 test of the safety switch (Tests/SafetyTests).
 //
 //   hearth-safety-probe seed PATH COUNT    COUNT armed users whose deadline passed an hour ago
-//   hearth-safety-probe run PATH SMTP_PORT  the switch's scheduler, sending to that SMTP server
+//   hearth-safety-probe run PATH SMTP_PORT  the switch's schedulers, sending to that SMTP server
 //   hearth-safety-probe bulk PATH COUNT LEAD WINDOW   for the alert benchmark: COUNT armed
 //       users (their warnings already sent) whose deadlines fall evenly between LEAD and
 //       LEAD + WINDOW seconds from now, written straight into the tables in large batches
@@ -83,7 +83,7 @@ case "run":
     )
     let service = try SafetyService(location: .file(path), channels: channels, logger: logger)
     print("running")
-    try await service.scheduler.run()
+    try await service.runSchedulers()
 case "bulk":
     guard arguments.count == 6, let lead = Double(arguments[4]), let window = Double(arguments[5]) else {
         FileHandle.standardError.write(Data("usage: hearth-safety-probe bulk PATH COUNT LEAD WINDOW\n".utf8))

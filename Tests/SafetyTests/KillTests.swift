@@ -50,8 +50,8 @@ struct SafetyKillTests {
         #expect(recipients == Set((0..<Self.users).map { "contact\($0)@example.com" }))
         // A kill after the server accepted a message but before it was marked sent resends it
         // on restart, with the same Message-ID; at most the messages in flight at each kill
-        // (the worker sends up to `sendersAtOnce` at a time).
-        let inFlight = min(Self.users, AlertWorker.sendersAtOnce)
+        // (the email sender claims and sends up to `sendersAtOnce` at a time).
+        let inFlight = min(Self.users, AlertSender.sendersAtOnce)
         #expect(ids.count - Set(ids).count <= Self.kills * inFlight, "\(ids.count - Set(ids).count) repeats")
     }
 }

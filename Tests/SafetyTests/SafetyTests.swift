@@ -23,44 +23,52 @@ final class SafetySystem: @unchecked Sendable {
     let sink: SMTPSink
     let webhook: WebhookListener
     let folder: URL
+    /// Where emails go: the sink's port unless the test names another server.
+    let smtpPort: Int
     private(set) var service: SafetyService
     private var running: Task<Void, any Error>
 
-    init(start: Date = SafetySystem.start) async throws {
+    init(start: Date = SafetySystem.start, smtpPort: Int? = nil) async throws {
         self.clock = ManualClock(start)
         self.sink = try await SMTPSink()
         self.webhook = try await WebhookListener()
+        self.smtpPort = smtpPort ?? self.sink.port
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-safety-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.sink, self.webhook)
+        (self.service, self.running) = try Self.start(self.folder, self.clock, self.smtpPort, self.webhook)
     }
 
-    private static func start(_ folder: URL, _ clock: ManualClock, _ sink: SMTPSink, _ webhook: WebhookListener)
+    var storePath: String { Self.storePath(self.folder) }
+
+    private static func storePath(_ folder: URL) -> String {
+        folder.appendingPathComponent("safety.sqlite").path
+    }
+
+    private static func start(_ folder: URL, _ clock: ManualClock, _ smtpPort: Int, _ webhook: WebhookListener)
         throws -> (SafetyService, Task<Void, any Error>)
     {
         var logger = Logger(label: "safety-test")
         logger.logLevel = .critical
         let channels = AlertChannels(
-            mail: SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none)),
+            mail: SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: smtpPort, security: .none)),
             from: MailAddress("alerts@hearth.example", name: "Hearth"),
             push: WebhookPushSender(url: "http://127.0.0.1:\(webhook.port)/push")
         )
         let service = try SafetyService(
-            location: .file(folder.appendingPathComponent("safety.sqlite").path),
+            location: .file(Self.storePath(folder)),
             channels: channels,
             clock: clock,
             logger: logger
         )
-        let scheduler = service.scheduler
-        return (service, Task { try await scheduler.run() })
+        return (service, Task { try await service.runSchedulers() })
     }
 
-    /// Stops the process (its scheduler) and starts it again on the same file.
+    /// Stops the process (its schedulers) and starts it again on the same file.
     func restart(after change: () -> Void = {}) async throws {
         self.running.cancel()
         _ = try? await self.running.value
         change()
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.sink, self.webhook)
+        (self.service, self.running) = try Self.start(self.folder, self.clock, self.smtpPort, self.webhook)
     }
 
     func stop() async {
@@ -77,12 +85,15 @@ final class SafetySystem: @unchecked Sendable {
     }
 
     /// Makes the scheduler look (as a change that schedules something does) and waits until
-    /// it has finished that pass and sleeps again.
+    /// it and the senders it wakes have finished their passes and sleep again.
     func settle() async throws {
-        let scheduler = self.service.scheduler
         let now = self.clock.now()
-        scheduler.wake()
-        try await eventually("the scheduler has handled what is due by now") { scheduler.hasHandled(upTo: now) }
+        self.service.scheduler.wake()
+        // The decider first: it wakes the senders before it sleeps.
+        let schedulers = self.service.schedulers
+        try await eventually("the schedulers have handled what is due by now") {
+            schedulers.allSatisfy { $0.hasHandled(upTo: now) }
+        }
     }
 
     func profile(

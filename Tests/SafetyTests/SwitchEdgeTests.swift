@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthContracts
 import HearthCore
 import HearthStore
@@ -166,9 +167,11 @@ struct AlertRaceTests {
     let t0 = SafetySystem.start
     let hour: TimeInterval = 3600
 
-    private func armed(contacts: [String]) async throws -> (SafetyStore, ManualClock) {
+    private func armed(contacts: [String], location: StoreLocation = .inMemory) async throws -> (
+        SafetyStore, ManualClock
+    ) {
         let clock = ManualClock(self.t0)
-        let store = try SafetyStore(location: .inMemory, clock: clock)
+        let store = try SafetyStore(location: location, clock: clock)
         _ = try await store.upsertProfile("mei") { profile in
             profile.name = "Mei Chen"
             profile.email = "mei@example.com"
@@ -177,23 +180,42 @@ struct AlertRaceTests {
         return (store, clock)
     }
 
+    /// Decides what is due, and claims the alert emails as the email sender does.
     private func decideAlert(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
         _ = try await store.decideDue(
             now: now,
             limit: 10,
-            texts: AlertWorker.texts,
-            reminderText: AlertWorker.reminderText
+            texts: AlertWords.texts,
+            reminderText: AlertWords.reminderText
         )
-        return try await store.messagesDue(now: now, limit: 10).filter { $0.kind == AlertRecord.Kind.alert }
+        return try await self.claim(store, at: now).filter { $0.kind == AlertRecord.Kind.alert }
+    }
+
+    private func claim(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
+        try await store.claimDue(.email, now: now, limit: 10, lease: AlertSender.lease)
+    }
+
+    /// Every message still to be delivered, claimed or not.
+    private func pending(_ store: SafetyStore) async throws -> [AlertRecord] {
+        try await store.base.writer.read { db in
+            try AlertRecord.filter(Column("state") == AlertRecord.State.pending.rawValue).fetchAll(db)
+        }
+    }
+
+    private func message(_ id: String, in store: SafetyStore) async throws -> AlertRecord? {
+        try await store.base.writer.read { db in try AlertRecord.fetchOne(db, key: id) }
     }
 
     /// An attempt whose answer never came after the message was sent: it may have arrived.
     private func timedOut(_ alert: AlertRecord, in store: SafetyStore, at now: Date) async throws {
+        try await self.failed(alert, in: store, at: now, mayHaveArrived: true)
+    }
+
+    private func failed(_ alert: AlertRecord, in store: SafetyStore, at now: Date, mayHaveArrived: Bool) async throws {
         try await store.record(
             alert.id,
-            attempt: .failure(DeliveryFailure(message: "timed out", isPermanent: false)),
-            now: now,
-            allClear: AlertWorker.allClear
+            attempt: .failure(DeliveryFailure(message: "failed", isPermanent: false, mayHaveArrived: mayHaveArrived)),
+            now: now
         )
     }
 
@@ -204,26 +226,48 @@ struct AlertRaceTests {
             deviceInfo: "",
             requestID: UUID().uuidString,
             source: "app",
-            allClear: AlertWorker.allClear
+            allClear: AlertWords.allClear
         )
     }
 
-    @Test(
-        "an alert email delivered after a check-in cancelled it is recorded as sent, and its contact gets the all-clear"
-    )
-    func deliveredAfterCheckIn() async throws {
+    @Test("an alert email delivered after a pause cancelled it is recorded as sent, once")
+    func deliveredAfterPause() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
         let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
-        // The worker has it in hand (SMTP under way) when the check-in comes.
+        // The pause comes while the email is being sent; it cancels it.
         clock.set(self.t0 + 24 * hour + 1)
-        #expect(try await self.checkIn(store).enqueued == false, "nothing was known to be sent yet")
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
-        let due = try await store.messagesDue(now: clock.now(), limit: 10)
-        #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["a@example.com"])
+        _ = try await store.pause("mei", until: clock.now() + 3600)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        let recorded = try await self.message(alert.id, in: store)
+        #expect(recorded?.state == .sent && recorded?.attempts == 1 && recorded?.claimedAt == nil)
+        #expect(try await self.pending(store).isEmpty, "no all-clear without a check-in")
         // A second outcome for it changes nothing more.
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
-        #expect(try await store.messagesDue(now: clock.now(), limit: 10).count == 1)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        #expect(try await self.message(alert.id, in: store) == recorded)
+    }
+
+    @Test("a check-in while an alert email is being sent: its contact gets the all-clear, once")
+    func checkInDuringSend() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        clock.set(self.t0 + 24 * hour + 1)
+        #expect(try await self.checkIn(store).enqueued, "under way, it may arrive")
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        #expect(try await self.claim(store, at: clock.now()).map(\.kind) == [AlertRecord.Kind.allClear])
+        #expect(try await self.pending(store).count == 1, "no second all-clear when it did arrive")
+    }
+
+    @Test("an alert attempt refused before its content went out (SMTP down) earns no all-clear")
+    func refusedAlertGetsNoAllClear() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        try await self.failed(alert, in: store, at: clock.now(), mayHaveArrived: false)
+        clock.set(self.t0 + 24 * hour + 10)
+        #expect(try await self.checkIn(store).enqueued == false)
+        #expect(try await self.pending(store).isEmpty, "the alert is cancelled, nothing else queued")
     }
 
     @Test("a check-in after an alert attempt that may have reached its contact sends that contact the all-clear")
@@ -234,9 +278,12 @@ struct AlertRaceTests {
         let tried = try #require(alerts.first { $0.address == "a@example.com" })
         // The server's answer to the final "." never came: it may have taken the message.
         try await self.timedOut(tried, in: store, at: clock.now())
+        // The other was refused before its content went out.
+        let refused = try #require(alerts.first { $0.address == "b@example.com" })
+        try await self.failed(refused, in: store, at: clock.now(), mayHaveArrived: false)
         clock.set(self.t0 + 24 * hour + 10)
         #expect(try await self.checkIn(store).enqueued)
-        let due = try await store.messagesDue(now: clock.now(), limit: 10)
+        let due = try await self.claim(store, at: clock.now())
         #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["a@example.com"])
     }
 
@@ -249,7 +296,7 @@ struct AlertRaceTests {
         _ = try await store.pause("mei", until: clock.now() + 3600)
         clock.set(self.t0 + 24 * hour + 60)
         #expect(try await self.checkIn(store).enqueued)
-        #expect(try await store.messagesDue(now: clock.now(), limit: 10).map(\.kind) == [AlertRecord.Kind.allClear])
+        #expect(try await self.claim(store, at: clock.now()).map(\.kind) == [AlertRecord.Kind.allClear])
     }
 
     @Test("an alert tried, cleared by a check-in, then delivered after a second check-in: one all-clear, not two")
@@ -262,8 +309,8 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(store).enqueued, "the first check-in clears it")
         clock.set(self.t0 + 24 * hour + 60)
         _ = try await self.checkIn(store)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWorker.allClear)
-        let due = try await store.messagesDue(now: clock.now(), limit: 10)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        let due = try await self.pending(store)
         #expect(due.filter { $0.kind == AlertRecord.Kind.allClear }.count == 1, "\(due.map(\.kind))")
     }
 
@@ -275,8 +322,51 @@ struct AlertRaceTests {
         #expect(alerts.count == 2)
         let removed = try #require(alerts.first { $0.address == "a@example.com" })
         #expect(try await store.removeContact("mei", id: removed.contactID))
-        #expect(try await store.messagesDue(now: clock.now(), limit: 10).map(\.address) == ["b@example.com"])
+        #expect(try await self.pending(store).map(\.address) == ["b@example.com"])
         _ = try await store.pause("mei", until: clock.now() + 86_400)
-        #expect(try await store.messagesDue(now: clock.now(), limit: 10).isEmpty)
+        #expect(try await self.pending(store).isEmpty)
+    }
+
+    @Test("a claimed message is not claimed again before its lease ends; one never recorded gives up after 12 attempts")
+    func leaseAndGivingUp() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        var now = self.t0 + 24 * hour
+        clock.set(now)
+        let alert = try #require(try await self.decideAlert(store, at: now).first)
+        #expect(alert.attempts == 1 && alert.claimedAt == now)
+        clock.set(now + AlertSender.lease - 1)
+        #expect(try await self.claim(store, at: clock.now()).isEmpty, "under way, or its outcome not written")
+        for attempt in 2...DeliveryFailure.maxAttempts {
+            now += AlertSender.lease
+            clock.set(now)
+            let again = try await self.claim(store, at: now)
+            #expect(again.map(\.id) == [alert.id] && again.first?.attempts == attempt)
+        }
+        now += AlertSender.lease
+        clock.set(now)
+        #expect(try await self.claim(store, at: now).isEmpty)
+        let given = try await self.message(alert.id, in: store)
+        #expect(given?.state == .failed && given?.lastError == "no outcome after 12 attempts")
+    }
+
+    @Test("a process start makes an attempt that a killed process left under way due at once; it may have arrived")
+    func claimReleasedAtStart() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-claims-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let location = StoreLocation.file(folder.appendingPathComponent("safety.sqlite").path)
+        let (killed, clock) = try await self.armed(contacts: ["a@example.com"], location: location)
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(killed, at: clock.now()).first)
+
+        clock.set(self.t0 + 24 * hour + 5)
+        let restarted = try SafetyStore(location: location, clock: clock)
+        let again = try await self.claim(restarted, at: clock.now())
+        #expect(again.map(\.id) == [alert.id] && again.first?.attempts == 2)
+        // This attempt is refused before its content went out; the first one's fate is unknown.
+        try await self.failed(alert, in: restarted, at: clock.now(), mayHaveArrived: false)
+        #expect(try await self.message(alert.id, in: restarted)?.mayHaveArrived == true)
+        clock.set(self.t0 + 24 * hour + 10)
+        #expect(try await self.checkIn(restarted).enqueued, "its contact gets the all-clear")
     }
 }

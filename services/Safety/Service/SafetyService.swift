@@ -10,13 +10,17 @@ import SwiftProtobuf
 /// `hearth.safety.v1.Safety`: the check-in switch.
 ///
 /// Every call acts for the verified user. Due warnings and alerts are found by the due-time
-/// scheduler (a timer to the earliest `next_due_at`), decided into the alert outbox in one
-/// transaction, and delivered with retries.
+/// scheduler (a timer to the earliest `next_due_at`) and decided into the alert outbox in one
+/// transaction; a scheduler per channel delivers them, with retries.
 public struct SafetyService: RPCService, ScheduledWorkOwner {
     public static let package = "hearth.safety.v1.Safety"
     let store: SafetyStore
-    /// Runs beside the server: fires what falls due.
+    /// Decides what falls due. Calls that change a switch wake it.
     public let scheduler: DueTimeScheduler
+    /// Deliver the alert outbox: one per channel (email, push).
+    let senders: [DueTimeScheduler]
+    /// Run beside the server.
+    public var schedulers: [DueTimeScheduler] { [self.scheduler] + self.senders }
 
     public init(
         location: StoreLocation,
@@ -25,9 +29,29 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         logger: Logger,
         messageDomain: String = "hearth.local"
     ) throws {
-        self.store = try SafetyStore(location: location, clock: clock)
+        let store = try SafetyStore(location: location, clock: clock)
+        let senders = AlertRecord.Channel.allCases.map { channel in
+            DueTimeScheduler(
+                work: AlertSender(
+                    channel: channel,
+                    store: store,
+                    channels: channels,
+                    logger: logger,
+                    messageDomain: messageDomain
+                ),
+                clock: clock,
+                logger: logger
+            )
+        }
+        self.store = store
+        self.senders = senders
         self.scheduler = DueTimeScheduler(
-            work: AlertWorker(store: self.store, channels: channels, logger: logger, messageDomain: messageDomain),
+            work: AlertDecider(
+                store: store,
+                wakeSenders: {
+                    for sender in senders { sender.wake() }
+                }
+            ),
             clock: clock,
             logger: logger
         )
@@ -153,7 +177,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             deviceInfo: String(request.deviceInfo.prefix(SafetyRules.maxDeviceInfoCharacters)),
             requestID: request.clientRequestID.isEmpty ? "server:\(UUID().uuidString)" : request.clientRequestID,
             source: "app",
-            allClear: AlertWorker.allClear
+            allClear: AlertWords.allClear
         )
         // A check-in now only moves the deadline later; the scheduler needs to look only when
         // all-clear emails wait to be sent.
@@ -260,7 +284,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             requestID: "\(request.source):\(request.eventID)",
             source: request.source,
             occurredAt: request.hasOccurredAt ? request.occurredAt.date : nil,
-            allClear: AlertWorker.allClear
+            allClear: AlertWords.allClear
         )
         // It counts from when it happened, which can put the deadline before the one the
         // scheduler waits for (a snooze it ends, a pause it falls in): let it look again.

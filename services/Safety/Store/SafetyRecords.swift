@@ -137,7 +137,7 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
         static let reminder = "reminder"
     }
 
-    enum Channel: String, Codable, Sendable {
+    enum Channel: String, Codable, Sendable, CaseIterable {
         case email, push
     }
 
@@ -158,11 +158,17 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     var subject: String
     var body: String
     var state: State
+    /// Counts every attempt begun, including one under way.
     var attempts: Int
     var lastError: String
     var nextAttemptAt: Date?
     var sentAt: Date?
     var createdAt: Date
+    /// When the attempt under way began; nil when none is.
+    var claimedAt: Date? = nil
+    /// Whether an attempt that failed may have delivered it all the same (the answer to its
+    /// content never came), or a killed process left one under way.
+    var mayHaveArrived = false
 
     enum CodingKeys: String, CodingKey {
         case id, epoch, kind, channel, address, subject, body, state, attempts
@@ -172,6 +178,8 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
         case nextAttemptAt = "next_attempt_at"
         case sentAt = "sent_at"
         case createdAt = "created_at"
+        case claimedAt = "claimed_at"
+        case mayHaveArrived = "may_have_arrived"
     }
 }
 
@@ -247,6 +255,18 @@ enum SafetyMigrations {
                     CREATE UNIQUE INDEX alert_once ON alert(user_id, epoch, kind, contact_id) WHERE kind != 'test';
                     CREATE INDEX alert_due ON alert(next_attempt_at) WHERE state = 'pending';
                     CREATE INDEX alert_user ON alert(user_id, epoch);
+                    """
+            )
+        }
+        migrator.registerMigration("v2: attempts claimed before they begin") { db in
+            // An alert tried before this version may have arrived (the rule of that version).
+            try db.execute(
+                sql: """
+                    ALTER TABLE alert ADD COLUMN claimed_at DATETIME;
+                    ALTER TABLE alert ADD COLUMN may_have_arrived BOOLEAN NOT NULL DEFAULT 0;
+                    UPDATE alert SET may_have_arrived = 1 WHERE attempts > 0 AND state IN ('pending', 'cancelled');
+                    DROP INDEX alert_due;
+                    CREATE INDEX alert_due ON alert(channel, next_attempt_at) WHERE state = 'pending';
                     """
             )
         }

@@ -16,6 +16,19 @@ struct SafetyStore: Sendable {
         self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
         self.heartbeats = WriteBatcher(writer: self.base.writer)
         self.outcomes = WriteBatcher(writer: self.base.writer)
+        try self.base.writer.write(Self.releaseClaims)
+    }
+
+    /// At a process start: attempts that a killed process left under way are due again at
+    /// once, and each may have arrived (the process may have died after the server took it).
+    private static func releaseClaims(in db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE alert SET next_attempt_at = CASE WHEN state = 'pending' THEN claimed_at END,
+                  claimed_at = NULL, may_have_arrived = 1
+                WHERE claimed_at IS NOT NULL
+                """
+        )
     }
 
     /// To the millisecond, as dates are stored: an answer built from it reads back equal.
@@ -400,15 +413,22 @@ struct SafetyStore: Sendable {
 
     // MARK: The scheduler's side
 
-    /// The earliest time anything is due: a switch to look at, or a message to (re)send.
-    func nextDueTime() async throws -> Date? {
+    /// The earliest time a switch is due to be looked at.
+    func nextDecisionTime() async throws -> Date? {
         try await self.db.read { db in
-            let profile = try Date.fetchOne(
-                db,
-                sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL"
+            try Date.fetchOne(db, sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL")
+        }
+    }
+
+    /// The earliest time a message of `channel` is due to be (re)sent.
+    func nextAttemptTime(_ channel: AlertRecord.Channel) async throws -> Date? {
+        try await self.db.read { db in
+            try Date.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT MIN(next_attempt_at) FROM alert WHERE state = 'pending' AND channel = ?"
+                ),
+                arguments: [channel.rawValue]
             )
-            let alert = try Date.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM alert WHERE state = 'pending'")
-            return [profile, alert].compactMap { $0 }.min()
         }
     }
 
@@ -480,99 +500,108 @@ struct SafetyStore: Sendable {
         }
     }
 
-    /// Messages due for (another) attempt, oldest first.
-    func messagesDue(now: Date, limit: Int) async throws -> [AlertRecord] {
-        try await self.db.read { db in
-            try AlertRecord.fetchAll(
+    /// Claims up to `limit` messages of `channel` due by `now` (oldest first) for an attempt,
+    /// in one write: the attempt is counted, and the message is not due again until `lease`
+    /// has passed, so an outcome that cannot be written (a full disk) does not make it go out
+    /// pass after pass, and a process that dies on it again and again stops trying after
+    /// ``DeliveryFailure/maxAttempts``.
+    func claimDue(_ channel: AlertRecord.Channel, now: Date, limit: Int, lease: TimeInterval) async throws
+        -> [AlertRecord]
+    {
+        // Most passes find nothing: look with a read before taking the writer.
+        let anyDue = try await self.db.read { db in
+            try Bool.fetchOne(
                 db.cachedStatement(
-                    sql:
-                        "SELECT * FROM alert WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
+                    sql: "SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT 1"
                 ),
-                arguments: [now, limit]
+                arguments: [channel.rawValue, now.stored]
             )
+                ?? false
+        }
+        guard anyDue else { return [] }
+        let claimedAt = self.now
+        return try await self.db.write { db in
+            let due = try AlertRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ?
+                        ORDER BY next_attempt_at LIMIT ?
+                        """
+                ),
+                arguments: [channel.rawValue, now.stored, limit]
+            )
+            var claimed: [AlertRecord] = []
+            for var alert in due {
+                if alert.attempts >= DeliveryFailure.maxAttempts {
+                    // Every attempt so far ended with its process (nothing recorded an outcome).
+                    try db.cachedStatement(
+                        sql: "UPDATE alert SET state = 'failed', next_attempt_at = NULL, last_error = ? WHERE id = ?"
+                    ).execute(binding: "no outcome after \(alert.attempts) attempts", alert.id)
+                    continue
+                }
+                let retryAt = claimedAt.addingTimeInterval(lease)
+                alert.attempts += 1
+                alert.claimedAt = claimedAt
+                alert.nextAttemptAt = retryAt
+                try db.cachedStatement(
+                    sql: "UPDATE alert SET attempts = ?, claimed_at = ?, next_attempt_at = ? WHERE id = ?"
+                ).execute(binding: alert.attempts, claimedAt.stored, retryAt.stored, alert.id)
+                claimed.append(alert)
+            }
+            return claimed
         }
     }
 
-    /// What became of one attempt. A message cancelled meanwhile (a check-in, a pause) is not
-    /// tried again; but an alert email that went out all the same is recorded as sent, and when
-    /// a check-in cancelled it, its contact is sent the all-clear (`allClear`'s words).
-    func record(
-        _ id: String,
-        attempt: Result<String, DeliveryFailure>,
-        now: Date,
-        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
-    ) async throws {
+    /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
+    /// not tried again; but an alert email that went out all the same is recorded as sent.
+    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
         try await self.outcomes.write { db in
-            if case .success(let note) = attempt {
+            switch attempt {
+            case .success(let note):
                 // The common case, in one prepared statement.
                 try db.cachedStatement(
                     sql: """
-                        UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = ?,
-                          attempts = attempts + 1
+                        UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, claimed_at = NULL,
+                          last_error = ?
                         WHERE id = ? AND state = 'pending'
                         """
                 ).execute(binding: now.stored, note, id)
-                if db.changesCount == 0 { try Self.deliveredAfterCancel(id, note: note, now: now, allClear, in: db) }
-                return
-            }
-            guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .pending else { return }
-            alert.attempts += 1
-            switch attempt {
-            case .success(let note):
-                alert.state = .sent
-                alert.sentAt = now
-                alert.nextAttemptAt = nil
-                alert.lastError = note
+                if db.changesCount == 0 { try Self.deliveredAfterCancel(id, note: note, now: now, in: db) }
             case .failure(let failure):
+                guard var alert = try AlertRecord.fetchOne(db, key: id) else { return }
+                alert.claimedAt = nil
                 alert.lastError = failure.message
-                if failure.isPermanent || alert.attempts >= DeliveryFailure.maxAttempts {
-                    alert.state = .failed
-                    alert.nextAttemptAt = nil
-                } else {
-                    alert.nextAttemptAt = now.addingTimeInterval(DeliveryFailure.backoff(afterAttempts: alert.attempts))
+                alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
+                if alert.state == .pending {
+                    if failure.isPermanent || alert.attempts >= DeliveryFailure.maxAttempts {
+                        alert.state = .failed
+                        alert.nextAttemptAt = nil
+                    } else {
+                        alert.nextAttemptAt = now.addingTimeInterval(
+                            DeliveryFailure.backoff(afterAttempts: alert.attempts)
+                        )
+                    }
                 }
+                try alert.update(db)
             }
-            try alert.update(db)
         }
     }
 
     // MARK: Inside a transaction
 
-    /// An email delivered although it was cancelled while being sent. An alert is recorded as
-    /// sent; if the user checked in since it was decided, its contact now holds an alarm that
-    /// is over, and is sent the all-clear (once per contact and period, as any all-clear).
-    private static func deliveredAfterCancel(
-        _ id: String,
-        note: String,
-        now: Date,
-        _ allClear: (ProfileRecord, Date) -> (subject: String, body: String),
-        in db: Database
-    ) throws {
-        guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .cancelled,
-            alert.kind == AlertRecord.Kind.alert
-        else { return }
-        alert.state = .sent
-        alert.sentAt = now
-        alert.nextAttemptAt = nil
-        alert.lastError = note
-        alert.attempts += 1
+    /// A message delivered although it was cancelled while under way. An alert is recorded as
+    /// sent. (If a check-in cancelled it, that check-in already sent its contact the all-clear:
+    /// an alert under way may arrive.)
+    private static func deliveredAfterCancel(_ id: String, note: String, now: Date, in db: Database) throws {
+        guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .cancelled else { return }
+        alert.claimedAt = nil
+        if alert.kind == AlertRecord.Kind.alert {
+            alert.state = .sent
+            alert.sentAt = now
+            alert.nextAttemptAt = nil
+            alert.lastError = note
+        }
         try alert.update(db)
-        guard let profile = try Self.profile(alert.userID, in: db), profile.checkInEpoch > alert.epoch,
-            let contact = try ContactRecord.fetchOne(db, key: alert.contactID),
-            // A check-in since may have sent it one already (the attempt was known then).
-            try db.cachedStatement(
-                sql: "SELECT 1 FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND epoch > ? LIMIT 1"
-            ).fetchOne(binding: alert.userID, AlertRecord.Kind.allClear, contact.id, alert.epoch, read: { _ in true })
-                == nil
-        else { return }
-        try Self.enqueueEmail(
-            profile,
-            AlertRecord.Kind.allClear,
-            to: contact,
-            text: allClear(profile, profile.lastCheckInAt ?? now),
-            at: now,
-            in: db
-        )
     }
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
@@ -693,7 +722,10 @@ struct SafetyStore: Sendable {
         var hasPending = false
         var alerted: [String] = []
         try db.cachedStatement(
-            sql: "SELECT kind, state, contact_id, attempts FROM alert WHERE user_id = ? AND epoch >= ?"
+            sql: """
+                SELECT kind, state, contact_id, may_have_arrived OR claimed_at IS NOT NULL
+                FROM alert WHERE user_id = ? AND epoch >= ?
+                """
         )
         .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
             let kind: String = try columns.value(0)
@@ -702,10 +734,11 @@ struct SafetyStore: Sendable {
             if pending, Self.cancellableKinds.contains(kind) {
                 hasPending = true
             }
-            // An alert tried before may have reached its contact (an answer lost after the
-            // server took it), also one a pause cancelled since: it gets the all-clear too.
-            let tried: Int = try columns.value(3)
-            let maybeSent = tried > 0 && (pending || state == AlertRecord.State.cancelled.rawValue)
+            // An alert whose attempt is under way, or ended without an answer to its content,
+            // may have reached its contact, also one a pause cancelled since: it gets the
+            // all-clear too.
+            let mayHaveArrived: Bool = try columns.value(3)
+            let maybeSent = mayHaveArrived && (pending || state == AlertRecord.State.cancelled.rawValue)
             if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || maybeSent {
                 let contact: String = try columns.value(2)
                 if !alerted.contains(contact) { alerted.append(contact) }
@@ -827,6 +860,8 @@ struct DeliveryFailure: Error, Sendable {
 
     var message: String
     var isPermanent: Bool
+    /// The attempt may have delivered it all the same (no answer came to its content).
+    var mayHaveArrived: Bool
 
     /// 30 s, 1 min, 2 min, ... at most 1 h.
     static func backoff(afterAttempts attempts: Int) -> TimeInterval {

@@ -19,6 +19,7 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
     let store: TaskStore
     /// Runs beside the server: decides the push of each prompt that falls due.
     public let scheduler: DueTimeScheduler
+    public var schedulers: [DueTimeScheduler] { [self.scheduler] }
 
     /// Opens (and migrates) the service's store.
     public init(location: StoreLocation, clock: any WallClock = SystemClock(), logger: Logger) throws {

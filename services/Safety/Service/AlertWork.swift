@@ -41,38 +41,9 @@ public struct AlertChannels: Sendable {
     }
 }
 
-/// The switch's due work: decide what fell due (in batches, one transaction each), then send
-/// what is waiting in the alert outbox, several at a time, recording each outcome.
-struct AlertWorker: DueWork {
-    static let decideBatch = 500
-    static let sendBatch = 1000
-    static let sendersAtOnce = 64
-
-    let store: SafetyStore
-    let channels: AlertChannels
-    let logger: Logger
-    /// The domain Message-IDs end in.
-    let messageDomain: String
-
-    func nextDueTime() async throws -> Date? {
-        try await self.store.nextDueTime()
-    }
-
-    func runDue(now: Date) async throws {
-        while try await self.store.decideDue(
-            now: now,
-            limit: Self.decideBatch,
-            texts: Self.texts,
-            reminderText: Self.reminderText
-        ) == Self.decideBatch {}
-        let due = try await self.store.messagesDue(now: now, limit: Self.sendBatch)
-        await due.forEachConcurrently(atMost: Self.sendersAtOnce) { alert in
-            await self.deliver(alert)
-            return true
-        }
-    }
-
-    /// The words of a decided item, in the user's language.
+/// The words of each message the switch decides, in the user's language.
+enum AlertWords {
+    /// A decided item's: a warning push, or the alert email.
     static func texts(_ profile: ProfileRecord, _ item: DueItem, _ now: Date) -> (subject: String, body: String) {
         let texts = profile.texts
         switch item {
@@ -93,6 +64,69 @@ struct AlertWorker: DueWork {
         let push = profile.texts.reminderPush()
         return (push.title, push.body)
     }
+}
+
+/// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
+/// each); then the senders are told to look. It never waits for a delivery, so a slow SMTP
+/// server holds back no warning.
+struct AlertDecider: DueWork {
+    static let batch = 500
+
+    let store: SafetyStore
+    let wakeSenders: @Sendable () -> Void
+
+    func nextDueTime() async throws -> Date? {
+        try await self.store.nextDecisionTime()
+    }
+
+    func runDue(now: Date) async throws {
+        while try await self.store.decideDue(
+            now: now,
+            limit: Self.batch,
+            texts: AlertWords.texts,
+            reminderText: AlertWords.reminderText
+        ) == Self.batch {}
+        // Also after a pass that decided nothing: a call may have queued a message itself.
+        self.wakeSenders()
+    }
+}
+
+/// Delivers one channel's messages from the alert outbox: claims up to ``sendersAtOnce`` that
+/// are due (in a write that counts the attempt), sends them at once, records each outcome as
+/// it comes, and claims again. One sender per channel, so a stuck SMTP server holds back no
+/// push.
+struct AlertSender: DueWork {
+    static let sendersAtOnce = 64
+    /// How long a claimed message whose outcome could not be written (a full disk) waits
+    /// before it is tried again. A process start releases claims at once.
+    static let lease: TimeInterval = 10 * 60
+
+    let channel: AlertRecord.Channel
+    let store: SafetyStore
+    let channels: AlertChannels
+    let logger: Logger
+    /// The domain Message-IDs end in.
+    let messageDomain: String
+
+    func nextDueTime() async throws -> Date? {
+        try await self.store.nextAttemptTime(self.channel)
+    }
+
+    func runDue(now: Date) async throws {
+        while true {
+            let claimed = try await self.store.claimDue(
+                self.channel,
+                now: now,
+                limit: Self.sendersAtOnce,
+                lease: Self.lease
+            )
+            await claimed.forEachConcurrently(atMost: Self.sendersAtOnce) { alert in
+                await self.deliver(alert)
+                return true
+            }
+            if claimed.count < Self.sendersAtOnce { return }
+        }
+    }
 
     private func deliver(_ alert: AlertRecord) async {
         let outcome: Result<String, DeliveryFailure>
@@ -112,7 +146,11 @@ struct AlertWorker: DueWork {
                 )
             case .push:
                 guard !alert.address.isEmpty else {
-                    throw DeliveryFailure(message: "no push token on the profile", isPermanent: true)
+                    throw DeliveryFailure(
+                        message: "no push token on the profile",
+                        isPermanent: true,
+                        mayHaveArrived: false
+                    )
                 }
                 try await self.channels.push.send(
                     PushMessage(
@@ -130,11 +168,18 @@ struct AlertWorker: DueWork {
         } catch let failure as DeliveryFailure {
             outcome = .failure(failure)
         } catch let error as SMTPError {
-            outcome = .failure(DeliveryFailure(message: error.description, isPermanent: error.isPermanent))
+            outcome = .failure(
+                DeliveryFailure(
+                    message: error.description,
+                    isPermanent: error.isPermanent,
+                    mayHaveArrived: error.mayHaveDelivered
+                )
+            )
         } catch let error as PushRejected {
-            outcome = .failure(DeliveryFailure(message: error.description, isPermanent: true))
+            outcome = .failure(DeliveryFailure(message: error.description, isPermanent: true, mayHaveArrived: false))
         } catch {
-            outcome = .failure(DeliveryFailure(message: "\(error)", isPermanent: false))
+            // Nothing says how far it got.
+            outcome = .failure(DeliveryFailure(message: "\(error)", isPermanent: false, mayHaveArrived: true))
         }
         if case .failure(let failure) = outcome {
             self.logger.warning(
@@ -143,9 +188,12 @@ struct AlertWorker: DueWork {
             )
         }
         do {
-            try await self.store.record(alert.id, attempt: outcome, now: self.store.now, allClear: Self.allClear)
+            try await self.store.record(alert.id, attempt: outcome, now: self.store.now)
         } catch {
-            self.logger.error("could not record a delivery", metadata: ["alert": "\(alert.id)", "error": "\(error)"])
+            self.logger.error(
+                "could not record a delivery; tried again after the lease",
+                metadata: ["alert": "\(alert.id)", "error": "\(error)"]
+            )
         }
     }
 }

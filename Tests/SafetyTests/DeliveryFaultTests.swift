@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+import HearthContracts
+import HearthCore
+import HearthScheduler
+import HearthTestSupport
+import Testing
+
+@testable import SafetyService
+
+/// Deliveries that go wrong on the way out: a mail server that never answers, an outcome that
+/// cannot be written.
+@Suite("Safety switch: delivery faults", .timeLimit(.minutes(2)), .serialized)
+struct DeliveryFaultTests {
+    let hour: TimeInterval = 3600
+
+    @Test("an SMTP server that never answers holds back neither later decisions nor pushes")
+    func silentMailServer() async throws {
+        let silent = try await SilentListener()
+        let system = try await SafetySystem(smtpPort: silent.port)
+        let t0 = system.clock.now()
+        try await system.profile("mei")
+        try await system.settle()
+        system.clock.set(t0 + 2 * hour)
+        try await system.profile("kai")
+        for warning in [21 * hour, 23 * hour, 24 * hour - 600] {
+            try await system.advance(to: t0 + warning)
+        }
+        try await eventually("mei's three warnings and kai's first") { try system.pushes().count == 4 }
+
+        // Mei's deadline: her alert email goes to a server that accepted the connection and
+        // says nothing (the client waits up to 30 s for each reply).
+        system.clock.set(t0 + 24 * hour)
+        system.service.scheduler.wake()
+        try await eventually("the alert is under way") {
+            try await system.status("mei").emails.map(\.attempts) == [1]
+        }
+        #expect(try await system.status("mei").state == .expired)
+        // An hour later, kai's 1 h warning goes out while that email still waits.
+        system.clock.set(t0 + 25 * hour)
+        system.service.scheduler.wake()
+        try await eventually("kai's 1 h warning", within: .seconds(10)) { try system.pushes().count == 5 }
+        let stuck = try await system.status("mei").emails
+        #expect(stuck.map(\.state) == [.pending] && stuck.map(\.attempts) == [1], "still under way")
+
+        // The server goes away before it greeted: a failure that surely delivered nothing.
+        await silent.close()
+        try await eventually("the failure is recorded") {
+            try await system.status("mei").emails.first?.lastError.contains("closed the connection") == true
+        }
+        try await system.checkIn("mei")
+        #expect(try await system.status("mei").emails.isEmpty, "no all-clear for an alert that never went out")
+        await system.stop()
+    }
+
+    @Test("a delivery whose outcome cannot be written is not sent again until its lease ends")
+    func outcomeNotWritten() async throws {
+        let system = try await SafetySystem()
+        let t0 = system.clock.now()
+        try await system.profile()
+        try await system.settle()
+        // The disk is full for outcomes: a trigger refuses to record any message as sent.
+        let file = try DatabaseQueue(path: system.storePath)
+        try await file.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER disk_full BEFORE UPDATE OF state ON alert WHEN NEW.state = 'sent'
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """
+            )
+        }
+        try await system.advance(to: t0 + 24 * hour)
+        try await eventually("the alert email") { try system.emails().count == 1 }
+        try await system.advance(to: t0 + 24 * hour + 60)
+        try await system.advance(to: t0 + 24 * hour + AlertSender.lease - 1)
+        #expect(try system.emails().count == 1, "not sent again pass after pass")
+        let unrecorded = try await system.status().emails
+        #expect(unrecorded.map(\.state) == [.pending] && unrecorded.map(\.attempts) == [1])
+
+        // Room again: after the lease it goes once more (the same Message-ID), and is recorded.
+        try await file.write { db in try db.execute(sql: "DROP TRIGGER disk_full") }
+        try await system.advance(to: t0 + 24 * hour + AlertSender.lease)
+        try await eventually("sent again") { try system.emails().count == 2 }
+        try await system.settle()
+        let recorded = try await system.status().emails
+        #expect(recorded.map(\.state) == [.sent] && recorded.map(\.attempts) == [2])
+        let ids = try system.sink.messages().map { $0["message_id"] as? String ?? "" }
+        #expect(Set(ids).count == 1)
+        try await system.advance(to: t0 + 48 * hour)
+        #expect(try system.emails().count == 2)
+        await system.stop()
+    }
+}
