@@ -178,7 +178,8 @@ public final class SMTPClient: Sendable {
             }
         } catch {
             try? await channel.close()
-            throw error
+            // Nothing was sent yet, whatever failed (a TLS setting, say).
+            throw error as? SMTPError ?? SMTPError(code: 0, message: "\(error)")
         }
         return SMTPSession(conversation: smtp)
     }

@@ -45,6 +45,9 @@ public final class DueTimeScheduler: Service {
     private let sleeping = Atomic<Bool>(false)
     /// The clock reading the last finished pass ran with (seconds since 1970).
     private let lastPass = Atomic<Double>(-.infinity)
+    /// Wake-ups asked for, and how many of them had come when the last finished pass began.
+    private let wakes = Atomic<Int>(0)
+    private let wakesHandled = Atomic<Int>(0)
 
     /// - Parameter retryDelay: how long to wait after the work failed before trying again.
     public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
@@ -56,6 +59,7 @@ public final class DueTimeScheduler: Service {
 
     /// Something may now be due earlier than the scheduler thought: look again.
     public func wake() {
+        self.wakes.add(1, ordering: .releasing)
         self.signal.raise()
     }
 
@@ -65,12 +69,13 @@ public final class DueTimeScheduler: Service {
     /// Whether it is waiting for the next due time or a wake-up (not running a pass).
     public var isSleeping: Bool { self.sleeping.load(ordering: .relaxed) }
 
-    /// Whether it sleeps after a pass that saw the clock at `time` or later: everything due by
-    /// `time` has been handled (tests wait on it after moving the clock).
+    /// Whether it sleeps after a pass that saw the clock at `time` or later and began after
+    /// every ``wake()`` so far: everything due by `time` has been handled (tests wait on it
+    /// after moving the clock or making something due).
     public func hasHandled(upTo time: Date) -> Bool {
         self.sleeping.load(ordering: .acquiring)
             && self.lastPass.load(ordering: .acquiring) >= time.timeIntervalSince1970
-            && !self.signal.isRaised
+            && self.wakesHandled.load(ordering: .acquiring) == self.wakes.load(ordering: .acquiring)
     }
 
     /// Runs until the task is cancelled or graceful shutdown begins.
@@ -78,6 +83,7 @@ public final class DueTimeScheduler: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let wakeAt: Date?
+                let wakesSeen = self.wakes.load(ordering: .acquiring)
                 let now = self.clock.now()
                 do {
                     try await self.work.runDue(now: now)
@@ -91,6 +97,7 @@ public final class DueTimeScheduler: Service {
                 self.passes.add(1, ordering: .relaxed)
                 if let wakeAt, wakeAt <= self.clock.now() { continue }
                 self.lastPass.store(now.timeIntervalSince1970, ordering: .releasing)
+                self.wakesHandled.store(wakesSeen, ordering: .releasing)
                 self.sleeping.store(true, ordering: .releasing)
                 await self.sleep(until: wakeAt)
                 self.sleeping.store(false, ordering: .relaxed)
@@ -119,9 +126,6 @@ private final class WakeSignal: Sendable {
     }
 
     private let state = Mutex(State())
-
-    /// A wake-up nobody has taken yet.
-    var isRaised: Bool { self.state.withLock { $0.raised } }
 
     func raise() {
         let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -41,6 +41,39 @@ final class Agenda: DueWork {
     }
 }
 
+/// Work with nothing due whose passes, once held, wait until released.
+final class GatedWork: DueWork {
+    private struct State {
+        var held = false
+        var waiting: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func hold() {
+        self.state.withLock { $0.held = true }
+    }
+
+    var isWaiting: Bool { self.state.withLock { $0.waiting != nil } }
+
+    func release() {
+        let waiting = self.state.withLock { state in
+            defer { state = State() }
+            return state.waiting
+        }
+        waiting?.resume()
+    }
+
+    func nextDueTime() async throws -> Date? { nil }
+
+    func runDue(now: Date) async throws {
+        guard self.state.withLock({ $0.held }) else { return }
+        await withCheckedContinuation { continuation in
+            self.state.withLock { $0.waiting = continuation }
+        }
+    }
+}
+
 @Suite("Due-time scheduler", .timeLimit(.minutes(1)))
 struct DueTimeSchedulerTests {
     static let t0 = Date(timeIntervalSince1970: 1_773_144_000)
@@ -107,6 +140,26 @@ struct DueTimeSchedulerTests {
             clock.advance(by: 5)
             try await eventually("soon fires") { agenda.fired == ["soon"] }
         }
+    }
+
+    @Test("it has not handled a wake-up until a pass that began after it has finished, the clock unmoved")
+    func handledCountsWakeUps() async throws {
+        let clock = ManualClock(Self.t0)
+        let work = GatedWork()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let scheduler = DueTimeScheduler(work: work, clock: clock, logger: logger)
+        let running = Task { try await scheduler.run() }
+        try await eventually("asleep after its first pass") { scheduler.hasHandled(upTo: Self.t0) }
+        work.hold()
+        scheduler.wake()
+        #expect(!scheduler.hasHandled(upTo: Self.t0), "woken, the pass not begun")
+        try await eventually("the pass has begun") { work.isWaiting }
+        #expect(!scheduler.hasHandled(upTo: Self.t0), "the pass not finished")
+        work.release()
+        try await eventually("handled") { scheduler.hasHandled(upTo: Self.t0) }
+        running.cancel()
+        _ = try? await running.value
     }
 
     @Test("with nothing pending it sleeps until woken")

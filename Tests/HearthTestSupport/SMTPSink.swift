@@ -42,10 +42,15 @@ public final class SMTPSink {
     }
 
     deinit {
+        self.stop()
+        try? FileManager.default.removeItem(at: self.folder)
+    }
+
+    /// Ends the server: its open connections close (the messages it kept stay readable).
+    public func stop() {
         // Not waitUntilExit: it spins a run loop that a test's thread does not have.
         try? self.lifeline.fileHandleForWriting.close()
-        self.process.terminate()
-        try? FileManager.default.removeItem(at: self.folder)
+        if self.process.isRunning { self.process.terminate() }
     }
 
     /// The messages received so far, oldest first.

@@ -3,25 +3,28 @@
 writes each, decoded by Python's email package, as JSON into a folder.
 
     smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD] [--reject-rcpt | --hang-up-after-data]
+                 [--hang-for ADDRESS]
 
 --reject-rcpt answers every recipient 550 (nothing is sent); --hang-up-after-data keeps each
-message, then closes the connection instead of answering (the client cannot know it arrived).
+message, then closes the connection instead of answering (the client cannot know it arrived);
+--hang-for keeps a message to ADDRESS and never answers it (the connection stays open).
 
 Prints "PORT <n>" once it listens on a free loopback port; runs until its standard input
 closes (so it never outlives the test process that started it) or it is killed.
 """
-import argparse, email, email.policy, json, os, socket, ssl, sys, time
+import argparse, asyncio, email, email.policy, json, os, socket, ssl, sys, time
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False):
+    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False, hang_for=None):
         self.out = out
         self.count = 0
         self.reject_rcpt = reject_rcpt
         self.hang_up_after_data = hang_up_after_data
+        self.hang_for = hang_for
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if self.reject_rcpt:
@@ -55,6 +58,8 @@ class Sink:
         os.rename(path + ".tmp", path)
         if self.hang_up_after_data:
             server.transport.close()
+        if self.hang_for in envelope.rcpt_tos:
+            await asyncio.sleep(3600)
         return "250 Message accepted for delivery"
 
 
@@ -65,6 +70,7 @@ def main():
     parser.add_argument("--auth")
     parser.add_argument("--reject-rcpt", action="store_true")
     parser.add_argument("--hang-up-after-data", action="store_true")
+    parser.add_argument("--hang-for")
     args = parser.parse_args()
     kwargs = {}
     if args.tls:
@@ -90,7 +96,7 @@ def main():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data)
+        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data, args.hang_for)
         controller = Controller(sink, hostname="127.0.0.1", port=port, **kwargs)
         try:
             controller.start()

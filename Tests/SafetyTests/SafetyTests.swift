@@ -84,13 +84,14 @@ final class SafetySystem: @unchecked Sendable {
         try await self.settle()
     }
 
-    /// Makes the scheduler look (as a change that schedules something does) and waits until
-    /// it and the senders it wakes have finished their passes and sleep again.
+    /// Makes the schedulers look (as a change that schedules something does) and waits until
+    /// each has finished a pass begun since, and the senders one after what the decider woke
+    /// them for.
     func settle() async throws {
         let now = self.clock.now()
-        self.service.scheduler.wake()
         // The decider first: it wakes the senders before it sleeps.
         let schedulers = self.service.schedulers
+        for scheduler in schedulers { scheduler.wake() }
         try await eventually("the schedulers have handled what is due by now") {
             schedulers.allSatisfy { $0.hasHandled(upTo: now) }
         }

@@ -4,6 +4,7 @@ public import HearthMail
 public import HearthPush
 import HearthScheduler
 import Logging
+import Synchronization
 
 /// Where alert emails go: an SMTP server, or the log when none is configured.
 public protocol MailTransport: Sendable {
@@ -67,7 +68,7 @@ enum AlertWords {
 }
 
 /// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
-/// each); then the senders are told to look. It never waits for a delivery, so a slow SMTP
+/// each), and the senders are told to look after each. It never waits for a delivery, so a slow SMTP
 /// server holds back no warning.
 struct AlertDecider: DueWork {
     static let batch = 500
@@ -80,26 +81,36 @@ struct AlertDecider: DueWork {
     }
 
     func runDue(now: Date) async throws {
-        while try await self.store.decideDue(
-            now: now,
-            limit: Self.batch,
-            texts: AlertWords.texts,
-            reminderText: AlertWords.reminderText
-        ) == Self.batch {}
-        // Also after a pass that decided nothing: a call may have queued a message itself.
-        self.wakeSenders()
+        var decided = Self.batch
+        while decided == Self.batch {
+            decided = try await self.store.decideDue(
+                now: now,
+                limit: Self.batch,
+                texts: AlertWords.texts,
+                reminderText: AlertWords.reminderText
+            )
+            // Sending begins while later batches are decided.
+            if decided > 0 { self.wakeSenders() }
+        }
     }
 }
 
-/// Delivers one channel's messages from the alert outbox: claims up to ``sendersAtOnce`` that
-/// are due (in a write that counts the attempt), sends them at once, records each outcome as
-/// it comes, and claims again. One sender per channel, so a stuck SMTP server holds back no
-/// push.
+/// Delivers one channel's messages from the alert outbox: claims due ones (in a write that
+/// counts the attempt) and sends up to ``sendersAtOnce`` at a time, claiming more as sends
+/// finish and as time passes, and records each outcome as it comes. One sender per channel, so a stuck SMTP
+/// server holds back no push.
 struct AlertSender: DueWork {
     static let sendersAtOnce = 64
-    /// How long a claimed message whose outcome could not be written (a full disk) waits
-    /// before it is tried again. A process start releases claims at once.
+    /// Claims are made for at least this many free senders (or when all are free).
+    static let claimAtLeast = 16
+    /// How long a claimed message waits before it is claimed again if its outcome was never
+    /// recorded (the process could not write it, and then died). A process start releases
+    /// claims at once.
     static let lease: TimeInterval = 10 * 60
+    /// How often a sender with sends under way looks for messages newly due.
+    static let lookAgainEvery: Duration = .milliseconds(250)
+    /// How soon an outcome that could not be written is written again.
+    static let outcomeRetry: TimeInterval = 5
 
     let channel: AlertRecord.Channel
     let store: SafetyStore
@@ -107,24 +118,66 @@ struct AlertSender: DueWork {
     let logger: Logger
     /// The domain Message-IDs end in.
     let messageDomain: String
+    /// Outcomes known but not yet written: never sent again while this process holds them.
+    let unrecorded = UnrecordedOutcomes()
 
     func nextDueTime() async throws -> Date? {
-        try await self.store.nextAttemptTime(self.channel)
+        let unrecorded = self.unrecorded.ids
+        let next = try await self.store.nextAttemptTime(self.channel, excluding: unrecorded)
+        guard !unrecorded.isEmpty else { return next }
+        return min(next ?? .distantFuture, self.store.now.addingTimeInterval(Self.outcomeRetry))
     }
 
     func runDue(now: Date) async throws {
-        while true {
-            let claimed = try await self.store.claimDue(
-                self.channel,
-                now: now,
-                limit: Self.sendersAtOnce,
-                lease: Self.lease
-            )
-            await claimed.forEachConcurrently(atMost: Self.sendersAtOnce) { alert in
-                await self.deliver(alert)
-                return true
+        for (id, outcome) in self.unrecorded.all {
+            await self.record(id, outcome.attempt, at: outcome.at)
+        }
+        // Each child answers the message it sent, or nil for a look-again tick.
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            // Never claimed again while under way here, however long it takes.
+            var underWay: Set<String> = []
+            var ticking = false
+            // Whether a claim may find more: its last one was cut short by the free senders,
+            // or time has passed since.
+            var mayFindMore = true
+            while true {
+                let free = Self.sendersAtOnce - underWay.count
+                if mayFindMore, free >= Self.claimAtLeast || underWay.isEmpty, !Task.isCancelled {
+                    let claimed = try await self.store.claimDue(
+                        self.channel,
+                        now: max(now, self.store.now),
+                        limit: free,
+                        lease: Self.lease,
+                        excluding: underWay.union(self.unrecorded.ids)
+                    )
+                    for alert in claimed {
+                        underWay.insert(alert.id)
+                        group.addTask {
+                            await self.deliver(alert)
+                            return alert.id
+                        }
+                    }
+                    mayFindMore = claimed.count == free
+                }
+                guard !underWay.isEmpty else { break }
+                // A slow send must not hold back a message that falls due meanwhile: look
+                // again every tick while any is under way.
+                if !ticking {
+                    group.addTask {
+                        try? await Task.sleep(for: Self.lookAgainEvery)
+                        return nil
+                    }
+                    ticking = true
+                }
+                switch try await group.next() {
+                case .some(.some(let sent)):
+                    underWay.remove(sent)
+                case .some(.none), .none:
+                    ticking = false
+                    mayFindMore = true
+                }
             }
-            if claimed.count < Self.sendersAtOnce { return }
+            group.cancelAll()
         }
     }
 
@@ -187,13 +240,41 @@ struct AlertSender: DueWork {
                 metadata: ["alert": "\(alert.id)", "kind": "\(alert.kind)", "error": "\(failure.message)"]
             )
         }
+        await self.record(alert.id, outcome, at: self.store.now)
+    }
+
+    private func record(_ id: String, _ attempt: Result<String, DeliveryFailure>, at now: Date) async {
         do {
-            try await self.store.record(alert.id, attempt: outcome, now: self.store.now)
+            try await self.store.record(id, attempt: attempt, now: now, allClear: AlertWords.allClear)
+            self.unrecorded.remove(id)
         } catch {
+            self.unrecorded.hold(id, attempt, at: now)
             self.logger.error(
-                "could not record a delivery; tried again after the lease",
-                metadata: ["alert": "\(alert.id)", "error": "\(error)"]
+                "could not record a delivery; writing it again in \(Int(Self.outcomeRetry)) s",
+                metadata: ["alert": "\(id)", "error": "\(error)"]
             )
         }
+    }
+}
+
+/// Delivery outcomes a sender knows but could not write yet (a full disk).
+final class UnrecordedOutcomes: Sendable {
+    struct Outcome: Sendable {
+        var attempt: Result<String, DeliveryFailure>
+        var at: Date
+    }
+
+    private let outcomes = Mutex<[String: Outcome]>([:])
+
+    var isEmpty: Bool { self.outcomes.withLock { $0.isEmpty } }
+    var ids: Set<String> { self.outcomes.withLock { Set($0.keys) } }
+    var all: [(id: String, outcome: Outcome)] { self.outcomes.withLock { $0.map { ($0.key, $0.value) } } }
+
+    func hold(_ id: String, _ attempt: Result<String, DeliveryFailure>, at: Date) {
+        self.outcomes.withLock { $0[id] = Outcome(attempt: attempt, at: at) }
+    }
+
+    func remove(_ id: String) {
+        _ = self.outcomes.withLock { $0.removeValue(forKey: id) }
     }
 }

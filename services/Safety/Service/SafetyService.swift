@@ -30,6 +30,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         messageDomain: String = "hearth.local"
     ) throws {
         let store = try SafetyStore(location: location, clock: clock)
+        try store.releaseClaims(allClear: AlertWords.allClear)
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
                 work: AlertSender(
@@ -179,9 +180,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             source: "app",
             allClear: AlertWords.allClear
         )
-        // A check-in now only moves the deadline later; the scheduler needs to look only when
-        // all-clear emails wait to be sent.
-        if result.enqueued { self.scheduler.wake() }
+        // A check-in now only moves the deadline later; only all-clear emails need a look.
+        if result.enqueued { self.wakeSenders() }
         if case .rateLimited(let retryAfter) = result.outcome {
             throw RPCError(
                 .resourceExhausted,
@@ -261,7 +261,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         default:
             throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
         }
-        self.scheduler.wake()
+        self.wakeSenders()
         return response
     }
 
@@ -288,7 +288,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         )
         // It counts from when it happened, which can put the deadline before the one the
         // scheduler waits for (a snooze it ends, a pause it falls in): let it look again.
-        if result.outcome.startedPeriod || result.enqueued { self.scheduler.wake() }
+        if result.outcome.startedPeriod { self.scheduler.wake() }
+        if result.enqueued { self.wakeSenders() }
         switch result.outcome {
         case .recorded, .rateLimited: response.counted = true
         case .repeated, .noProfile: break
@@ -303,6 +304,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             throw RPCError(.notFound, "no safety profile yet: create one with UpsertProfile")
         }
         return profile
+    }
+
+    /// Messages were queued by the call itself: the senders look at once.
+    private func wakeSenders() {
+        for sender in self.senders { sender.wake() }
     }
 
     private func changed(_ change: SafetyStore.SwitchChange) throws {

@@ -267,6 +267,7 @@ enum SafetyMigrations {
                     UPDATE alert SET may_have_arrived = 1 WHERE attempts > 0 AND state IN ('pending', 'cancelled');
                     DROP INDEX alert_due;
                     CREATE INDEX alert_due ON alert(channel, next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX alert_claimed ON alert(claimed_at) WHERE claimed_at IS NOT NULL;
                     """
             )
         }

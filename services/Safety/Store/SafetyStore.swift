@@ -16,19 +16,25 @@ struct SafetyStore: Sendable {
         self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
         self.heartbeats = WriteBatcher(writer: self.base.writer)
         self.outcomes = WriteBatcher(writer: self.base.writer)
-        try self.base.writer.write(Self.releaseClaims)
     }
 
     /// At a process start: attempts that a killed process left under way are due again at
     /// once, and each may have arrived (the process may have died after the server took it).
-    private static func releaseClaims(in db: Database) throws {
-        try db.execute(
-            sql: """
-                UPDATE alert SET next_attempt_at = CASE WHEN state = 'pending' THEN claimed_at END,
-                  claimed_at = NULL, may_have_arrived = 1
-                WHERE claimed_at IS NOT NULL
-                """
-        )
+    /// One that a check-in cancelled meanwhile earns its contact the all-clear.
+    func releaseClaims(allClear: (ProfileRecord, Date) -> (subject: String, body: String)) throws {
+        let now = self.now
+        try self.db.write { db in
+            let claimed = try AlertRecord.fetchAll(db, sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
+            for var alert in claimed {
+                if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
+                alert.claimedAt = nil
+                alert.mayHaveArrived = true
+                try alert.update(db)
+                if alert.state == .cancelled {
+                    try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                }
+            }
+        }
     }
 
     /// To the millisecond, as dates are stored: an answer built from it reads back equal.
@@ -420,15 +426,20 @@ struct SafetyStore: Sendable {
         }
     }
 
-    /// The earliest time a message of `channel` is due to be (re)sent.
-    func nextAttemptTime(_ channel: AlertRecord.Channel) async throws -> Date? {
+    /// The earliest time a message of `channel` is due to be (re)sent, leaving out `excluded`.
+    func nextAttemptTime(_ channel: AlertRecord.Channel, excluding excluded: Set<String> = []) async throws -> Date? {
         try await self.db.read { db in
-            try Date.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT MIN(next_attempt_at) FROM alert WHERE state = 'pending' AND channel = ?"
-                ),
-                arguments: [channel.rawValue]
-            )
+            var next: Date?
+            try db.cachedStatement(
+                sql: """
+                    SELECT id, next_attempt_at FROM alert WHERE state = 'pending' AND channel = ?
+                    ORDER BY next_attempt_at LIMIT ?
+                    """
+            ).forEachRow(binding: channel.rawValue, excluded.count + 1) { columns in
+                let id: String = try columns.value(0)
+                if next == nil, !excluded.contains(id) { next = try columns.date(1) }
+            }
+            return next
         }
     }
 
@@ -500,26 +511,30 @@ struct SafetyStore: Sendable {
         }
     }
 
-    /// Claims up to `limit` messages of `channel` due by `now` (oldest first) for an attempt,
-    /// in one write: the attempt is counted, and the message is not due again until `lease`
-    /// has passed, so an outcome that cannot be written (a full disk) does not make it go out
-    /// pass after pass, and a process that dies on it again and again stops trying after
-    /// ``DeliveryFailure/maxAttempts``.
-    func claimDue(_ channel: AlertRecord.Channel, now: Date, limit: Int, lease: TimeInterval) async throws
-        -> [AlertRecord]
-    {
+    /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
+    /// `excluded`) for an attempt, in one write: the attempt is counted, and the message is not
+    /// due again until `lease` has passed, so no other pass takes it meanwhile, and one whose
+    /// outcome cannot be written (a full disk) does not go out pass after pass.
+    func claimDue(
+        _ channel: AlertRecord.Channel,
+        now: Date,
+        limit: Int,
+        lease: TimeInterval,
+        excluding excluded: Set<String> = []
+    ) async throws -> [AlertRecord] {
         // Most passes find nothing: look with a read before taking the writer.
         let anyDue = try await self.db.read { db in
             try Bool.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT 1"
+                    sql: "SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?"
                 ),
-                arguments: [channel.rawValue, now.stored]
+                arguments: [channel.rawValue, now.stored, excluded.count + 1]
             )
                 ?? false
         }
         guard anyDue else { return [] }
         let claimedAt = self.now
+        let retryAt = claimedAt.addingTimeInterval(lease)
         return try await self.db.write { db in
             let due = try AlertRecord.fetchAll(
                 db.cachedStatement(
@@ -528,18 +543,10 @@ struct SafetyStore: Sendable {
                         ORDER BY next_attempt_at LIMIT ?
                         """
                 ),
-                arguments: [channel.rawValue, now.stored, limit]
+                arguments: [channel.rawValue, now.stored, limit + excluded.count]
             )
             var claimed: [AlertRecord] = []
-            for var alert in due {
-                if alert.attempts >= DeliveryFailure.maxAttempts {
-                    // Every attempt so far ended with its process (nothing recorded an outcome).
-                    try db.cachedStatement(
-                        sql: "UPDATE alert SET state = 'failed', next_attempt_at = NULL, last_error = ? WHERE id = ?"
-                    ).execute(binding: "no outcome after \(alert.attempts) attempts", alert.id)
-                    continue
-                }
-                let retryAt = claimedAt.addingTimeInterval(lease)
+            for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
@@ -553,11 +560,17 @@ struct SafetyStore: Sendable {
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
-    /// not tried again; but an alert email that went out all the same is recorded as sent.
-    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
+    /// not tried again; but an alert email that went out all the same is recorded as sent, and
+    /// one that went out or may have (no answer came to its content) earns its contact the
+    /// all-clear when a check-in cancelled it (`allClear`'s words).
+    func record(
+        _ id: String,
+        attempt: Result<String, DeliveryFailure>,
+        now: Date,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+    ) async throws {
         try await self.outcomes.write { db in
-            switch attempt {
-            case .success(let note):
+            if case .success(let note) = attempt {
                 // The common case, in one prepared statement.
                 try db.cachedStatement(
                     sql: """
@@ -566,10 +579,19 @@ struct SafetyStore: Sendable {
                         WHERE id = ? AND state = 'pending'
                         """
                 ).execute(binding: now.stored, note, id)
-                if db.changesCount == 0 { try Self.deliveredAfterCancel(id, note: note, now: now, in: db) }
-            case .failure(let failure):
-                guard var alert = try AlertRecord.fetchOne(db, key: id) else { return }
-                alert.claimedAt = nil
+                if db.changesCount > 0 { return }
+            }
+            guard var alert = try AlertRecord.fetchOne(db, key: id) else { return }
+            alert.claimedAt = nil
+            switch (attempt, alert.state) {
+            case (.success(let note), .cancelled) where alert.kind == AlertRecord.Kind.alert:
+                alert.state = .sent
+                alert.sentAt = now
+                alert.nextAttemptAt = nil
+                alert.lastError = note
+            case (.success, _):
+                break
+            case (.failure(let failure), _):
                 alert.lastError = failure.message
                 alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
                 if alert.state == .pending {
@@ -582,26 +604,42 @@ struct SafetyStore: Sendable {
                         )
                     }
                 }
-                try alert.update(db)
+            }
+            try alert.update(db)
+            if alert.state == .sent || (alert.state == .cancelled && alert.mayHaveArrived) {
+                try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
             }
         }
     }
 
     // MARK: Inside a transaction
 
-    /// A message delivered although it was cancelled while under way. An alert is recorded as
-    /// sent. (If a check-in cancelled it, that check-in already sent its contact the all-clear:
-    /// an alert under way may arrive.)
-    private static func deliveredAfterCancel(_ id: String, note: String, now: Date, in db: Database) throws {
-        guard var alert = try AlertRecord.fetchOne(db, key: id), alert.state == .cancelled else { return }
-        alert.claimedAt = nil
-        if alert.kind == AlertRecord.Kind.alert {
-            alert.state = .sent
-            alert.sentAt = now
-            alert.nextAttemptAt = nil
-            alert.lastError = note
-        }
-        try alert.update(db)
+    /// An alert that reached its contact, or may have, after a check-in cancelled it while it
+    /// was under way: its contact now holds an alarm that is over, and is sent the all-clear
+    /// (once per contact and period, as any all-clear).
+    private static func allClearIfCheckedInSince(
+        _ alert: AlertRecord,
+        at now: Date,
+        _ allClear: (ProfileRecord, Date) -> (subject: String, body: String),
+        in db: Database
+    ) throws {
+        guard alert.kind == AlertRecord.Kind.alert, let profile = try Self.profile(alert.userID, in: db),
+            profile.checkInEpoch > alert.epoch,
+            let contact = try ContactRecord.fetchOne(db, key: alert.contactID),
+            // A check-in since may have sent it one already (the attempt was known then).
+            try db.cachedStatement(
+                sql: "SELECT 1 FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND epoch > ? LIMIT 1"
+            ).fetchOne(binding: alert.userID, AlertRecord.Kind.allClear, contact.id, alert.epoch, read: { _ in true })
+                == nil
+        else { return }
+        try Self.enqueueEmail(
+            profile,
+            AlertRecord.Kind.allClear,
+            to: contact,
+            text: allClear(profile, profile.lastCheckInAt ?? now),
+            at: now,
+            in: db
+        )
     }
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
@@ -722,10 +760,7 @@ struct SafetyStore: Sendable {
         var hasPending = false
         var alerted: [String] = []
         try db.cachedStatement(
-            sql: """
-                SELECT kind, state, contact_id, may_have_arrived OR claimed_at IS NOT NULL
-                FROM alert WHERE user_id = ? AND epoch >= ?
-                """
+            sql: "SELECT kind, state, contact_id, may_have_arrived FROM alert WHERE user_id = ? AND epoch >= ?"
         )
         .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
             let kind: String = try columns.value(0)
@@ -734,12 +769,11 @@ struct SafetyStore: Sendable {
             if pending, Self.cancellableKinds.contains(kind) {
                 hasPending = true
             }
-            // An alert whose attempt is under way, or ended without an answer to its content,
-            // may have reached its contact, also one a pause cancelled since: it gets the
-            // all-clear too.
+            // An alert whose attempt ended without an answer to its content may have reached
+            // its contact, whatever became of it since (a pause cancelled it, it failed later):
+            // it gets the all-clear too. One under way gets it when its outcome is known.
             let mayHaveArrived: Bool = try columns.value(3)
-            let maybeSent = mayHaveArrived && (pending || state == AlertRecord.State.cancelled.rawValue)
-            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || maybeSent {
+            if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || mayHaveArrived {
                 let contact: String = try columns.value(2)
                 if !alerted.contains(contact) { alerted.append(contact) }
             }
