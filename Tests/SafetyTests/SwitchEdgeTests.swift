@@ -248,6 +248,26 @@ struct AlertRaceTests {
         #expect(try await self.message(alert.id, in: store) == recorded)
     }
 
+    @Test("a warning push delivered after a check-in cancelled it is recorded as sent")
+    func warningDeliveredAfterCancel() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 21 * hour)
+        _ = try await store.decideDue(
+            now: clock.now(),
+            limit: 10,
+            texts: AlertWords.texts,
+            reminderText: AlertWords.reminderText
+        )
+        let warning = try #require(
+            try await store.claimDue(.push, now: clock.now(), limit: 10, lease: AlertSender.lease).first
+        )
+        _ = try await self.checkIn(store)
+        #expect(try await self.message(warning.id, in: store)?.state == .cancelled)
+        try await store.record(warning.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        #expect(try await self.message(warning.id, in: store)?.state == .sent)
+        #expect(try await self.pending(store).isEmpty)
+    }
+
     @Test(
         "a check-in while an alert email is being sent: its contact gets the all-clear once it went out or may have"
     )
@@ -378,7 +398,10 @@ struct AlertRaceTests {
         clock.set(now + AlertSender.lease)
         let again = try await self.claim(store, at: clock.now())
         #expect(again.map(\.id) == [alert.id] && again.first?.attempts == 2)
+        // Due again after this lease: a sender leaves out what it has under way itself.
+        clock.set(now + 2 * AlertSender.lease)
         #expect(try await store.claimDue(.email, now: clock.now(), limit: 10, lease: 60, excluding: [alert.id]).isEmpty)
+        #expect(try await self.claim(store, at: clock.now()).map(\.attempts) == [3])
     }
 
     @Test("a process start makes an attempt that a killed process left under way due at once; it may have arrived")

@@ -101,7 +101,8 @@ struct AlertDecider: DueWork {
 /// server holds back no push.
 struct AlertSender: DueWork {
     static let sendersAtOnce = 64
-    /// Claims are made for at least this many free senders (or when all are free).
+    /// Claims are made for at least this many free senders (or when all are free): with more
+    /// than 48 sends hanging, a message newly due waits for one of them to end.
     static let claimAtLeast = 16
     /// How long a claimed message waits before it is claimed again if its outcome was never
     /// recorded (the process could not write it, and then died). A process start releases
@@ -129,11 +130,9 @@ struct AlertSender: DueWork {
     }
 
     func runDue(now: Date) async throws {
-        for (id, outcome) in self.unrecorded.all {
-            await self.record(id, outcome.attempt, at: outcome.at)
-        }
+        await self.writeHeldOutcomes()
         // Each child answers the message it sent, or nil for a look-again tick.
-        try await withThrowingTaskGroup(of: String?.self) { group in
+        await withTaskGroup(of: String?.self) { group in
             // Never claimed again while under way here, however long it takes.
             var underWay: Set<String> = []
             var ticking = false
@@ -143,41 +142,56 @@ struct AlertSender: DueWork {
             while true {
                 let free = Self.sendersAtOnce - underWay.count
                 if mayFindMore, free >= Self.claimAtLeast || underWay.isEmpty, !Task.isCancelled {
-                    let claimed = try await self.store.claimDue(
-                        self.channel,
-                        now: max(now, self.store.now),
-                        limit: free,
-                        lease: Self.lease,
-                        excluding: underWay.union(self.unrecorded.ids)
-                    )
-                    for alert in claimed {
-                        underWay.insert(alert.id)
-                        group.addTask {
-                            await self.deliver(alert)
-                            return alert.id
+                    mayFindMore = false
+                    do {
+                        let claimed = try await self.store.claimDue(
+                            self.channel,
+                            now: max(now, self.store.now),
+                            limit: free,
+                            lease: Self.lease,
+                            excluding: underWay.union(self.unrecorded.ids)
+                        )
+                        for alert in claimed {
+                            underWay.insert(alert.id)
+                            group.addTask {
+                                // A send is not cut short by a shutdown: it ends with its outcome.
+                                await Task { await self.deliver(alert) }.value
+                                return alert.id
+                            }
                         }
+                        mayFindMore = claimed.count == free
+                    } catch {
+                        // Tried again at the next tick, or by the next pass.
+                        self.logger.error("could not claim messages to send", metadata: ["error": "\(error)"])
                     }
-                    mayFindMore = claimed.count == free
                 }
                 guard !underWay.isEmpty else { break }
                 // A slow send must not hold back a message that falls due meanwhile: look
-                // again every tick while any is under way.
-                if !ticking {
+                // again every tick while any is under way (not once shutting down).
+                if !ticking, !Task.isCancelled {
                     group.addTask {
                         try? await Task.sleep(for: Self.lookAgainEvery)
                         return nil
                     }
                     ticking = true
                 }
-                switch try await group.next() {
+                switch await group.next() {
                 case .some(.some(let sent)):
                     underWay.remove(sent)
                 case .some(.none), .none:
                     ticking = false
                     mayFindMore = true
+                    await self.writeHeldOutcomes()
                 }
             }
             group.cancelAll()
+        }
+    }
+
+    /// Writes again the outcomes that could not be written before.
+    private func writeHeldOutcomes() async {
+        for (id, outcome) in self.unrecorded.all {
+            await self.record(id, outcome.attempt, at: outcome.at)
         }
     }
 

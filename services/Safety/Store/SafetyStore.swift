@@ -524,13 +524,17 @@ struct SafetyStore: Sendable {
     ) async throws -> [AlertRecord] {
         // Most passes find nothing: look with a read before taking the writer.
         let anyDue = try await self.db.read { db in
-            try Bool.fetchOne(
+            let due = try Int.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?"
+                    sql: """
+                        SELECT COUNT(*) FROM (
+                          SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?
+                        )
+                        """
                 ),
                 arguments: [channel.rawValue, now.stored, excluded.count + 1]
             )
-                ?? false
+            return (due ?? 0) > excluded.count
         }
         guard anyDue else { return [] }
         let claimedAt = self.now
@@ -560,8 +564,8 @@ struct SafetyStore: Sendable {
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
-    /// not tried again; but an alert email that went out all the same is recorded as sent, and
-    /// one that went out or may have (no answer came to its content) earns its contact the
+    /// not tried again; but one that went out all the same is recorded as sent, and an alert
+    /// that went out or may have (no answer came to its content) earns its contact the
     /// all-clear when a check-in cancelled it (`allClear`'s words).
     func record(
         _ id: String,
@@ -584,7 +588,7 @@ struct SafetyStore: Sendable {
             guard var alert = try AlertRecord.fetchOne(db, key: id) else { return }
             alert.claimedAt = nil
             switch (attempt, alert.state) {
-            case (.success(let note), .cancelled) where alert.kind == AlertRecord.Kind.alert:
+            case (.success(let note), .cancelled):
                 alert.state = .sent
                 alert.sentAt = now
                 alert.nextAttemptAt = nil
