@@ -41,6 +41,41 @@ struct FrameDecoderTests {
         }
     }
 
+    @Test("frames still arriving share a budget: up to its limit held, one byte more refused, released when done")
+    func partialFrameBudget() throws {
+        let budget = PartialFrameBudget(limit: 1000)
+        func connection() -> EmbeddedChannel {
+            EmbeddedChannel(
+                handler: ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: 4096, budget: budget))
+            )
+        }
+        func start(_ length: Int, sending bytes: Int) -> ByteBuffer {
+            var buffer = ByteBuffer()
+            buffer.writeInteger(UInt32(length))
+            buffer.writeBytes(Array(repeating: 1, count: bytes - 4))
+            return buffer
+        }
+        let first = connection()
+        let second = connection()
+        try first.writeInbound(start(2000, sending: 600))
+        #expect(budget.inUse == 600)
+        try second.writeInbound(start(2000, sending: 400))
+        #expect(budget.inUse == 1000, "exactly the limit")
+        #expect(throws: PartialFramesOverBudgetError(limit: 1000)) {
+            try second.writeInbound(ByteBuffer(bytes: [1]))
+        }
+        #expect(budget.inUse == 1000, "the refused byte is not held")
+
+        // The first frame completes: its share is given back.
+        try first.writeInbound(ByteBuffer(bytes: Array(repeating: 1, count: 2004 - 600)))
+        #expect(try first.readInbound(as: ByteBuffer.self)?.readableBytes == 2000)
+        #expect(budget.inUse == 400)
+        // A connection that closes gives back what it held.
+        _ = try? second.finish()
+        #expect(budget.inUse == 0)
+        _ = try first.finish()
+    }
+
     @Test("a declared length of 4 GiB is refused from the header alone")
     func hugeDeclaredLength() throws {
         let channel = EmbeddedChannel(

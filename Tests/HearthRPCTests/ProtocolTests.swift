@@ -85,6 +85,40 @@ struct ProtocolTests {
         }
     }
 
+    @Test("half-sent big frames past the server's partial-frame budget get GOAWAY; the budget frees when they go")
+    func partialFrameBudget() async throws {
+        let mib = 1024 * 1024
+        var configuration = ServerConfiguration()
+        configuration.maxPartialFrameBytes = 6 * mib
+        try await withTestServer(configuration: configuration) { _, port in
+            // 3 MiB of a 4 MiB frame, then nothing: held.
+            let hog = try await RawConnection.connect(port: port)
+            try await hog.sendBytes(RawConnection.prefix(4 * mib) + Array(repeating: 0, count: 3 * mib))
+            // Another 3 MiB would pass 6 MiB: refused.
+            let second = try await RawConnection.connect(port: port)
+            try await second.sendBytes(RawConnection.prefix(4 * mib) + Array(repeating: 0, count: 3 * mib))
+            let goAway = try #require(try await second.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.code == .resourceExhausted && goAway.status.message.contains("\(6 * mib) bytes"))
+            #expect(try await second.waitUntilClosed())
+
+            // Small calls go on meanwhile.
+            let bystander = try await RawConnection.connect(port: port)
+            try await bystander.send(.request(1, self.echo, echoRequest(text: "small")))
+            #expect(try await bystander.waitFor { $0.isResponse(to: 1) }?.status.code == .ok)
+            await bystander.close()
+            // Once the hog is gone, a 3.5 MiB call goes through whole.
+            await hog.close()
+            let big = echoRequest(text: String(repeating: "x", count: 7 * mib / 2))
+            try await eventually("the hog's share is given back") {
+                let caller = try await RawConnection.connect(port: port)
+                try await caller.send(.request(1, self.echo, big))
+                let answer = try await caller.waitFor { $0.isResponse(to: 1) || $0.kind == .goaway }
+                await caller.close()
+                return answer?.kind == .response && answer?.status.code == .ok
+            }
+        }
+    }
+
     @Test("server deadline: DEADLINE_EXCEEDED at timeout_ms even if the handler ignores cancellation; no second answer")
     func deadlineWithStubbornHandler() async throws {
         let signals = Signals()

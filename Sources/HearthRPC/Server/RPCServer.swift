@@ -24,6 +24,7 @@ public final class RPCServer: Service, Sendable {
     private let logger: Logger
     private let state = Mutex(State())
     private let callCounter = CallCounter()
+    private let partialFrames: PartialFrameBudget
     private let bound: EventLoopPromise<SocketAddress>
     private let stopped: EventLoopPromise<Void>
 
@@ -41,6 +42,7 @@ public final class RPCServer: Service, Sendable {
         logger: Logger
     ) {
         self.configuration = configuration
+        self.partialFrames = PartialFrameBudget(limit: configuration.maxPartialFrameBytes)
         self.group = group
         self.logger = logger
         self.health = HealthState(serving: services.map(\.serviceName))
@@ -189,6 +191,7 @@ public final class RPCServer: Service, Sendable {
                 router: self.router,
                 configuration: self.configuration,
                 callsInFlight: self.callCounter,
+                partialFrames: self.partialFrames,
                 logger: self.logger
             )
         }

@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// The largest frame accepted; a larger one gets GOAWAY and the connection closes.
     public var maxFrameSize: Int
+    /// Bytes of frames still arriving, over all connections; a connection whose frame would
+    /// pass it gets GOAWAY (RESOURCE_EXHAUSTED) and is closed.
+    public var maxPartialFrameBytes: Int
     /// Calls in flight on one connection; one more is answered RESOURCE_EXHAUSTED.
     public var maxConcurrentCallsPerConnection: Int
     /// Open connections; one more gets GOAWAY and is closed.
@@ -29,6 +32,7 @@ public struct ServerConfiguration: Sendable {
         host: String = "127.0.0.1",
         port: Int = 0,
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        maxPartialFrameBytes: Int = 512 * 1024 * 1024,
         maxConcurrentCallsPerConnection: Int = 1024,
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
@@ -39,6 +43,7 @@ public struct ServerConfiguration: Sendable {
         self.host = host
         self.port = port
         self.maxFrameSize = maxFrameSize
+        self.maxPartialFrameBytes = maxPartialFrameBytes
         self.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout

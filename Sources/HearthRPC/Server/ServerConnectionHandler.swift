@@ -170,6 +170,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         switch error {
         case let error as FrameTooLargeError:
             self.goAway(.resourceExhausted, error.description, close: true)
+        case let error as PartialFramesOverBudgetError:
+            self.goAway(.resourceExhausted, error.description, close: true)
         case is ByteToMessageDecoderError:
             self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
         default:
@@ -472,9 +474,14 @@ extension ChannelPipeline.SynchronousOperations {
         router: MethodRouter,
         configuration: ServerConfiguration,
         callsInFlight: CallCounter,
+        partialFrames: PartialFrameBudget,
         logger: Logger
     ) throws {
-        try self.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: configuration.maxFrameSize)))
+        try self.addHandler(
+            ByteToMessageHandler(
+                LengthPrefixedFrameDecoder(maxFrameSize: configuration.maxFrameSize, budget: partialFrames)
+            )
+        )
         try self.addHandler(
             ServerConnectionHandler(
                 router: router,

@@ -1,33 +1,45 @@
 public import NIOCore
 import SwiftProtobuf
+import Synchronization
 
 /// Splits a byte stream into frames: a 4-byte unsigned big-endian length N, then N bytes.
 ///
 /// NIOExtras' `LengthFieldBasedFrameDecoder` would buffer whatever length a peer declares
 /// (up to 4 GiB); this decoder checks the declared length against `maxFrameSize` before
-/// buffering anything, so a hostile peer can never make the buffer grow past the limit.
+/// buffering anything, so a hostile peer can never make the buffer grow past the limit. On a
+/// server, the bytes of frames not yet complete also count against a budget all of its
+/// connections share (``PartialFrameBudget``).
 public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = ByteBuffer
 
     /// The largest frame body accepted, in bytes.
     public let maxFrameSize: Int
+    private let budget: PartialFrameBudget?
+    /// What this connection holds of the budget: the bytes of its frame still arriving.
+    private var held = 0
 
-    public init(maxFrameSize: Int) {
+    public init(maxFrameSize: Int, budget: PartialFrameBudget? = nil) {
         self.maxFrameSize = maxFrameSize
+        self.budget = budget
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else {
+            try self.hold(buffer.readableBytes)
             return .needMoreData
         }
         guard Int(length) <= self.maxFrameSize else {
             throw FrameTooLargeError(declaredSize: Int(length), limit: self.maxFrameSize)
         }
         guard buffer.readableBytes >= 4 + Int(length) else {
+            try self.hold(buffer.readableBytes)
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: 4)
-        context.fireChannelRead(Self.wrapInboundOut(buffer.readSlice(length: Int(length))!))
+        let frame = buffer.readSlice(length: Int(length))!
+        // The decoder is not called again for an empty buffer: give back what the frame held.
+        if buffer.readableBytes < self.held { try self.hold(buffer.readableBytes) }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
         return .continue
     }
 
@@ -39,7 +51,64 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         while try self.decode(context: context, buffer: &buffer) == .continue {}
         // Bytes of a half-sent frame left at close are dropped: the peer never finished it.
         buffer.moveReaderIndex(to: buffer.writerIndex)
+        try self.hold(0)
         return .needMoreData
+    }
+
+    public mutating func decoderRemoved(context: ChannelHandlerContext) {
+        try? self.hold(0)
+    }
+
+    /// Holds `bytes` of the budget for the frame still arriving (none once it is complete).
+    private mutating func hold(_ bytes: Int) throws {
+        guard let budget = self.budget, bytes != self.held else { return }
+        if bytes > self.held {
+            guard budget.take(bytes - self.held) else {
+                throw PartialFramesOverBudgetError(limit: budget.limit)
+            }
+        } else {
+            budget.give(self.held - bytes)
+        }
+        self.held = bytes
+    }
+}
+
+/// The bytes of frames still arriving on all of a server's connections, at most `limit`.
+/// Without it, connections that each send most of a large frame and then wait (a slowloris
+/// with big frames) could make the server hold the frame limit times the connection limit
+/// (4 MiB x 10,000).
+public final class PartialFrameBudget: Sendable {
+    public let limit: Int
+    private let used = Atomic<Int>(0)
+
+    public init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// The bytes held now.
+    public var inUse: Int { self.used.load(ordering: .relaxed) }
+
+    /// Takes `bytes` if that stays within the limit.
+    func take(_ bytes: Int) -> Bool {
+        let after = self.used.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard after <= self.limit else {
+            self.used.wrappingSubtract(bytes, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func give(_ bytes: Int) {
+        self.used.wrappingSubtract(bytes, ordering: .relaxed)
+    }
+}
+
+/// A frame still arriving would take the server's partial-frame budget past its limit.
+public struct PartialFramesOverBudgetError: Error, CustomStringConvertible, Equatable {
+    public let limit: Int
+
+    public var description: String {
+        "frames still arriving fill this server's limit of \(self.limit) bytes; try again later"
     }
 }
 

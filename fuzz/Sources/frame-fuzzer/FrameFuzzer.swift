@@ -48,6 +48,7 @@ enum FrameFuzzer {
                 router: Self.router,
                 configuration: Self.configuration,
                 callsInFlight: calls,
+                partialFrames: PartialFrameBudget(limit: Self.configuration.maxPartialFrameBytes),
                 logger: Self.logger
             )
             channel.pipeline.fireChannelActive()
