@@ -60,8 +60,18 @@ struct GatewaySettings: ParsableArguments {
             internalCredential: internalCredential,
             routeTimeout: self.routeTimeout.duration,
             rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst),
-            maxFrameSize: ProcessName.gateway.maxFrameSize
+            maxFrameSizes: Self.frameSizes(of: routes.keys)
         )
+    }
+
+    /// Each route's frame limit: that of the service whose package it falls under (checkins
+    /// takes photos); any other route gets DESIGN's 4 MiB, which every Hearth server takes.
+    static func frameSizes(of prefixes: some Sequence<String>) -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for prefix in prefixes {
+            if let process = ProcessName.owner(of: prefix) { sizes[prefix] = process.maxFrameSize }
+        }
+        return sizes
     }
 
     private static func targets(_ addresses: [String], route: String) throws -> [(host: String, port: Int)] {

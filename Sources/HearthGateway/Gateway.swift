@@ -29,8 +29,13 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// How long a connection to a replica may take before it counts as a failure (its
         /// calls are then tried on another replica, and enough failures eject it).
         public var connectTimeout: Duration
-        /// The largest frame sent to a replica: as large as the gateway's own server takes.
+        /// The largest frame sent to a route's replicas when `maxFrameSizes` does not name the
+        /// route. A larger request is answered RESOURCE_EXHAUSTED by the gateway and never
+        /// sent: the replica would close the connection that other callers' calls share.
         public var maxFrameSize: Int
+        /// The largest frame each route's replicas take, by route prefix (checkins takes
+        /// photos).
+        public var maxFrameSizes: [String: Int]
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -41,7 +46,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             connectionsPerBackend: Int = 1,
             probeInterval: Duration = .seconds(1),
             connectTimeout: Duration = .seconds(2),
-            maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize
+            maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+            maxFrameSizes: [String: Int] = [:]
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -52,6 +58,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.probeInterval = probeInterval
             self.connectTimeout = connectTimeout
             self.maxFrameSize = maxFrameSize
+            self.maxFrameSizes = maxFrameSizes
         }
     }
 
@@ -89,7 +96,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
                         connectTimeout: configuration.connectTimeout,
-                        maxFrameSize: configuration.maxFrameSize,
+                        maxFrameSize: configuration.maxFrameSizes[prefix] ?? configuration.maxFrameSize,
                         policy: configuration.ejection,
                         loops: Array(group.makeIterator())
                     )

@@ -47,7 +47,9 @@ struct OptionsTests {
         #expect(ProcessName.owner(of: "hearth.nope.v1.Nope/Nope") == nil)
     }
 
-    @Test("checkins, and the gateway in front of it, take frames a 10 MiB photo fits in; the rest keep 4 MiB")
+    @Test(
+        "checkins, and the gateway in front of it, take frames a 10 MiB photo fits in; the rest, and the gateway's other routes, keep 4 MiB"
+    )
     func frameLimits() throws {
         #expect(CheckinsService.maxFrameSize > 10 * 1024 * 1024)
         #expect(ProcessName.checkins.maxFrameSize == CheckinsService.maxFrameSize)
@@ -55,8 +57,15 @@ struct OptionsTests {
         for process in [ProcessName.tasks, .safety, .routines, .echo] {
             #expect(process.maxFrameSize == ServerConfiguration.defaultMaxFrameSize)
         }
+        // What the gateway sends each route's replicas: no more than they take.
         let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
-        #expect(gateway.maxFrameSize == CheckinsService.maxFrameSize, "what the gateway sends its replicas")
+        #expect(gateway.maxFrameSizes["hearth.checkins."] == CheckinsService.maxFrameSize)
+        #expect(gateway.maxFrameSizes["hearth.tasks."] == ServerConfiguration.defaultMaxFrameSize)
+        #expect(gateway.maxFrameSize == ServerConfiguration.defaultMaxFrameSize, "any other route")
+        let routes = try GatewaySettings.parse([
+            "--backend", "hearth.checkins.v1.=10.0.0.5:7101", "--backend", "hearth.other.=10.0.0.6:7200",
+        ]).configuration(internalCredential: "secret")
+        #expect(routes.maxFrameSizes == ["hearth.checkins.v1.": CheckinsService.maxFrameSize])
         #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
 }

@@ -4,9 +4,11 @@ import HearthContracts
 import HearthCore
 import HearthGateway
 import HearthRPC
+import HearthTestSupport
 import Logging
 import NIOCore
 import Synchronization
+import Testing
 
 let quietLogger: Logger = {
     var logger = Logger(label: "test")
@@ -144,6 +146,18 @@ struct GatewayHarness {
         )
     }
 
+    /// Starts a `Hold` call of `milliseconds` named `text`; returns once the backend runs it.
+    func hold(_ text: String, for milliseconds: UInt32, authorization: String) async throws
+        -> Task<Hearth_Echo_V1_EchoResponse, any Error>
+    {
+        var request = Hearth_Echo_V1_EchoRequest()
+        request.text = text
+        request.sleepMs = milliseconds
+        let call = Task { try await self.call(ProbeService.hold, request, authorization: authorization) }
+        try await eventually("the backend started the call") { self.events.contains("started:\(text)") }
+        return call
+    }
+
     /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
     /// `unservedPorts` are further backends of the same routes that no replica serves.
     static func run(
@@ -154,6 +168,8 @@ struct GatewayHarness {
         eddsaPublicKey: String? = nil,
         connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
+        gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        backendFrameSizes: [String: Int] = [:],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -172,17 +188,29 @@ struct GatewayHarness {
                 ejection: ejection,
                 connectionsPerBackend: 1,
                 probeInterval: .milliseconds(20),
-                connectTimeout: connectTimeout
+                connectTimeout: connectTimeout,
+                maxFrameSizes: backendFrameSizes
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,
             metrics: metrics,
             logger: quietLogger
         )
-        let server = RPCServer(services: [], forwarder: gateway, logger: quietLogger)
+        let server = RPCServer(
+            configuration: ServerConfiguration(maxFrameSize: gatewayFrameSize),
+            services: [],
+            forwarder: gateway,
+            logger: quietLogger
+        )
         let gatewayRun = Task { try await gateway.run() }
         let serverRun = Task { try await server.run() }
-        let client = RPCClient(host: "127.0.0.1", port: try await server.localAddress.port!)
+        let client = RPCClient(
+            configuration: .init(
+                host: "127.0.0.1",
+                port: try await server.localAddress.port!,
+                maxFrameSize: gatewayFrameSize
+            )
+        )
         let harness = GatewayHarness(
             replicas: replicas,
             gateway: gateway,

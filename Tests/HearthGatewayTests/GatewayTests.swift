@@ -448,14 +448,34 @@ struct GatewayTests {
     func cancelIsForwarded() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in
             let token = "Bearer \(try await harness.token())"
-            var request = Hearth_Echo_V1_EchoRequest()
-            request.text = "c"
-            request.sleepMs = 10_000
-            let call = Task { try await harness.call(ProbeService.hold, request, authorization: token) }
-            try await eventually("the backend started the call") { harness.events.contains("started:c") }
+            let call = try await harness.hold("c", for: 10_000, authorization: token)
             call.cancel()
             _ = await call.result
             try await eventually("the backend's handler was cancelled") { harness.events.contains("cancelled:c") }
+        }
+    }
+
+    @Test(
+        "a request larger than its route's replicas take is refused at the gateway; calls sharing the connection go on"
+    )
+    func requestOverTheRoutesFrameLimit() async throws {
+        let mib = 1024 * 1024
+        // The gateway takes 8 MiB frames (checkins' photos); the echo and probe replicas 4 MiB.
+        try await GatewayHarness.run(replicas: 1, gatewayFrameSize: 8 * mib) { harness in
+            let token = "Bearer \(try await harness.token())"
+            let call = try await harness.hold("h", for: 500, authorization: token)
+            var big = Hearth_Echo_V1_EchoRequest()
+            big.text = String(repeating: "x", count: 5 * mib)
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(EchoService.echoMethod, big, authorization: token)
+            }
+            #expect(
+                error?.code == .resourceExhausted && error?.message.contains("\(4 * mib)") == true,
+                "\(String(describing: error))"
+            )
+            _ = try await call.value
+            big.text = String(repeating: "x", count: 3 * mib)
+            #expect(try await harness.call(EchoService.echoMethod, big, authorization: token).text.count == 3 * mib)
         }
     }
 
@@ -463,11 +483,7 @@ struct GatewayTests {
     func backendDiesInFlight() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in
             let token = "Bearer \(try await harness.token())"
-            var request = Hearth_Echo_V1_EchoRequest()
-            request.text = "d"
-            request.sleepMs = 10_000
-            let call = Task { try await harness.call(ProbeService.hold, request, authorization: token) }
-            try await eventually("the backend started the call") { harness.events.contains("started:d") }
+            let call = try await harness.hold("d", for: 10_000, authorization: token)
             let clock = ContinuousClock()
             let start = clock.now
             await harness.replicas[0].kill()
