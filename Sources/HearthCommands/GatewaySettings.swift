@@ -60,12 +60,14 @@ struct GatewaySettings: ParsableArguments {
             internalCredential: internalCredential,
             routeTimeout: self.routeTimeout.duration,
             rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst),
-            maxFrameSizes: Self.frameSizes(of: routes.keys)
+            maxFrameSize: ProcessName.gateway.maxFrameSize,
+            maxRequestFrameSizes: Self.frameSizes(of: routes.keys)
         )
     }
 
-    /// Each route's frame limit: that of the service whose package it falls under (checkins
-    /// takes photos); any other route gets DESIGN's 4 MiB, which every Hearth server takes.
+    /// Each route's request frame limit: that of the service whose package it falls under
+    /// (checkins takes photos). A route broader than one package, or of another service, is not
+    /// named: it gets DESIGN's 4 MiB, which every Hearth server takes.
     static func frameSizes(of prefixes: some Sequence<String>) -> [String: Int] {
         var sizes: [String: Int] = [:]
         for prefix in prefixes {

@@ -52,6 +52,7 @@ final class Replica: Sendable {
         connections: Int,
         connectTimeout: Duration,
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        maxRequestFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         policy: EjectionPolicy,
         loops: [any EventLoop]
     ) {
@@ -65,6 +66,7 @@ final class Replica: Sendable {
                     port: port,
                     connections: connections,
                     maxFrameSize: maxFrameSize,
+                    maxRequestFrameSize: maxRequestFrameSize,
                     connectTimeout: .nanoseconds(connectTimeout.nanoseconds),
                     backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
                 ),

@@ -29,13 +29,14 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// How long a connection to a replica may take before it counts as a failure (its
         /// calls are then tried on another replica, and enough failures eject it).
         public var connectTimeout: Duration
-        /// The largest frame sent to a route's replicas when `maxFrameSizes` does not name the
-        /// route. A larger request is answered RESOURCE_EXHAUSTED by the gateway and never
-        /// sent: the replica would close the connection that other callers' calls share.
+        /// The largest answer frame taken from a replica: as large as the gateway's own
+        /// server takes.
         public var maxFrameSize: Int
-        /// The largest frame each route's replicas take, by route prefix (checkins takes
-        /// photos).
-        public var maxFrameSizes: [String: Int]
+        /// The largest request frame each route's replicas take, by route prefix (checkins
+        /// takes photos); a route not named gets DESIGN's 4 MiB, which every Hearth server
+        /// takes. A larger request is answered RESOURCE_EXHAUSTED by the gateway and never
+        /// sent: the replica would close the connection that other callers' calls share.
+        public var maxRequestFrameSizes: [String: Int]
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -47,7 +48,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             probeInterval: Duration = .seconds(1),
             connectTimeout: Duration = .seconds(2),
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-            maxFrameSizes: [String: Int] = [:]
+            maxRequestFrameSizes: [String: Int] = [:]
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -58,7 +59,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.probeInterval = probeInterval
             self.connectTimeout = connectTimeout
             self.maxFrameSize = maxFrameSize
-            self.maxFrameSizes = maxFrameSizes
+            self.maxRequestFrameSizes = maxRequestFrameSizes
         }
     }
 
@@ -96,7 +97,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
                         connectTimeout: configuration.connectTimeout,
-                        maxFrameSize: configuration.maxFrameSizes[prefix] ?? configuration.maxFrameSize,
+                        maxFrameSize: configuration.maxFrameSize,
+                        maxRequestFrameSize: configuration.maxRequestFrameSizes[prefix]
+                            ?? ServerConfiguration.defaultMaxFrameSize,
                         policy: configuration.ejection,
                         loops: Array(group.makeIterator())
                     )

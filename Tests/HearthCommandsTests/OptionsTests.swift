@@ -59,13 +59,13 @@ struct OptionsTests {
         }
         // What the gateway sends each route's replicas: no more than they take.
         let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
-        #expect(gateway.maxFrameSizes["hearth.checkins."] == CheckinsService.maxFrameSize)
-        #expect(gateway.maxFrameSizes["hearth.tasks."] == ServerConfiguration.defaultMaxFrameSize)
-        #expect(gateway.maxFrameSize == ServerConfiguration.defaultMaxFrameSize, "any other route")
+        #expect(gateway.maxRequestFrameSizes["hearth.checkins."] == CheckinsService.maxFrameSize)
+        #expect(gateway.maxRequestFrameSizes["hearth.tasks."] == ServerConfiguration.defaultMaxFrameSize)
+        #expect(gateway.maxFrameSize == CheckinsService.maxFrameSize, "answers: a photo")
         let routes = try GatewaySettings.parse([
             "--backend", "hearth.checkins.v1.=10.0.0.5:7101", "--backend", "hearth.other.=10.0.0.6:7200",
         ]).configuration(internalCredential: "secret")
-        #expect(routes.maxFrameSizes == ["hearth.checkins.v1.": CheckinsService.maxFrameSize])
+        #expect(routes.maxRequestFrameSizes == ["hearth.checkins.v1.": CheckinsService.maxFrameSize])
         #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
 }

@@ -169,7 +169,7 @@ struct GatewayHarness {
         connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-        backendFrameSizes: [String: Int] = [:],
+        requestFrameSizes: [String: Int] = [:],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -189,7 +189,8 @@ struct GatewayHarness {
                 connectionsPerBackend: 1,
                 probeInterval: .milliseconds(20),
                 connectTimeout: connectTimeout,
-                maxFrameSizes: backendFrameSizes
+                maxFrameSize: gatewayFrameSize,
+                maxRequestFrameSizes: requestFrameSizes
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,

@@ -461,11 +461,12 @@ struct GatewayTests {
     func requestOverTheRoutesFrameLimit() async throws {
         let mib = 1024 * 1024
         // The gateway takes 8 MiB frames (checkins' photos); the echo and probe replicas 4 MiB.
+        // (Bytes, not text: a debug build checks every character of a long string.)
         try await GatewayHarness.run(replicas: 1, gatewayFrameSize: 8 * mib) { harness in
             let token = "Bearer \(try await harness.token())"
             let call = try await harness.hold("h", for: 500, authorization: token)
             var big = Hearth_Echo_V1_EchoRequest()
-            big.text = String(repeating: "x", count: 5 * mib)
+            big.payload = Data(count: 5 * mib)
             let error = await #expect(throws: RPCError.self) {
                 _ = try await harness.call(EchoService.echoMethod, big, authorization: token)
             }
@@ -473,9 +474,19 @@ struct GatewayTests {
                 error?.code == .resourceExhausted && error?.message.contains("\(4 * mib)") == true,
                 "\(String(describing: error))"
             )
+            // At the edge: the payload alone fits, but not with the metadata the gateway adds
+            // (the internal credential, the user, the request id).
+            big.payload = Data(count: 4 * mib - 64 - EchoService.echoMethod.utf8.count - 5)
+            let edge = await #expect(throws: RPCError.self) {
+                _ = try await harness.call(EchoService.echoMethod, big, authorization: token)
+            }
+            #expect(edge?.code == .resourceExhausted, "\(String(describing: edge))")
             _ = try await call.value
-            big.text = String(repeating: "x", count: 3 * mib)
-            #expect(try await harness.call(EchoService.echoMethod, big, authorization: token).text.count == 3 * mib)
+            big.payload = Data(count: 4 * mib - 1024)
+            #expect(
+                try await harness.call(EchoService.echoMethod, big, authorization: token).payload.count == 4 * mib
+                    - 1024
+            )
         }
     }
 

@@ -73,6 +73,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// server close the connection under every other call.
     private let maxFrameSize: Int
 
+    /// A call id's field: its tag and a varint of at most 10 bytes.
+    static let callIDAllowance = 11
+
     init(availability: ConnectionAvailability, maxFrameSize: Int) {
         self.availability = availability
         self.maxFrameSize = maxFrameSize
@@ -98,10 +101,12 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             call.promise.fail(RPCError(refusal.code, refusal.message, cause: CallNotSent()))
             return
         }
-        if request.payload.count > self.maxFrameSize - ServerConnectionHandler.envelopeAllowance
-            - request.method.utf8.count
-        {
-            let message = "request of \(request.payload.count) bytes exceeds the frame limit of \(self.maxFrameSize)"
+        // The whole frame as it will go out, with the call id it is about to get (at most 11
+        // bytes): payload, method and metadata.
+        let size = request.encodedSize(status: nil) + Self.callIDAllowance
+        if size > self.maxFrameSize {
+            let message =
+                "request of \(size) bytes (payload and metadata) exceeds the frame limit of \(self.maxFrameSize)"
             call.promise.fail(RPCError(.resourceExhausted, message, cause: CallNotSent()))
             return
         }

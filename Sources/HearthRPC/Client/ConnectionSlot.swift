@@ -154,6 +154,7 @@ final class ConnectionSlot: Sendable {
             // The loop whose callbacks send the calls waiting for it: no hop between the two.
             group: promise.futureResult.eventLoop,
             maxFrameSize: self.configuration.maxFrameSize,
+            maxRequestFrameSize: self.configuration.maxRequestFrameSize,
             connectTimeout: self.configuration.connectTimeout,
             connectionSetup: self.configuration.connectionSetup
         ).whenComplete { result in

@@ -37,7 +37,12 @@ public final class RPCClient: Sendable {
         public var port: Int
         /// Connections in the pool, used round-robin.
         public var connections: Int
+        /// The largest frame taken from the server (answers).
         public var maxFrameSize: Int
+        /// The largest request frame sent (what the server takes); nil: `maxFrameSize`. A larger
+        /// request is answered RESOURCE_EXHAUSTED and never sent, since the server would close
+        /// the connection that other calls share.
+        public var maxRequestFrameSize: Int?
         public var connectTimeout: TimeAmount
         public var backoff: Backoff
         /// A connection the server closes (or refuses new calls on) this soon after it was made,
@@ -52,6 +57,7 @@ public final class RPCClient: Sendable {
             port: Int,
             connections: Int = 1,
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+            maxRequestFrameSize: Int? = nil,
             connectTimeout: TimeAmount = .seconds(5),
             backoff: Backoff = Backoff(),
             refusalWindow: TimeAmount = .seconds(10),
@@ -61,6 +67,7 @@ public final class RPCClient: Sendable {
             self.port = port
             self.connections = max(1, connections)
             self.maxFrameSize = maxFrameSize
+            self.maxRequestFrameSize = maxRequestFrameSize
             self.connectTimeout = connectTimeout
             self.backoff = backoff
             self.refusalWindow = refusalWindow

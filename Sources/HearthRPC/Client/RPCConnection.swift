@@ -27,6 +27,7 @@ public final class RPCConnection: Sendable {
         port: Int,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        maxRequestFrameSize: Int? = nil,
         connectTimeout: TimeAmount = .seconds(5),
         connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
     ) -> EventLoopFuture<RPCConnection> {
@@ -39,7 +40,12 @@ public final class RPCConnection: Sendable {
                     try connectionSetup?(channel)
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder(maxFrameSize: maxFrameSize)))
-                    try sync.addHandler(ClientConnectionHandler(availability: availability, maxFrameSize: maxFrameSize))
+                    try sync.addHandler(
+                        ClientConnectionHandler(
+                            availability: availability,
+                            maxFrameSize: maxRequestFrameSize ?? maxFrameSize
+                        )
+                    )
                 }
             }
             .connect(host: host, port: port)

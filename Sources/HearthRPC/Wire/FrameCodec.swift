@@ -25,21 +25,29 @@ extension WireFrame {
     }
 }
 
+extension WireFrame {
+    /// The bytes of this frame's body on the wire (without its length prefix), given its status
+    /// already serialized (nil without one).
+    func encodedSize(status: [UInt8]?) -> Int {
+        var size = 0
+        if self.callID != 0 { size += 1 + varintSize(self.callID) }
+        if self.kind.rawValue != 0 { size += 1 + varintSize(enumBits(self.kind.rawValue)) }
+        size += fieldSize(bytes: self.method.utf8.count)
+        for entry in self.metadata { size += entrySize(entry).total }
+        if self.timeoutMs != 0 { size += 1 + varintSize(UInt64(self.timeoutMs)) }
+        size += fieldSize(bytes: self.payload.count)
+        if let status { size += 1 + varintSize(UInt64(status.count)) + status.count }
+        return size + self.unknownFields.data.count
+    }
+}
+
 extension ByteBufferAllocator {
     /// Serializes `frame` behind its 4-byte length prefix, straight into one buffer sized
     /// exactly: one allocation and one write per frame.
     func buffer(framing frame: WireFrame) throws -> ByteBuffer {
         let status: [UInt8]? = frame.hasStatus ? try frame.status.serializedBytes() : nil
         let unknown = frame.unknownFields.data
-        var size = 0
-        if frame.callID != 0 { size += 1 + varintSize(frame.callID) }
-        if frame.kind.rawValue != 0 { size += 1 + varintSize(enumBits(frame.kind.rawValue)) }
-        size += fieldSize(bytes: frame.method.utf8.count)
-        for entry in frame.metadata { size += entrySize(entry).total }
-        if frame.timeoutMs != 0 { size += 1 + varintSize(UInt64(frame.timeoutMs)) }
-        size += fieldSize(bytes: frame.payload.count)
-        if let status { size += 1 + varintSize(UInt64(status.count)) + status.count }
-        size += unknown.count
+        let size = frame.encodedSize(status: status)
 
         var buffer = self.buffer(capacity: 4 + size)
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 4 + size) { bytes in

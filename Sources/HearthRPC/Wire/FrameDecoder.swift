@@ -24,15 +24,23 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        try self.decode(context: context, buffer: &buffer, holding: true)
+    }
+
+    /// One frame off `buffer`, if it is all there; when it is not and `holding`, the bytes
+    /// that are take their share of the budget.
+    private mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer, holding: Bool) throws
+        -> DecodingState
+    {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else {
-            try self.hold(buffer.readableBytes)
+            if holding { try self.hold(buffer.readableBytes) }
             return .needMoreData
         }
         guard Int(length) <= self.maxFrameSize else {
             throw FrameTooLargeError(declaredSize: Int(length), limit: self.maxFrameSize)
         }
         guard buffer.readableBytes >= 4 + Int(length) else {
-            try self.hold(buffer.readableBytes)
+            if holding { try self.hold(buffer.readableBytes) }
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: 4)
@@ -48,7 +56,8 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         buffer: inout ByteBuffer,
         seenEOF: Bool
     ) throws -> DecodingState {
-        while try self.decode(context: context, buffer: &buffer) == .continue {}
+        // Closing: what is left takes no more of the budget.
+        while try self.decode(context: context, buffer: &buffer, holding: false) == .continue {}
         // Bytes of a half-sent frame left at close are dropped: the peer never finished it.
         buffer.moveReaderIndex(to: buffer.writerIndex)
         try self.hold(0)
@@ -88,14 +97,20 @@ public final class PartialFrameBudget: Sendable {
     /// The bytes held now.
     public var inUse: Int { self.used.load(ordering: .relaxed) }
 
-    /// Takes `bytes` if that stays within the limit.
+    /// Takes `bytes` if that stays within the limit (never over it, even for a moment, so a
+    /// take that fits is never refused for another that did not).
     func take(_ bytes: Int) -> Bool {
-        let after = self.used.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard after <= self.limit else {
-            self.used.wrappingSubtract(bytes, ordering: .relaxed)
-            return false
+        var used = self.used.load(ordering: .relaxed)
+        while used + bytes <= self.limit {
+            let (exchanged, found) = self.used.weakCompareExchange(
+                expected: used,
+                desired: used + bytes,
+                ordering: .relaxed
+            )
+            if exchanged { return true }
+            used = found
         }
-        return true
+        return false
     }
 
     func give(_ bytes: Int) {
@@ -108,7 +123,7 @@ public struct PartialFramesOverBudgetError: Error, CustomStringConvertible, Equa
     public let limit: Int
 
     public var description: String {
-        "frames still arriving fill this server's limit of \(self.limit) bytes; try again later"
+        "the server is busy receiving other large requests; retry later"
     }
 }
 
