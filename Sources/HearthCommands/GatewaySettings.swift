@@ -8,7 +8,9 @@ struct GatewaySettings: ParsableArguments {
         name: .customLong("backend"),
         help: """
             A route, repeatable: PREFIX=HOST:PORT[,HOST:PORT...] (replicas used round-robin). \
-            Default: every Hearth service on its loopback port. Example: --backend hearth.echo.=10.0.0.5:7105,10.0.0.6:7105
+            Default: every Hearth service on its loopback port. Example: --backend hearth.echo.=10.0.0.5:7105,10.0.0.6:7105. \
+            A route within one service's package (hearth.checkins., say) gets that service's request size limit; \
+            any other route 4 MiB.
             """
     )
     var backends: [String] = []
@@ -61,14 +63,14 @@ struct GatewaySettings: ParsableArguments {
             routeTimeout: self.routeTimeout.duration,
             rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst),
             maxFrameSize: ProcessName.gateway.maxFrameSize,
-            maxRequestFrameSizes: Self.frameSizes(of: routes.keys)
+            maxRequestFrameSizes: Self.requestFrameSizes(of: routes.keys)
         )
     }
 
     /// Each route's request frame limit: that of the service whose package it falls under
     /// (checkins takes photos). A route broader than one package, or of another service, is not
     /// named: it gets DESIGN's 4 MiB, which every Hearth server takes.
-    static func frameSizes(of prefixes: some Sequence<String>) -> [String: Int] {
+    static func requestFrameSizes(of prefixes: some Sequence<String>) -> [String: Int] {
         var sizes: [String: Int] = [:]
         for prefix in prefixes {
             if let process = ProcessName.owner(of: prefix) { sizes[prefix] = process.maxFrameSize }

@@ -46,6 +46,8 @@ final class Replica: Sendable {
     /// - Parameters:
     ///   - connections: connections to the replica from each of `loops`.
     ///   - connectTimeout: how long a connection may take before it counts as failed.
+    ///   - maxRequestFrameSize: the largest request sent (DESIGN's 4 MiB unless the route's
+    ///     service takes more); answers are taken up to `maxFrameSize`.
     init(
         host: String,
         port: Int,

@@ -169,7 +169,6 @@ struct GatewayHarness {
         connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-        requestFrameSizes: [String: Int] = [:],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -189,8 +188,7 @@ struct GatewayHarness {
                 connectionsPerBackend: 1,
                 probeInterval: .milliseconds(20),
                 connectTimeout: connectTimeout,
-                maxFrameSize: gatewayFrameSize,
-                maxRequestFrameSizes: requestFrameSizes
+                maxFrameSize: gatewayFrameSize
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,

@@ -474,8 +474,9 @@ struct GatewayTests {
                 error?.code == .resourceExhausted && error?.message.contains("\(4 * mib)") == true,
                 "\(String(describing: error))"
             )
-            // At the edge: the payload alone fits, but not with the metadata the gateway adds
-            // (the internal credential, the user, the request id).
+            // At the edge: the payload alone fits (the most a check of the payload and a 64-byte
+            // envelope let through), but not with the metadata the gateway adds (the internal
+            // credential, the user, the request id).
             big.payload = Data(count: 4 * mib - 64 - EchoService.echoMethod.utf8.count - 5)
             let edge = await #expect(throws: RPCError.self) {
                 _ = try await harness.call(EchoService.echoMethod, big, authorization: token)

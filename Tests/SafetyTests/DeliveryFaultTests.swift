@@ -31,14 +31,14 @@ struct DeliveryFaultTests {
         // Mei's deadline: her alert email goes to a server that accepted the connection and
         // says nothing (the client waits up to 30 s for each reply).
         system.clock.set(t0 + 24 * hour)
-        system.service.scheduler.wake()
+        system.service.decider.wake()
         try await eventually("the alert is under way") {
             try await system.status("mei").emails.map(\.attempts) == [1]
         }
         #expect(try await system.status("mei").state == .expired)
         // An hour later, kai's 1 h warning goes out while that email still waits.
         system.clock.set(t0 + 25 * hour)
-        system.service.scheduler.wake()
+        system.service.decider.wake()
         try await eventually("kai's 1 h warning", within: .seconds(10)) { try system.pushes().count == 5 }
         let stuck = try await system.status("mei").emails
         #expect(stuck.map(\.state) == [.pending] && stuck.map(\.attempts) == [1], "still under way")
@@ -66,12 +66,12 @@ struct DeliveryFaultTests {
 
         // Mei's deadline: the server keeps her alert's content and never answers it.
         system.clock.set(t0 + 24 * hour)
-        system.service.scheduler.wake()
+        system.service.decider.wake()
         try await eventually("mei's alert is with the server") { try hanging.messages().count == 1 }
         // Kai's deadline an hour later (past her claim's lease): his alert goes out while hers
         // still waits (the client waits 30 s for an answer), and hers is not sent again.
         system.clock.set(t0 + 25 * hour)
-        system.service.scheduler.wake()
+        system.service.decider.wake()
         try await eventually("kai's alert", within: .seconds(10)) { try hanging.messages().count == 2 }
         let kai = try hanging.messages().last?["rcpt_tos"] as? [String]
         #expect(kai == ["brother@example.com"])

@@ -13,7 +13,7 @@ import Testing
 
 @testable import SafetyService
 
-/// The safety service on a file store with its scheduler running on a clock the test moves;
+/// The safety service on a file store with its schedulers running on a clock the test moves;
 /// emails go to a real SMTP server (aiosmtpd), pushes to a real webhook.
 final class SafetySystem: @unchecked Sendable {
     /// 2026-03-10 12:00 UTC.
@@ -78,7 +78,7 @@ final class SafetySystem: @unchecked Sendable {
         try? FileManager.default.removeItem(at: self.folder)
     }
 
-    /// Moves the clock, then waits until the scheduler has handled everything due by then.
+    /// Moves the clock, then waits until the schedulers have handled everything due by then.
     func advance(to date: Date) async throws {
         self.clock.set(date)
         try await self.settle()

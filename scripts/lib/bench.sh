@@ -29,3 +29,6 @@ release_product() {
 # The hearth binary to run: $HEARTH_BIN when set (to compare builds, or the tests' debug one),
 # else a release build made now. Use: bin=$(hearth_bin)
 hearth_bin() { release_product hearth "${HEARTH_BIN:-}"; }
+
+# A process's resident memory in KiB: rss_kib PID [FIELD] (VmRSS unless FIELD, e.g. VmHWM).
+rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; }

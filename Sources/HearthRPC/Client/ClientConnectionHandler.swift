@@ -71,14 +71,15 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     /// The largest frame the server takes: a bigger request fails alone instead of making the
     /// server close the connection under every other call.
-    private let maxFrameSize: Int
+    /// The largest request frame sent (what the server takes).
+    private let maxRequestFrameSize: Int
 
     /// A call id's field: its tag and a varint of at most 10 bytes.
     static let callIDAllowance = 11
 
-    init(availability: ConnectionAvailability, maxFrameSize: Int) {
+    init(availability: ConnectionAvailability, maxRequestFrameSize: Int) {
         self.availability = availability
-        self.maxFrameSize = maxFrameSize
+        self.maxRequestFrameSize = maxRequestFrameSize
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -104,9 +105,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         // The whole frame as it will go out, with the call id it is about to get (at most 11
         // bytes): payload, method and metadata.
         let size = request.encodedSize(status: nil) + Self.callIDAllowance
-        if size > self.maxFrameSize {
+        if size > self.maxRequestFrameSize {
             let message =
-                "request of \(size) bytes (payload and metadata) exceeds the frame limit of \(self.maxFrameSize)"
+                "request of \(size) bytes (payload and metadata) exceeds the frame limit of \(self.maxRequestFrameSize)"
             call.promise.fail(RPCError(.resourceExhausted, message, cause: CallNotSent()))
             return
         }

@@ -43,7 +43,7 @@ public final class RPCConnection: Sendable {
                     try sync.addHandler(
                         ClientConnectionHandler(
                             availability: availability,
-                            maxFrameSize: maxRequestFrameSize ?? maxFrameSize
+                            maxRequestFrameSize: maxRequestFrameSize ?? maxFrameSize
                         )
                     )
                 }

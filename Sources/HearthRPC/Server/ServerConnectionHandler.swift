@@ -168,10 +168,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
-        case let error as FrameTooLargeError:
-            self.goAway(.resourceExhausted, error.description, close: true)
-        case let error as PartialFramesOverBudgetError:
-            self.goAway(.resourceExhausted, error.description, close: true)
+        case is FrameTooLargeError, is PartialFramesOverBudgetError:
+            self.goAway(.resourceExhausted, "\(error)", close: true)
         case is ByteToMessageDecoderError:
             self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
         default:
@@ -404,7 +402,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.write(frame)
     }
 
-    /// Room left in a frame for everything but the payload of a response.
+    /// Room left in a frame for everything but the payload of a response: its call id, kind
+    /// and status come to well under 64 bytes (a request, which carries metadata, is measured
+    /// whole: `WireFrame.encodedSize`).
     static let envelopeAllowance = 64
 
     private func write(_ frame: WireFrame) {

@@ -68,7 +68,7 @@ enum AlertWords {
 }
 
 /// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
-/// each), and the senders are told to look after each. It never waits for a delivery, so a slow SMTP
+/// each), and the senders are woken after each batch. It never waits for a delivery, so a slow SMTP
 /// server holds back no warning.
 struct AlertDecider: DueWork {
     static let batch = 500
@@ -104,13 +104,15 @@ struct AlertSender: DueWork {
     /// Claims are made for at least this many free senders (or when all are free): with more
     /// than 48 sends hanging, a message newly due waits for one of them to end.
     static let claimAtLeast = 16
-    /// How long a claimed message waits before it is claimed again if its outcome was never
-    /// recorded (the process could not write it, and then died). A process start releases
-    /// claims at once.
+    /// How long a claimed message waits before it can be claimed again: it is under way, or
+    /// its outcome is held in memory (``UnrecordedOutcomes``), and either way this process
+    /// leaves it out; the lease only matters for a claim that never reached a send. A process
+    /// start releases claims at once.
     static let lease: TimeInterval = 10 * 60
     /// How often a sender with sends under way looks for messages newly due.
     static let lookAgainEvery: Duration = .milliseconds(250)
-    /// How soon an outcome that could not be written is written again.
+    /// How soon an outcome that could not be written is written again when no send is under
+    /// way (while sends are, at every look-again tick).
     static let outcomeRetry: TimeInterval = 5
 
     let channel: AlertRecord.Channel
@@ -132,7 +134,8 @@ struct AlertSender: DueWork {
     func runDue(now: Date) async throws {
         await self.writeHeldOutcomes()
         // Each child answers the message it sent, or nil for a look-again tick.
-        await withTaskGroup(of: String?.self) { group in
+        let claimFailure: (any Error)? = await withTaskGroup(of: String?.self) { group in
+            var claimFailure: (any Error)?
             // Never claimed again while under way here, however long it takes.
             var underWay: Set<String> = []
             var ticking = false
@@ -160,9 +163,12 @@ struct AlertSender: DueWork {
                             }
                         }
                         mayFindMore = claimed.count == free
+                        claimFailure = nil
                     } catch {
-                        // Tried again at the next tick, or by the next pass.
+                        // Tried again at the next tick while sends are under way; else the pass
+                        // fails, and the scheduler tries again after its retry delay.
                         self.logger.error("could not claim messages to send", metadata: ["error": "\(error)"])
+                        claimFailure = error
                     }
                 }
                 guard !underWay.isEmpty else { break }
@@ -185,7 +191,9 @@ struct AlertSender: DueWork {
                 }
             }
             group.cancelAll()
+            return claimFailure
         }
+        if let claimFailure { throw claimFailure }
     }
 
     /// Writes again the outcomes that could not be written before.
@@ -264,7 +272,7 @@ struct AlertSender: DueWork {
         } catch {
             self.unrecorded.hold(id, attempt, at: now)
             self.logger.error(
-                "could not record a delivery; writing it again in \(Int(Self.outcomeRetry)) s",
+                "could not record a delivery; it is kept and written again later",
                 metadata: ["alert": "\(id)", "error": "\(error)"]
             )
         }
@@ -280,7 +288,6 @@ final class UnrecordedOutcomes: Sendable {
 
     private let outcomes = Mutex<[String: Outcome]>([:])
 
-    var isEmpty: Bool { self.outcomes.withLock { $0.isEmpty } }
     var ids: Set<String> { self.outcomes.withLock { Set($0.keys) } }
     var all: [(id: String, outcome: Outcome)] { self.outcomes.withLock { $0.map { ($0.key, $0.value) } } }
 

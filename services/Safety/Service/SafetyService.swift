@@ -16,11 +16,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     public static let package = "hearth.safety.v1.Safety"
     let store: SafetyStore
     /// Decides what falls due. Calls that change a switch wake it.
-    public let scheduler: DueTimeScheduler
+    public let decider: DueTimeScheduler
     /// Deliver the alert outbox: one per channel (email, push).
     let senders: [DueTimeScheduler]
     /// Run beside the server.
-    public var schedulers: [DueTimeScheduler] { [self.scheduler] + self.senders }
+    public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders }
 
     public init(
         location: StoreLocation,
@@ -46,13 +46,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         }
         self.store = store
         self.senders = senders
-        self.scheduler = DueTimeScheduler(
-            work: AlertDecider(
-                store: store,
-                wakeSenders: {
-                    for sender in senders { sender.wake() }
-                }
-            ),
+        self.decider = DueTimeScheduler(
+            work: AlertDecider(store: store, wakeSenders: { Self.wake(senders) }),
             clock: clock,
             logger: logger
         )
@@ -98,7 +93,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             profile.pushToken = request.pushToken
             profile.countActivity = request.countActivityAsCheckIn
         }
-        self.scheduler.wake()
+        self.decider.wake()
         return profile.message
     }
 
@@ -119,7 +114,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         }
         switch try await self.store.addContact(user, email: email, name: name) {
         case .added(let contact):
-            self.scheduler.wake()
+            self.decider.wake()
             return contact.message
         case .noProfile:
             throw RPCError(.failedPrecondition, "create your profile (UpsertProfile) before adding contacts")
@@ -288,7 +283,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         )
         // It counts from when it happened, which can put the deadline before the one the
         // scheduler waits for (a snooze it ends, a pause it falls in): let it look again.
-        if result.outcome.startedPeriod { self.scheduler.wake() }
+        if result.outcome.startedPeriod { self.decider.wake() }
         if result.enqueued { self.wakeSenders() }
         switch result.outcome {
         case .recorded, .rateLimited: response.counted = true
@@ -308,12 +303,16 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
 
     /// Messages were queued by the call itself: the senders look at once.
     private func wakeSenders() {
-        for sender in self.senders { sender.wake() }
+        Self.wake(self.senders)
+    }
+
+    private static func wake(_ schedulers: [DueTimeScheduler]) {
+        for scheduler in schedulers { scheduler.wake() }
     }
 
     private func changed(_ change: SafetyStore.SwitchChange) throws {
         switch change {
-        case .changed: self.scheduler.wake()
+        case .changed: self.decider.wake()
         case .noProfile: throw RPCError(.failedPrecondition, "no safety profile yet: create one with UpsertProfile")
         case .refused(let why): throw RPCError(.failedPrecondition, why)
         }

@@ -158,7 +158,8 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     var subject: String
     var body: String
     var state: State
-    /// Counts every attempt begun, including one under way.
+    /// Counts every attempt begun, including one under way (one that a killed process left
+    /// without an outcome is taken back at the next start).
     var attempts: Int
     var lastError: String
     var nextAttemptAt: Date?

@@ -20,13 +20,15 @@ struct SafetyStore: Sendable {
 
     /// At a process start: attempts that a killed process left under way are due again at
     /// once, and each may have arrived (the process may have died after the server took it).
-    /// One that a check-in cancelled meanwhile earns its contact the all-clear.
+    /// Such an attempt, without an outcome, does not count toward giving up. One that a
+    /// check-in cancelled meanwhile earns its contact the all-clear.
     func releaseClaims(allClear: (ProfileRecord, Date) -> (subject: String, body: String)) throws {
         let now = self.now
         try self.db.write { db in
             let claimed = try AlertRecord.fetchAll(db, sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
             for var alert in claimed {
                 if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
+                alert.attempts -= 1
                 alert.claimedAt = nil
                 alert.mayHaveArrived = true
                 try alert.update(db)
@@ -229,7 +231,7 @@ struct SafetyStore: Sendable {
         var outcome: HeartbeatOutcome
         /// The status right after it, read in the same transaction.
         var status: StatusSnapshot?
-        /// Whether it put something in the outbox (all-clear emails): the scheduler must look.
+        /// Whether it put something in the outbox (all-clear emails): the senders must look.
         var enqueued: Bool
     }
 
@@ -427,7 +429,7 @@ struct SafetyStore: Sendable {
     }
 
     /// The earliest time a message of `channel` is due to be (re)sent, leaving out `excluded`.
-    func nextAttemptTime(_ channel: AlertRecord.Channel, excluding excluded: Set<String> = []) async throws -> Date? {
+    func nextAttemptTime(_ channel: AlertRecord.Channel, excluding excluded: Set<String>) async throws -> Date? {
         try await self.db.read { db in
             var next: Date?
             try db.cachedStatement(
