@@ -119,28 +119,28 @@ struct SMTPTests {
     @Test("a failed send may have delivered only when the answer to its content never came")
     func mayHaveDelivered() async throws {
         let refusing = try await SMTPSink(arguments: ["--reject-rcpt"])
-        do {
-            try await SMTPClient(
-                configuration: SMTPConfiguration(host: "127.0.0.1", port: refusing.port, security: .none)
-            )
-            .send(Self.message(subject: "x", body: "y"))
-            Issue.record("sent to a refused recipient")
-        } catch let error as SMTPError {
-            #expect(error.code == 550 && error.isPermanent && !error.mayHaveDelivered, "\(error)")
-        }
+        let refused = try #require(await Self.failure(sendingTo: refusing.port), "sent to a refused recipient")
+        #expect(refused.code == 550 && refused.isPermanent && !refused.mayHaveDelivered, "\(refused)")
         #expect(try refusing.messages().isEmpty)
 
         let hangingUp = try await SMTPSink(arguments: ["--hang-up-after-data"])
-        do {
-            try await SMTPClient(
-                configuration: SMTPConfiguration(host: "127.0.0.1", port: hangingUp.port, security: .none)
-            )
-            .send(Self.message(subject: "x", body: "y"))
-            Issue.record("no answer to the content, yet the send succeeded")
-        } catch let error as SMTPError {
-            #expect(error.code == 0 && !error.isPermanent && error.mayHaveDelivered, "\(error)")
-        }
+        let lost = try #require(
+            await Self.failure(sendingTo: hangingUp.port),
+            "no answer to the content, yet the send succeeded"
+        )
+        #expect(lost.code == 0 && !lost.isPermanent && lost.mayHaveDelivered, "\(lost)")
         #expect(try hangingUp.messages().count == 1, "the server did take it")
+    }
+
+    /// How one plain send to the server on `port` failed; nil if it succeeded.
+    private static func failure(sendingTo port: Int) async -> SMTPError? {
+        do {
+            try await SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: port, security: .none))
+                .send(Self.message(subject: "x", body: "y"))
+            return nil
+        } catch {
+            return error as? SMTPError
+        }
     }
 
     @Test("encoded words: long subjects split under 76 characters without cutting a character; dots stuffed")

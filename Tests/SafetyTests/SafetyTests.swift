@@ -22,7 +22,7 @@ final class SafetySystem: @unchecked Sendable {
     let clock: ManualClock
     let sink: SMTPSink
     let webhook: WebhookListener
-    let folder: URL
+    let file: TemporaryStoreFile
     /// Where emails go: the sink's port unless the test names another server.
     let smtpPort: Int
     private(set) var service: SafetyService
@@ -33,18 +33,18 @@ final class SafetySystem: @unchecked Sendable {
         self.sink = try await SMTPSink()
         self.webhook = try await WebhookListener()
         self.smtpPort = smtpPort ?? self.sink.port
-        self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-safety-\(UUID())")
-        try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.smtpPort, self.webhook)
+        self.file = try TemporaryStoreFile()
+        (self.service, self.running) = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
     }
 
-    var storePath: String { Self.storePath(self.folder) }
+    var storePath: String { self.file.path }
 
-    private static func storePath(_ folder: URL) -> String {
-        folder.appendingPathComponent("safety.sqlite").path
-    }
-
-    private static func start(_ folder: URL, _ clock: ManualClock, _ smtpPort: Int, _ webhook: WebhookListener)
+    private static func start(
+        _ file: TemporaryStoreFile,
+        _ clock: ManualClock,
+        _ smtpPort: Int,
+        _ webhook: WebhookListener
+    )
         throws -> (SafetyService, Task<Void, any Error>)
     {
         var logger = Logger(label: "safety-test")
@@ -55,7 +55,7 @@ final class SafetySystem: @unchecked Sendable {
             push: WebhookPushSender(url: "http://127.0.0.1:\(webhook.port)/push")
         )
         let service = try SafetyService(
-            location: .file(Self.storePath(folder)),
+            location: file.location,
             channels: channels,
             clock: clock,
             logger: logger
@@ -68,14 +68,13 @@ final class SafetySystem: @unchecked Sendable {
         self.running.cancel()
         _ = try? await self.running.value
         change()
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.smtpPort, self.webhook)
+        (self.service, self.running) = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
     }
 
     func stop() async {
         self.running.cancel()
         _ = try? await self.running.value
         await self.webhook.close()
-        try? FileManager.default.removeItem(at: self.folder)
     }
 
     /// Moves the clock, then waits until the schedulers have handled everything due by then.
@@ -452,5 +451,20 @@ struct SafetyTests {
             _ = try await system.service.getProfile(Hearth_Safety_V1_GetProfileRequest(), callContext("mei"))
         }
         await system.stop()
+    }
+}
+
+/// A store file in a folder of its own, removed with it.
+final class TemporaryStoreFile {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
+    var path: String { self.folder.appendingPathComponent("safety.sqlite").path }
+    var location: StoreLocation { .file(self.path) }
+
+    init() throws {
+        try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: self.folder)
     }
 }

@@ -437,17 +437,3 @@ struct AlertRaceTests {
         #expect(try await self.claim(restarted, at: clock.now()).map(\.kind) == [AlertRecord.Kind.allClear])
     }
 }
-
-/// A store file in a folder of its own, removed with it.
-final class TemporaryStoreFile {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
-    var location: StoreLocation { .file(self.folder.appendingPathComponent("safety.sqlite").path) }
-
-    init() throws {
-        try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: self.folder)
-    }
-}

@@ -97,8 +97,8 @@ struct AlertDecider: DueWork {
 
 /// Delivers one channel's messages from the alert outbox: claims due ones (in a write that
 /// counts the attempt) and sends up to ``sendersAtOnce`` at a time, claiming more as sends
-/// finish and as time passes, and records each outcome as it comes. One sender per channel, so a stuck SMTP
-/// server holds back no push.
+/// finish and as time passes, and records each outcome as it comes. One sender per channel,
+/// so a stuck SMTP server holds back no push.
 struct AlertSender: DueWork {
     static let sendersAtOnce = 64
     /// Claims are made for at least this many free senders (or when all are free): with more
