@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 import NIOTestUtils
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 @testable import HearthRPC
@@ -74,6 +75,64 @@ struct FrameDecoderTests {
         _ = try? second.finish()
         #expect(budget.inUse == 0)
         _ = try first.finish()
+    }
+
+    @Test("a frame must keep pace: grace plus its length at the minimum rate, to the nanosecond")
+    func framePace() throws {
+        // 10 s plus 1 s per 1,000 bytes: a 2,000-byte frame has 12 s.
+        let pace = FramePace(grace: .seconds(10), minBytesPerSecond: 1000)
+        #expect(pace.allowance(forFrameOf: 2000) == .seconds(12))
+        let clock = Mutex(NIODeadline.uptimeNanoseconds(1_000_000_000))
+        func advance(to offset: TimeAmount) {
+            clock.withLock { $0 = .uptimeNanoseconds(1_000_000_000) + offset }
+        }
+        func connection() -> EmbeddedChannel {
+            EmbeddedChannel(
+                handler: ByteToMessageHandler(
+                    LengthPrefixedFrameDecoder(maxFrameSize: 4096, pace: pace, now: { clock.withLock { $0 } })
+                )
+            )
+        }
+        let channel = connection()
+        var start = ByteBuffer()
+        start.writeInteger(UInt32(2000))
+        start.writeBytes(Array(repeating: 1, count: 96))
+        try channel.writeInbound(start)
+        advance(to: .seconds(12))
+        try channel.writeInbound(ByteBuffer(bytes: [1]))  // exactly on time: taken
+        advance(to: .seconds(12) + .nanoseconds(1))
+        #expect(throws: FrameTooSlowError.self) {
+            try channel.writeInbound(ByteBuffer(bytes: [1]))
+        }
+
+        // A frame that completes starts the next one's clock afresh.
+        advance(to: .zero)
+        let next = connection()
+        try next.writeInbound(self.framed(Array(repeating: 2, count: 2000)).getSlice(at: 0, length: 1000)!)
+        advance(to: .seconds(12))
+        var rest = self.framed(Array(repeating: 2, count: 2000))
+        rest.moveReaderIndex(forwardBy: 1000)
+        rest.writeInteger(UInt32(2000))  // and the prefix of another
+        try next.writeInbound(rest)
+        #expect(try next.readInbound(as: ByteBuffer.self)?.readableBytes == 2000)
+        advance(to: .seconds(24))
+        try next.writeInbound(ByteBuffer(bytes: [1]))  // 12 s into the second frame: taken
+        _ = try? next.finish()
+
+        // Before its length is known a frame has the grace alone.
+        advance(to: .zero)
+        let prefixOnly = connection()
+        try prefixOnly.writeInbound(ByteBuffer(bytes: [0, 0]))
+        advance(to: .seconds(10) + .nanoseconds(1))
+        let error = #expect(throws: FrameTooSlowError.self) {
+            try prefixOnly.writeInbound(ByteBuffer(bytes: [0]))
+        }
+        #expect(error?.declaredSize == nil && error?.received == 3 && error?.allowed == .seconds(10))
+        #expect(
+            error?.description
+                == "frame's length prefix arriving too slowly, 3 bytes after 10 s: "
+                + "a frame must arrive within 10 s plus 1 s per 1000 bytes"
+        )
     }
 
     @Test("a declared length of 4 GiB is refused from the header alone")

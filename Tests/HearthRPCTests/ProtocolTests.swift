@@ -119,6 +119,31 @@ struct ProtocolTests {
         }
     }
 
+    @Test("a frame dribbled slower than the server's pace gets GOAWAY DEADLINE_EXCEEDED; other calls go on")
+    func framePace() async throws {
+        let mib = 1024 * 1024
+        var configuration = ServerConfiguration()
+        // A 1 MiB frame has 200 ms plus 100 ms.
+        configuration.framePace = FramePace(grace: .milliseconds(200), minBytesPerSecond: 10 * mib)
+        try await withTestServer(configuration: configuration) { _, port in
+            let slow = try await RawConnection.connect(port: port)
+            try await slow.sendBytes(RawConnection.prefix(mib) + Array(repeating: 0, count: mib / 2))
+            // Waiting past the allowance only makes it later: no timing luck either way. (On a
+            // machine slow enough to spread the first half over 300 ms, it is refused already.)
+            try await Task.sleep(for: .milliseconds(600))
+            try? await slow.sendBytes([0])
+            let goAway = try #require(try await slow.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.code == .deadlineExceeded)
+            #expect(goAway.status.message.hasPrefix("frame of 1048576 bytes arriving too slowly"))
+            #expect(try await slow.waitUntilClosed())
+
+            let bystander = try await RawConnection.connect(port: port)
+            try await bystander.send(.request(1, self.echo, echoRequest(text: "small")))
+            #expect(try await bystander.waitFor { $0.isResponse(to: 1) }?.status.code == .ok)
+            await bystander.close()
+        }
+    }
+
     @Test("server deadline: DEADLINE_EXCEEDED at timeout_ms even if the handler ignores cancellation; no second answer")
     func deadlineWithStubbornHandler() async throws {
         let signals = Signals()

@@ -13,6 +13,9 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of frames still arriving, over all connections; a connection whose frame would
     /// pass it gets GOAWAY (RESOURCE_EXHAUSTED) and is closed.
     public var maxPartialFrameBytes: Int
+    /// How fast a frame must arrive once begun; one that falls behind gets GOAWAY
+    /// (DEADLINE_EXCEEDED) and the connection closes.
+    public var framePace: FramePace
     /// Calls in flight on one connection; one more is answered RESOURCE_EXHAUSTED.
     public var maxConcurrentCallsPerConnection: Int
     /// Open connections; one more gets GOAWAY and is closed.
@@ -33,6 +36,7 @@ public struct ServerConfiguration: Sendable {
         port: Int = 0,
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         maxPartialFrameBytes: Int = 512 * 1024 * 1024,
+        framePace: FramePace = .default,
         maxConcurrentCallsPerConnection: Int = 1024,
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
@@ -44,6 +48,7 @@ public struct ServerConfiguration: Sendable {
         self.port = port
         self.maxFrameSize = maxFrameSize
         self.maxPartialFrameBytes = maxPartialFrameBytes
+        self.framePace = framePace
         self.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout

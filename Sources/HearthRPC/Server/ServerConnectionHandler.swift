@@ -170,6 +170,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         switch error {
         case is FrameTooLargeError, is PartialFramesOverBudgetError:
             self.goAway(.resourceExhausted, "\(error)", close: true)
+        case is FrameTooSlowError:
+            self.goAway(.deadlineExceeded, "\(error)", close: true)
         case is ByteToMessageDecoderError:
             self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
         default:
@@ -479,7 +481,11 @@ extension ChannelPipeline.SynchronousOperations {
     ) throws {
         try self.addHandler(
             ByteToMessageHandler(
-                LengthPrefixedFrameDecoder(maxFrameSize: configuration.maxFrameSize, budget: partialFrames)
+                LengthPrefixedFrameDecoder(
+                    maxFrameSize: configuration.maxFrameSize,
+                    budget: partialFrames,
+                    pace: configuration.framePace
+                )
             )
         )
         try self.addHandler(

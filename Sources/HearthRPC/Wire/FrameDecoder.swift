@@ -8,19 +8,35 @@ import Synchronization
 /// (up to 4 GiB); this decoder checks the declared length against `maxFrameSize` before
 /// buffering anything, so a hostile peer can never make the buffer grow past the limit. On a
 /// server, the bytes of frames not yet complete also count against a budget all of its
-/// connections share (``PartialFrameBudget``).
+/// connections share (``PartialFrameBudget``), and a frame must keep up a minimum pace
+/// (``FramePace``), so that no peer holds its share of the budget for long by dribbling.
 public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = ByteBuffer
 
     /// The largest frame body accepted, in bytes.
     public let maxFrameSize: Int
     private let budget: PartialFrameBudget?
+    private let pace: FramePace?
+    private let now: @Sendable () -> NIODeadline
     /// What this connection holds of the budget: the bytes of its frame still arriving.
     private var held = 0
+    /// When the frame still arriving was first seen (nil between frames).
+    private var frameBegan: NIODeadline?
 
-    public init(maxFrameSize: Int, budget: PartialFrameBudget? = nil) {
+    /// - Parameters:
+    ///   - budget: shared by a server's connections; nil on a client.
+    ///   - pace: how fast a frame must arrive once begun; nil: no limit (a client).
+    ///   - now: the clock the pace is measured by.
+    public init(
+        maxFrameSize: Int,
+        budget: PartialFrameBudget? = nil,
+        pace: FramePace? = nil,
+        now: @escaping @Sendable () -> NIODeadline = { .now() }
+    ) {
         self.maxFrameSize = maxFrameSize
         self.budget = budget
+        self.pace = pace
+        self.now = now
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -33,18 +49,19 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         -> DecodingState
     {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else {
-            if holding { try self.hold(buffer.readableBytes) }
+            if holding { try self.stillArriving(length: nil, received: buffer.readableBytes) }
             return .needMoreData
         }
         guard Int(length) <= self.maxFrameSize else {
             throw FrameTooLargeError(declaredSize: Int(length), limit: self.maxFrameSize)
         }
         guard buffer.readableBytes >= 4 + Int(length) else {
-            if holding { try self.hold(buffer.readableBytes) }
+            if holding { try self.stillArriving(length: Int(length), received: buffer.readableBytes) }
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: 4)
         let frame = buffer.readSlice(length: Int(length))!
+        self.frameBegan = nil
         // The decoder is not called again for an empty buffer: give back what the frame held.
         if buffer.readableBytes < self.held { try self.hold(buffer.readableBytes) }
         context.fireChannelRead(Self.wrapInboundOut(frame))
@@ -66,6 +83,24 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
 
     public mutating func decoderRemoved(context: ChannelHandlerContext) {
         try? self.hold(0)
+    }
+
+    /// A frame is not all here yet: `received` bytes of it (prefix included) are, of a body of
+    /// `length` bytes (nil while the prefix itself is incomplete). Checks its pace, then holds
+    /// its share of the budget.
+    private mutating func stillArriving(length: Int?, received: Int) throws {
+        if let pace = self.pace {
+            let now = self.now()
+            if let began = self.frameBegan {
+                let allowed = pace.allowance(forFrameOf: length ?? 0)
+                guard now - began <= allowed else {
+                    throw FrameTooSlowError(declaredSize: length, received: received, allowed: allowed, pace: pace)
+                }
+            } else {
+                self.frameBegan = now
+            }
+        }
+        try self.hold(received)
     }
 
     /// Holds `bytes` of the budget for the frame still arriving (none once it is complete).
@@ -116,6 +151,63 @@ public final class PartialFrameBudget: Sendable {
     func give(_ bytes: Int) {
         self.used.wrappingSubtract(bytes, ordering: .relaxed)
     }
+}
+
+/// How fast a frame must arrive once its first bytes have: in full within `grace` plus its
+/// length at `minBytesPerSecond`. A frame that falls behind is refused at its next bytes; one
+/// whose peer sends nothing more ends with the idle connection.
+///
+/// Without it, a peer could hold its share of the partial-frame budget for as long as it
+/// kept sending a byte now and then; with it, holding the budget costs re-sending it.
+public struct FramePace: Sendable, Equatable {
+    /// Time every frame gets, whatever its size (for a slow start, or a link that stalls).
+    public var grace: TimeAmount
+    /// The slowest pace a frame may arrive at, on top of the grace, in bytes per second.
+    public var minBytesPerSecond: Int
+
+    /// 30 s plus a second per 32 KiB (256 kbit/s): a 4 MiB frame has 2 min 38 s, an 11 MiB
+    /// photo upload through the gateway 6 min 22 s.
+    public static let `default` = FramePace(grace: .seconds(30), minBytesPerSecond: 32 * 1024)
+
+    public init(grace: TimeAmount, minBytesPerSecond: Int) {
+        precondition(minBytesPerSecond > 0)
+        self.grace = grace
+        self.minBytesPerSecond = minBytesPerSecond
+    }
+
+    /// How long a frame with a body of `length` bytes may take to arrive.
+    public func allowance(forFrameOf length: Int) -> TimeAmount {
+        // Lengths are at most 4 GiB: the product stays far within Int64.
+        self.grace + .nanoseconds(Int64(length) * 1_000_000_000 / Int64(self.minBytesPerSecond))
+    }
+}
+
+/// A frame arrived more slowly than its server's ``FramePace`` allows.
+public struct FrameTooSlowError: Error, CustomStringConvertible, Equatable {
+    /// The frame's declared body length; nil when not even its prefix had arrived.
+    public let declaredSize: Int?
+    /// What had arrived of it, length prefix included.
+    public let received: Int
+    public let allowed: TimeAmount
+    public let pace: FramePace
+
+    public var description: String {
+        let size = self.declaredSize.map { "frame of \($0) bytes" } ?? "frame's length prefix"
+        return "\(size) arriving too slowly, \(self.received) bytes after \(self.allowed.wholeSeconds) s: "
+            + "a frame must arrive within \(self.pace.grace.wholeSeconds) s plus 1 s per \(self.pace.rateUnit)"
+    }
+}
+
+extension FramePace {
+    /// The bytes a frame gets a second for: "32 KiB", or "1000 bytes".
+    fileprivate var rateUnit: String {
+        let rate = self.minBytesPerSecond
+        return rate % 1024 == 0 ? "\(rate / 1024) KiB" : "\(rate) bytes"
+    }
+}
+
+extension TimeAmount {
+    fileprivate var wholeSeconds: Int64 { self.nanoseconds / 1_000_000_000 }
 }
 
 /// A frame still arriving would take the server's partial-frame budget past its limit.
