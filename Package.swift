@@ -389,6 +389,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "hearth-safety-probe",
                 "CheckinsService",
+                "RoutinesService",
                 "HearthRelay",
                 "HearthContracts",
                 "HearthCore",

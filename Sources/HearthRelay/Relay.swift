@@ -177,7 +177,9 @@ private struct RelayWork: DueWork {
 extension Relay {
     /// Records, in the caller's transaction, that `user` was active (a check-in, an answered
     /// prompt, a ticked routine): safety counts it as a check-in when the user opted in.
-    /// `eventID` is unique within `source`, so recording it twice forwards it once.
+    /// `eventID` is unique within `source` for this user, so recording it twice forwards it
+    /// once; it must fit ``SafetyActivity/maxEventIDCharacters`` whatever the user id, so it
+    /// never contains one (safety knows the user from the call).
     public static func forwardActivity(
         source: String,
         eventID: String,
@@ -185,8 +187,9 @@ extension Relay {
         at occurredAt: Date,
         in db: Database
     ) throws {
+        assert(eventID.count <= SafetyActivity.maxEventIDCharacters, "safety would refuse event id \(eventID)")
         try Self.enqueue(
-            id: "safety:\(source):\(eventID)",
+            id: "safety:\(source):\(user):\(eventID)",
             method: SafetyActivity.method,
             payload: SafetyActivity.request(source: source, eventID: eventID, occurredAt: occurredAt),
             user: user,

@@ -13,10 +13,11 @@ import SwiftProtobuf
 import Testing
 
 @testable import CheckinsService
+@testable import RoutinesService
 @testable import SafetyService
 
-/// Checkins forwards each check-in to safety through its relay; safety counts it for a user
-/// who opted in. Real RPC servers, a manual clock.
+/// Checkins and routines forward each check-in or tick to safety through their relays; safety
+/// counts it for a user who opted in. Real RPC servers, a manual clock.
 @Suite("Activity forwarded to safety", .timeLimit(.minutes(1)), .serialized)
 struct ForwardingTests {
     static let secret = "forwarding-test-internal-credential-0123456789"
@@ -96,6 +97,63 @@ struct ForwardingTests {
             try await self.checkIn(checkins, clock)
             try await eventually("relayed") { try await checkins.relay.pending() == 0 }
             #expect(try await self.lastCheckIn(safety, "sam") == clock.now() - 3600, "not opted in: not counted")
+            running.cancel()
+            await client.close()
+        }
+    }
+
+    @Test("a routine tick counts at safety whatever the length of the user id, for each user who ticks the action")
+    func routineTicks() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
+        let safety = try self.safetyService(clock)
+        let checkins = try CheckinsService(location: .inMemory, clock: clock)
+        // As long as a Sign in with Apple id and more: with it in the event id, safety refused it.
+        let sitter = "001234." + String(repeating: "0123456789abcdef", count: 8) + ".1234"
+        for user in ["olivia", sitter] { try await self.optIn(safety, user, counts: true) }
+        try await withServer(
+            configuration: ServerConfiguration(internalCredential: Self.secret),
+            services: [safety, checkins]
+        ) { _, port in
+            let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+            let roles = CheckinsNestRoles(client: client, internalCredential: Self.secret, timeout: .seconds(15))
+            let routines = try RoutinesService(location: .inMemory, roles: roles, clock: clock)
+            let deliverer = routines.relay.deliverer(
+                client: client,
+                credential: Self.secret,
+                logger: Logger(label: "relay")
+            )
+            let running = Task { try await deliverer.run() }
+
+            var nest = Hearth_Checkins_V1_CreateNestRequest()
+            nest.name = "Home"
+            let created = try await checkins.createNest(nest, callContext("olivia"))
+            var session = Hearth_Checkins_V1_CreateSessionRequest()
+            session.nestID = created.id
+            session.sitterUserID = sitter
+            session.startsAt = Google_Protobuf_Timestamp(date: clock.now())
+            session.endsAt = Google_Protobuf_Timestamp(date: clock.now() + 86_400)
+            session.timeZone = "Asia/Taipei"
+            _ = try await checkins.createSession(session, callContext("olivia"))
+            var routine = Hearth_Routines_V1_CreateRoutineRequest()
+            routine.nestID = created.id
+            routine.title = "Bedtime"
+            routine.actions = ["Teeth"]
+            let bedtime = try await routines.createRoutine(routine, callContext("olivia"))
+
+            clock.advance(by: 60)
+            // The owner and the sitter tick the same action the same day: two users, two check-ins.
+            for user in ["olivia", sitter] {
+                var tick = Hearth_Routines_V1_SetActionDoneRequest()
+                tick.routineID = bedtime.id
+                tick.actionID = bedtime.actions[0].id
+                tick.done = true
+                tick.timeZone = "Asia/Taipei"
+                _ = try await routines.setActionDone(tick, callContext(user))
+            }
+            try await eventually("nothing left to relay") { try await routines.relay.pending() == 0 }
+            for user in ["olivia", sitter] {
+                #expect(try await self.lastCheckIn(safety, user) == clock.now(), "\(user.prefix(10))")
+            }
             running.cancel()
             await client.close()
         }

@@ -6,7 +6,11 @@ import SwiftProtobuf
 public enum SafetyActivity {
     public static let method = "hearth.safety.v1.Safety/ForwardActivity"
 
-    /// The serialized request; `eventID` is unique within `source`, so a retry counts once.
+    /// The longest `event_id` safety takes; it refuses a longer one for good.
+    public static let maxEventIDCharacters = 128
+
+    /// The serialized request; `eventID` is unique within `source` for one user (at most
+    /// ``maxEventIDCharacters``), so a retry counts once.
     public static func request(source: String, eventID: String, occurredAt: Date) -> Data {
         var request = Hearth_Safety_V1_ForwardActivityRequest()
         request.source = source

@@ -182,7 +182,7 @@ struct RoutineStore: Sendable {
                     // A tick is a sign of life: safety counts it when the user opted in.
                     try Relay.forwardActivity(
                         source: "routines",
-                        eventID: "\(routineID):\(actionID):\(user):\(date)",
+                        eventID: "\(routineID):\(actionID):\(date)",
                         user: user,
                         at: now,
                         in: db

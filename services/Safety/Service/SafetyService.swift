@@ -267,8 +267,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         guard ["checkins", "tasks", "routines"].contains(request.source) else {
             throw FieldViolation(field: "source", description: "must be checkins, tasks or routines")
         }
-        guard !request.eventID.isEmpty, request.eventID.count <= 128 else {
-            throw FieldViolation(field: "event_id", description: "must have 1 to 128 characters")
+        guard !request.eventID.isEmpty, request.eventID.count <= SafetyActivity.maxEventIDCharacters else {
+            throw FieldViolation(
+                field: "event_id",
+                description: "must have 1 to \(SafetyActivity.maxEventIDCharacters) characters"
+            )
         }
         var response = Hearth_Safety_V1_ForwardActivityResponse()
         guard let profile = try await self.store.profile(user), profile.countActivity else { return response }
