@@ -1,9 +1,9 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOTestUtils
 import SwiftProtobuf
-import Synchronization
 import Testing
 
 @testable import HearthRPC
@@ -82,14 +82,16 @@ struct FrameDecoderTests {
         // 10 s plus 1 s per 1,000 bytes: a 2,000-byte frame has 12 s.
         let pace = FramePace(grace: .seconds(10), minBytesPerSecond: 1000)
         #expect(pace.allowance(forFrameOf: 2000) == .seconds(12))
-        let clock = Mutex(NIODeadline.uptimeNanoseconds(1_000_000_000))
-        func advance(to offset: TimeAmount) {
-            clock.withLock { $0 = .uptimeNanoseconds(1_000_000_000) + offset }
-        }
+        let clock = ManualDeadline()
+        func advance(to offset: TimeAmount) { clock.set(offset) }
         func connection() -> EmbeddedChannel {
             EmbeddedChannel(
                 handler: ByteToMessageHandler(
-                    LengthPrefixedFrameDecoder(maxFrameSize: 4096, pace: pace, now: { clock.withLock { $0 } })
+                    LengthPrefixedFrameDecoder(
+                        maxFrameSize: 4096,
+                        pace: pace,
+                        readingTime: ReadingTime(clock: clock.now)
+                    )
                 )
             )
         }
@@ -133,6 +135,46 @@ struct FrameDecoderTests {
                 == "frame's length prefix arriving too slowly, 3 bytes after 10 s: "
                 + "a frame must arrive within 10 s plus 1 s per 1000 bytes"
         )
+    }
+
+    @Test("a frame's pace leaves out the time the server held reads back (its answers unread by the peer)")
+    func paceLeavesOutBackpressure() throws {
+        let clock = ManualDeadline()
+        let configuration = ServerConfiguration(framePace: FramePace(grace: .seconds(10), minBytesPerSecond: 1000))
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addServerConnectionHandlers(
+            router: MethodRouter(handlers: [:], forwarder: nil, publicMethods: [], credential: nil),
+            configuration: configuration,
+            callsInFlight: CallCounter(),
+            partialFrames: PartialFrameBudget(limit: 1 << 20),
+            readingTime: ReadingTime(clock: clock.now),
+            logger: Logger(label: "test")
+        )
+        channel.pipeline.fireChannelActive()
+        // A 2,000-byte frame has 12 s. Its first bytes at 0 s.
+        var start = ByteBuffer()
+        start.writeInteger(UInt32(2000))
+        start.writeBytes(Array(repeating: 1, count: 96))
+        try channel.writeInbound(start)
+        // From 1 s to 100 s the peer does not read our answers: we stop reading its frames.
+        clock.set(.seconds(1))
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        clock.set(.seconds(100))
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        // 13 s on the wall clock since the frame began, 12 s of it reading: on time.
+        clock.set(.seconds(111))
+        try channel.writeInbound(ByteBuffer(bytes: [1]))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "no GOAWAY")
+        // A nanosecond more of reading time: late.
+        clock.set(.seconds(111) + .nanoseconds(1))
+        try channel.writeInbound(ByteBuffer(bytes: [1]))
+        var written = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        written.moveReaderIndex(forwardBy: 4)
+        let goAway = try WireFrame(serializedBytes: Array(written.readableBytesView))
+        #expect(goAway.kind == .goaway && goAway.status.code == .deadlineExceeded)
+        _ = try? channel.finish(acceptAlreadyClosed: true)
     }
 
     @Test("a declared length of 4 GiB is refused from the header alone")
@@ -194,4 +236,13 @@ struct FrameDecoderTests {
         #expect(try channel.readInbound(as: ByteBuffer.self) == nil)
         #expect(try channel.finish().isClean)
     }
+}
+
+/// A clock for ``ReadingTime`` that moves only when a test sets it.
+final class ManualDeadline: @unchecked Sendable {
+    private let base = NIODeadline.uptimeNanoseconds(1_000_000_000)
+    private var offset = TimeAmount.zero
+
+    func set(_ offset: TimeAmount) { self.offset = offset }
+    func now() -> NIODeadline { self.base + self.offset }
 }

@@ -54,6 +54,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     private let router: MethodRouter
     private let configuration: ServerConfiguration
+    /// Stopped while reads are held back, so that a frame's pace does not count our pause.
+    private let readingTime: ReadingTime
     private let logger: Logger
     private var calls: [UInt64: InFlightCall] = [:]
     private var nextGeneration: UInt64 = 0
@@ -78,10 +80,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// Counts calls in flight across every connection of the server.
     private let callsInFlight: CallCounter
 
-    init(router: MethodRouter, configuration: ServerConfiguration, callsInFlight: CallCounter, logger: Logger) {
+    init(
+        router: MethodRouter,
+        configuration: ServerConfiguration,
+        callsInFlight: CallCounter,
+        readingTime: ReadingTime,
+        logger: Logger
+    ) {
         self.callsInFlight = callsInFlight
         self.router = router
         self.configuration = configuration
+        self.readingTime = readingTime
         self.logger = logger
     }
 
@@ -150,7 +159,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
         _ = context.channel.setOption(.autoRead, value: writable)
-        if writable { context.read() }
+        if writable {
+            self.readingTime.resume()
+            context.read()
+        } else {
+            self.readingTime.pause()
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -477,6 +491,7 @@ extension ChannelPipeline.SynchronousOperations {
         configuration: ServerConfiguration,
         callsInFlight: CallCounter,
         partialFrames: PartialFrameBudget,
+        readingTime: ReadingTime = ReadingTime(),
         logger: Logger
     ) throws {
         try self.addHandler(
@@ -484,7 +499,8 @@ extension ChannelPipeline.SynchronousOperations {
                 LengthPrefixedFrameDecoder(
                     maxFrameSize: configuration.maxFrameSize,
                     budget: partialFrames,
-                    pace: configuration.framePace
+                    pace: configuration.framePace,
+                    readingTime: readingTime
                 )
             )
         )
@@ -493,6 +509,7 @@ extension ChannelPipeline.SynchronousOperations {
                 router: router,
                 configuration: configuration,
                 callsInFlight: callsInFlight,
+                readingTime: readingTime,
                 logger: logger
             )
         )

@@ -17,7 +17,7 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     public let maxFrameSize: Int
     private let budget: PartialFrameBudget?
     private let pace: FramePace?
-    private let now: @Sendable () -> NIODeadline
+    private let readingTime: ReadingTime
     /// What this connection holds of the budget: the bytes of its frame still arriving.
     private var held = 0
     /// When the frame still arriving was first seen (nil between frames).
@@ -26,17 +26,18 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     /// - Parameters:
     ///   - budget: shared by a server's connections; nil on a client.
     ///   - pace: how fast a frame must arrive once begun; nil: no limit (a client).
-    ///   - now: the clock the pace is measured by.
+    ///   - readingTime: the clock the pace is measured by: the connection's time spent
+    ///     reading, which its handler stops while it holds reads back.
     public init(
         maxFrameSize: Int,
         budget: PartialFrameBudget? = nil,
         pace: FramePace? = nil,
-        now: @escaping @Sendable () -> NIODeadline = { .now() }
+        readingTime: ReadingTime = ReadingTime()
     ) {
         self.maxFrameSize = maxFrameSize
         self.budget = budget
         self.pace = pace
-        self.now = now
+        self.readingTime = readingTime
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -90,7 +91,7 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     /// its share of the budget.
     private mutating func stillArriving(length: Int?, received: Int) throws {
         if let pace = self.pace {
-            let now = self.now()
+            let now = self.readingTime.now()
             if let began = self.frameBegan {
                 let allowed = pace.allowance(forFrameOf: length ?? 0)
                 guard now - began <= allowed else {
@@ -181,6 +182,40 @@ public struct FramePace: Sendable, Equatable {
         self.grace + .nanoseconds(Int64(length) * 1_000_000_000 / Int64(self.minBytesPerSecond))
     }
 }
+
+/// A connection's time spent reading, the clock a frame's ``FramePace`` is measured by: a
+/// server stops reading from a peer that does not read its answers (backpressure), and the
+/// bytes that wait meanwhile in the kernel are not late by the peer's fault. Its connection
+/// handler pauses it while reads are held back. Confined to its connection's event loop.
+public final class ReadingTime {
+    private let clock: () -> NIODeadline
+    private var pausedAt: NIODeadline?
+    private var paused = TimeAmount.zero
+
+    /// - Parameter clock: the time it runs from (tests pass their own).
+    public init(clock: @escaping () -> NIODeadline = { .now() }) {
+        self.clock = clock
+    }
+
+    /// The clock's time less every pause so far (standing still during one).
+    func now() -> NIODeadline {
+        (self.pausedAt ?? self.clock()) - self.paused
+    }
+
+    func pause() {
+        guard self.pausedAt == nil else { return }
+        self.pausedAt = self.clock()
+    }
+
+    func resume() {
+        guard let pausedAt = self.pausedAt else { return }
+        self.paused = self.paused + (self.clock() - pausedAt)
+        self.pausedAt = nil
+    }
+}
+
+@available(*, unavailable)
+extension ReadingTime: Sendable {}
 
 /// A frame arrived more slowly than its server's ``FramePace`` allows.
 public struct FrameTooSlowError: Error, CustomStringConvertible, Equatable {
