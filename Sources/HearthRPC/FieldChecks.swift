@@ -1,5 +1,6 @@
 public import Foundation
 public import HearthCore
+public import SwiftProtobuf
 
 /// Checks of request fields that several services share, each naming the field it checks.
 public enum FieldChecks {
@@ -32,11 +33,55 @@ public enum FieldChecks {
         return .success(zone)
     }
 
+    /// The time a request names: a violation unless it is a valid protobuf Timestamp, from
+    /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z with nanos below a second (what
+    /// every store and RFC 3339 text can hold: a year past 9999 is written but never read
+    /// back). A client that sends milliseconds as seconds lands far past it.
+    public static func timestamp(_ timestamp: Google_Protobuf_Timestamp, field: String) -> Result<Date, FieldViolation>
+    {
+        guard Self.timestampSeconds.contains(timestamp.seconds), (0..<1_000_000_000).contains(timestamp.nanos) else {
+            return .failure(
+                FieldViolation(
+                    field: field,
+                    description: "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z "
+                        + "(\(timestamp.seconds) s, \(timestamp.nanos) ns is not)"
+                )
+            )
+        }
+        return .success(timestamp.date)
+    }
+
+    /// ``timestamp(_:field:)`` for a field the request must set (`isSet`: its `has...`).
+    public static func requiredTimestamp(_ timestamp: Google_Protobuf_Timestamp, isSet: Bool, field: String)
+        -> Result<Date, FieldViolation>
+    {
+        isSet
+            ? Self.timestamp(timestamp, field: field)
+            : .failure(FieldViolation(field: field, description: "is required"))
+    }
+
+    /// The seconds of a valid Timestamp: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+    static let timestampSeconds: ClosedRange<Int64> = -62_135_596_800...253_402_300_799
+
     /// A `YYYY-MM-DD` date a request names.
     public static func date(_ text: String, field: String) -> Result<LocalDate, FieldViolation> {
         guard let date = LocalDate(text) else {
             return .failure(FieldViolation(field: field, description: "'\(text)' is not a date YYYY-MM-DD"))
         }
         return .success(date)
+    }
+}
+
+extension Result where Failure == FieldViolation {
+    /// The value, or nil once the violation is added to `violations` (to report every bad
+    /// field of a request at once).
+    public func value(collecting violations: inout [FieldViolation]) -> Success? {
+        switch self {
+        case .success(let value):
+            return value
+        case .failure(let violation):
+            violations.append(violation)
+            return nil
+        }
     }
 }

@@ -428,8 +428,16 @@ struct CheckinsTests {
             #expect(Set(error.violations.map(\.field)) == ["sitter_user_id", "ends_at", "time_zone"])
         }
         request.sitterUserID = "sam"
-        request.endsAt = Google_Protobuf_Timestamp(date: Fixture.start.addingTimeInterval(60))
         request.timeZone = "Europe/London"
+        // Milliseconds sent as seconds: a year past 9999 would be stored and never read back.
+        request.endsAt = Google_Protobuf_Timestamp(seconds: 1_773_403_200_000)
+        do {
+            _ = try await fixture.service.createSession(request, fixture.context("olivia"))
+            Issue.record("accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument && error.violations.map(\.field) == ["ends_at"])
+        }
+        request.endsAt = Google_Protobuf_Timestamp(date: Fixture.start.addingTimeInterval(60))
         await expectCode(.permissionDenied) {
             _ = try await fixture.service.createSession(request, fixture.context("sam"))
         }

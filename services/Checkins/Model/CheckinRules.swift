@@ -85,7 +85,8 @@ enum CheckinRules {
         return .success(text)
     }
 
-    /// A session's time window and zone, checked together.
+    /// A session's sitter, time window and zone, checked together (`startsAt` and `endsAt`
+    /// nil when missing or invalid: the caller reports those).
     static func sessionViolations(
         sitter: String,
         owner: String,
@@ -101,8 +102,6 @@ enum CheckinRules {
                 FieldViolation(field: "sitter_user_id", description: "must be someone other than the owner")
             )
         }
-        if startsAt == nil { violations.append(FieldViolation(field: "starts_at", description: "is required")) }
-        if endsAt == nil { violations.append(FieldViolation(field: "ends_at", description: "is required")) }
         if let startsAt, let endsAt, endsAt <= startsAt {
             violations.append(FieldViolation(field: "ends_at", description: "must be after starts_at"))
         }

@@ -92,21 +92,26 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     {
         let user = try context.verifiedUser()
         let nest = try await self.ownedNest(request.nestID, by: user)
-        let violations = CheckinRules.sessionViolations(
+        var violations: [FieldViolation] = []
+        let startsAt = FieldChecks.requiredTimestamp(request.startsAt, isSet: request.hasStartsAt, field: "starts_at")
+            .value(collecting: &violations)
+        let endsAt = FieldChecks.requiredTimestamp(request.endsAt, isSet: request.hasEndsAt, field: "ends_at")
+            .value(collecting: &violations)
+        violations += CheckinRules.sessionViolations(
             sitter: request.sitterUserID,
             owner: user,
-            startsAt: request.hasStartsAt ? request.startsAt.date : nil,
-            endsAt: request.hasEndsAt ? request.endsAt.date : nil,
+            startsAt: startsAt,
+            endsAt: endsAt,
             timeZone: request.timeZone
         )
-        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        guard violations.isEmpty, let startsAt, let endsAt else { throw RPCError.invalidArgument(violations) }
         let session = SessionRecord(
             id: UUID().uuidString.lowercased(),
             nestID: nest.id,
             ownerUserID: nest.ownerUserID,
             sitterUserID: request.sitterUserID,
-            startsAt: request.startsAt.date,
-            endsAt: request.endsAt.date,
+            startsAt: startsAt,
+            endsAt: endsAt,
             timeZone: request.timeZone,
             createdAt: self.store.now
         )

@@ -206,13 +206,14 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     {
         let user = try context.verifiedUser()
         let now = self.store.now
-        guard request.hasUntil, request.until.date > now else {
+        let until = try FieldChecks.requiredTimestamp(request.until, isSet: request.hasUntil, field: "until").get()
+        guard until > now else {
             throw FieldViolation(field: "until", description: "must be a time in the future")
         }
-        guard request.until.date <= now.addingTimeInterval(SafetyRules.maxPause) else {
+        guard until <= now.addingTimeInterval(SafetyRules.maxPause) else {
             throw FieldViolation(field: "until", description: "at most 30 days from now")
         }
-        try self.changed(await self.store.pause(user, until: request.until.date))
+        try self.changed(await self.store.pause(user, until: until))
         return try await self.status(user)
     }
 
@@ -281,7 +282,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             deviceInfo: "",
             requestID: "\(request.source):\(request.eventID)",
             source: request.source,
-            occurredAt: request.hasOccurredAt ? request.occurredAt.date : nil,
+            occurredAt: request.hasOccurredAt
+                ? try FieldChecks.timestamp(request.occurredAt, field: "occurred_at").get() : nil,
             allClear: AlertWords.allClear
         )
         // It counts from when it happened, which can put the deadline before the one the

@@ -155,9 +155,11 @@ public struct ActivitiesService: RPCService {
         if request.trigger != .arrive && request.trigger != .leave {
             violations.append(FieldViolation(field: "trigger", description: "must be ARRIVE or LEAVE"))
         }
-        if !request.hasOccurredAt {
-            violations.append(FieldViolation(field: "occurred_at", description: "is required"))
-        }
+        let occurredAt = FieldChecks.requiredTimestamp(
+            request.occurredAt,
+            isSet: request.hasOccurredAt,
+            field: "occurred_at"
+        ).value(collecting: &violations)
         if request.appState != .foreground && request.appState != .background {
             violations.append(FieldViolation(field: "app_state", description: "must be FOREGROUND or BACKGROUND"))
         }
@@ -183,10 +185,10 @@ public struct ActivitiesService: RPCService {
                 violations.append(FieldViolation(field: "position.accuracy_m", description: "must be 0 to 10000"))
             }
         }
-        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        guard violations.isEmpty, let occurredAt else { throw RPCError.invalidArgument(violations) }
         let event = OfferRules.Event(
             trigger: request.trigger,
-            occurredAt: Store.asStored(request.occurredAt.date),
+            occurredAt: Store.asStored(occurredAt),
             position: request.hasPosition
                 ? (request.position.latitude, request.position.longitude, request.position.accuracyM) : nil,
             foreground: request.appState == .foreground
@@ -298,16 +300,12 @@ public struct ActivitiesService: RPCService {
         async throws -> Hearth_Tasks_V1_GetOfferStatsResponse
     {
         let user = try context.verifiedUser()
-        guard request.hasFrom, request.hasTo else {
-            throw RPCError.invalidArgument(
-                [
-                    request.hasFrom ? nil : FieldViolation(field: "from", description: "is required"),
-                    request.hasTo ? nil : FieldViolation(field: "to", description: "is required"),
-                ].compactMap { $0 }
-            )
-        }
-        let from = request.from.date
-        let to = request.to.date
+        var violations: [FieldViolation] = []
+        let from = FieldChecks.requiredTimestamp(request.from, isSet: request.hasFrom, field: "from")
+            .value(collecting: &violations)
+        let to = FieldChecks.requiredTimestamp(request.to, isSet: request.hasTo, field: "to")
+            .value(collecting: &violations)
+        guard violations.isEmpty, let from, let to else { throw RPCError.invalidArgument(violations) }
         guard from < to else { throw FieldViolation(field: "to", description: "must be after from") }
         guard to.timeIntervalSince(from) <= TimeInterval(OfferRules.maxStatsDays * 86_400) else {
             throw FieldViolation(field: "to", description: "at most \(OfferRules.maxStatsDays) days after from")
