@@ -36,7 +36,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public init?(_ text: some StringProtocol) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-            parts.allSatisfy({ $0.allSatisfy(\.isASCII) }),
+            parts.allSatisfy(\.isASCIIDigits),
             let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
             (1...12).contains(month), (1...31).contains(day)
         else { return nil }
@@ -141,5 +141,13 @@ extension TimeZone {
             let zone = TimeZone(identifier: identifier)
         else { return nil }
         self = zone
+    }
+}
+
+extension StringProtocol {
+    /// Whether every character is one of 0-9 (and there is at least one): what `Int(_:)`
+    /// alone would not check, since it also takes a sign ("+9", "-0").
+    public var isASCIIDigits: Bool {
+        !self.isEmpty && self.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 }

@@ -11,7 +11,12 @@ struct LocalDateTests {
     func parsing() {
         #expect(LocalDate("2026-02-28")?.description == "2026-02-28")
         #expect(LocalDate("2028-02-29") != nil)
-        for bad in ["2026-02-29", "2026-13-01", "2026-1-01", "26-01-01", "2026/01/01", "", "2026-01-01T00"] {
+        let bad = [
+            "2026-02-29", "2026-13-01", "2026-1-01", "26-01-01", "2026/01/01", "", "2026-01-01T00",
+            // Signs that Int(_:) would take, and digits that are not ASCII.
+            "2026-+7-01", "2026-07-+1", "+026-07-01", "2026-٠٧-01",
+        ]
+        for bad in bad {
             #expect(LocalDate(bad) == nil, "\(bad)")
         }
     }

@@ -176,7 +176,7 @@ struct TaskCreationTests {
                 _ = try await system.create(times: [TasksSystem.time(.morning), TasksSystem.time("09:00")])
             } == ["check_in_times[1]"]
         )
-        for bad in ["24:00", "9:00", "09:60", "0900", "", "ab:cd"] {
+        for bad in ["24:00", "9:00", "09:60", "0900", "", "ab:cd", "+9:00", "-0:00", "09:+5", "٠٩:00"] {
             #expect(
                 await violatedFields { _ = try await system.create(times: [TasksSystem.time(bad)]) } == [
                     "check_in_times[0]"

@@ -108,7 +108,7 @@ enum TaskRules {
     /// "HH:MM" (two digits each, 00:00-23:59).
     static func clockTime(_ text: String) -> DailyTime? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) }),
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.isASCIIDigits }),
             let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute)
         else { return nil }
         return DailyTime(hour: hour, minute: minute)
