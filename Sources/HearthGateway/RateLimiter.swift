@@ -17,10 +17,12 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     /// Takes one token if there is one. Otherwise returns how long until there will be.
+    /// A wall clock set back refills nothing for the step and counts on from the new time
+    /// (kept at the old one, the bucket would stay empty until the clock caught up with it).
     public mutating func take(now: Date) -> TimeInterval? {
         let elapsed = max(0, now.timeIntervalSince(self.updatedAt))
         self.tokens = min(self.burst, self.tokens + elapsed * self.perSecond)
-        self.updatedAt = max(self.updatedAt, now)
+        self.updatedAt = now
         guard self.tokens >= 1 else {
             return (1 - self.tokens) / self.perSecond
         }

@@ -527,6 +527,11 @@ struct GatewayTests {
         let later = start.addingTimeInterval(100)
         let afterPause = [bucket.take(now: later), bucket.take(now: later), bucket.take(now: later)]
         #expect(afterPause.map { $0 == nil } == [true, true, false])
+        // The wall clock set back an hour: no refill for the step, and refills go on from the
+        // new time (before, the bucket stayed empty for the hour).
+        let setBack = later.addingTimeInterval(-3600)
+        #expect(bucket.take(now: setBack) == 0.1)
+        #expect(bucket.take(now: setBack.addingTimeInterval(0.1)) == nil)
     }
 
     private static func base64URL(_ text: String) -> String {
