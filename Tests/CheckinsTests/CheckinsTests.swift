@@ -406,6 +406,15 @@ struct CheckinsTests {
         _ = try await fixture.service.addTemplate(add, fixture.context("olivia"))
         add.text = "  pet FED "
         await expectCode(.alreadyExists) { _ = try await fixture.service.addTemplate(add, fixture.context("olivia")) }
+        // Case in any script, and accents composed or not, make no new caption.
+        for (first, again) in [("Кот накормлен", "КОТ НАКОРМЛЕН"), ("Café ouvert", "CAFE\u{301} OUVERT")] {
+            add.text = first
+            _ = try await fixture.service.addTemplate(add, fixture.context("olivia"))
+            add.text = again
+            await expectCode(.alreadyExists) {
+                _ = try await fixture.service.addTemplate(add, fixture.context("olivia"))
+            }
+        }
         add.text = "Mail in"
         await expectCode(.permissionDenied) { _ = try await fixture.service.addTemplate(add, fixture.context("sam")) }
     }

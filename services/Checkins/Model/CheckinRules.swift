@@ -17,6 +17,13 @@ enum CheckinRules {
     static let maxTemplatesPerNest = 50
     static let defaultTemplates = ["Pet fed", "All good", "Walk done", "Home secure"]
 
+    /// Whether two quick captions are the same to their owner: equal but for case in any
+    /// script ("КОТ" and "кот", "CAFÉ" and "café", "STRASSE" and "straße"), and with accents
+    /// composed or not.
+    static func sameTemplate(_ one: String, _ other: String) -> Bool {
+        one.compare(other, options: .caseInsensitive) == .orderedSame
+    }
+
     /// A caption trimmed of surrounding white space; at most 280 user-perceived characters (an
     /// emoji or a letter with combining marks is one); empty only with a photo.
     static func caption(_ raw: String, hasPhoto: Bool) -> Result<String, FieldViolation> {

@@ -279,15 +279,10 @@ struct CheckinStore: Sendable {
             createdAt: self.now
         )
         return try await self.db.write { db in
-            let count =
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM template WHERE nest_id = ?", arguments: [nestID]) ?? 0
-            guard count < CheckinRules.maxTemplatesPerNest else { return .full }
-            guard
-                try TemplateRecord.filter(sql: "nest_id = ? AND text = ?", arguments: [nestID, text]).fetchCount(db)
-                    == 0
-            else {
-                return .duplicate
-            }
+            // At most 50: compared here, since SQLite's NOCASE folds only A-Z.
+            let texts = try String.fetchAll(db, sql: "SELECT text FROM template WHERE nest_id = ?", arguments: [nestID])
+            guard !texts.contains(where: { CheckinRules.sameTemplate($0, text) }) else { return .duplicate }
+            guard texts.count < CheckinRules.maxTemplatesPerNest else { return .full }
             try template.insert(db)
             return .added(template)
         }
