@@ -349,6 +349,44 @@ struct CheckinsTests {
         #expect(try await role("sam", asking: "sam") == .none)
     }
 
+    @Test("a sitter sees the nest while a session is under way or to come; once all ended, only their own sessions")
+    func formerSitter() async throws {
+        let fixture = try Fixture()
+        let (nest, session) = try await fixture.nestAndSession(hours: 2)
+        _ = try await fixture.checkIn(session)
+        var get = Hearth_Checkins_V1_GetNestRequest()
+        get.nestID = nest.id
+        var templates = Hearth_Checkins_V1_ListTemplatesRequest()
+        templates.nestID = nest.id
+        _ = try await fixture.service.getNest(get, fixture.context("sam"))
+        _ = try await fixture.service.listTemplates(templates, fixture.context("sam"))
+
+        var end = Hearth_Checkins_V1_EndSessionRequest()
+        end.sessionID = session.id
+        _ = try await fixture.service.endSession(end, fixture.context("olivia"))
+        fixture.clock.advance(by: 1)
+        // Let go: the nest's name and its captions (an owner may keep a gate code there) no more.
+        await expectCode(.notFound) { _ = try await fixture.service.getNest(get, fixture.context("sam")) }
+        await expectCode(.notFound) { _ = try await fixture.service.listTemplates(templates, fixture.context("sam")) }
+        // What he posted stays his to read.
+        var own = Hearth_Checkins_V1_GetSessionRequest()
+        own.sessionID = session.id
+        #expect(try await fixture.service.getSession(own, fixture.context("sam")).id == session.id)
+        var timeline = Hearth_Checkins_V1_ListCheckInsRequest()
+        timeline.sessionID = session.id
+        #expect(try await fixture.service.listCheckIns(timeline, fixture.context("sam")).checkIns.count == 1)
+
+        // A session to come lets him in again, before it starts.
+        var next = Hearth_Checkins_V1_CreateSessionRequest()
+        next.nestID = nest.id
+        next.sitterUserID = "sam"
+        next.startsAt = Google_Protobuf_Timestamp(date: fixture.clock.now().addingTimeInterval(86_400))
+        next.endsAt = Google_Protobuf_Timestamp(date: fixture.clock.now().addingTimeInterval(2 * 86_400))
+        next.timeZone = "Asia/Taipei"
+        _ = try await fixture.service.createSession(next, fixture.context("olivia"))
+        _ = try await fixture.service.getNest(get, fixture.context("sam"))
+    }
+
     @Test("timeline pages, newest first, never carry photo bytes; the owner's view is a read receipt")
     func timelineAndReceipts() async throws {
         let fixture = try Fixture()

@@ -129,4 +129,14 @@ enum NestRoleRule {
         if sitterSessions.contains(where: { $0.startsAt <= now && now < $0.endsAt }) { return .sitter }
         return .none
     }
+
+    /// Whether `user` may see the nest at all (its name, captions, sessions): its owner, or a
+    /// sitter with a session not yet over (under way or to come). A sitter whose sessions all
+    /// ended sees it no more, as ListMyNests no longer lists it; their own sessions and
+    /// check-ins stay theirs to read by id.
+    static func canSee(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
+        -> Bool
+    {
+        user == owner || sitterSessions.contains { now < $0.endsAt }
+    }
 }

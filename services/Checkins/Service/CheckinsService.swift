@@ -399,13 +399,14 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
 
     // MARK: Access
 
-    /// A nest its owner or one of its sitters (any session) may see; NOT_FOUND for anyone else.
+    /// A nest its owner or a sitter with a session not yet over may see; NOT_FOUND for anyone
+    /// else (``NestRoleRule/canSee(user:owner:sitterSessions:now:)``).
     private func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
         guard let nest = try await self.store.nest(id) else { throw RPCError.notFound("nest", id) }
         if nest.ownerUserID == user { return nest }
-        guard try await !self.store.sittingWindows(of: user, inNest: nest.id).isEmpty else {
-            throw RPCError.notFound("nest", id)
-        }
+        let sessions = try await self.store.sittingWindows(of: user, inNest: nest.id)
+        guard NestRoleRule.canSee(user: user, owner: nest.ownerUserID, sitterSessions: sessions, now: self.store.now)
+        else { throw RPCError.notFound("nest", id) }
         return nest
     }
 
