@@ -186,8 +186,12 @@ public final class Gateway: Service, CallForwarder, Sendable {
         let now = NIODeadline.now()
         var deadline = now + .nanoseconds(self.configuration.routeTimeout.nanoseconds)
         if let callerDeadline = context.deadline {
-            guard callerDeadline > now else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
-            deadline = min(deadline, callerDeadline)
+            // The replica is waited for until just before the caller gives up, so that its
+            // silence ends the forwarded call (and has the replica checked) rather than the
+            // caller's deadline cancelling it first, which would blame no one.
+            let forwardDeadline = callerDeadline - Self.deadlineMargin
+            guard forwardDeadline > now else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
+            deadline = min(deadline, forwardDeadline)
         }
         let metadata = context.metadata.filtered(
             keeping: { key in
@@ -211,6 +215,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
             on: loop
         )
     }
+
+    /// How much sooner than its caller the gateway stops waiting for a replica's answer.
+    static let deadlineMargin = TimeAmount.milliseconds(1)
 
     /// The entries the gateway adds to a forwarded call: user, credential, request id.
     static let addedMetadata = 3

@@ -345,6 +345,29 @@ struct GatewayTests {
         await silent.close()
     }
 
+    @Test("a replica that takes calls and answers nothing is ejected when the callers' deadlines are the shorter")
+    func silentReplicaIsEjectedOnCallerDeadlines() async throws {
+        let silent = try await SilentListener()
+        try await GatewayHarness.run(
+            replicas: 1,
+            limits: RateLimiter.Limits(perSecond: 1, burst: 1_000),
+            ejection: EjectionPolicy(
+                consecutiveFailures: 3,
+                duration: .seconds(60),
+                healthCheckTimeout: .milliseconds(100)
+            ),
+            // The route would wait 15 s; each caller waits 500 ms (as `hearth call` and apps set
+            // their own). Before, the caller's deadline cancelled the forwarded call first, and
+            // a cancelled call never had the replica checked: it kept half the calls for good.
+            routeTimeout: .seconds(15),
+            unservedPorts: [silent.port]
+        ) { harness in
+            _ = try await Self.callUntilEjected(harness, timeout: .milliseconds(500), within: .seconds(30))
+            #expect(harness.gateway.ejectedBackends == ["127.0.0.1:\(silent.port)"])
+        }
+        await silent.close()
+    }
+
     @Test(
         "a replica that accepts connections and closes them at once is ejected, and calls go to the other",
         arguments: [Duration.milliseconds(5), .milliseconds(1_100)]
@@ -390,6 +413,7 @@ struct GatewayTests {
     private static func callUntilEjected(
         _ harness: GatewayHarness,
         servedBy replica: String = "replica-0",
+        timeout: Duration? = nil,
         within limit: Duration
     ) async throws -> (calls: Int, deadlines: Int) {
         let token = "Bearer \(try await harness.token())"
@@ -401,7 +425,7 @@ struct GatewayTests {
             try #require(clock.now < end, "the failing backend is ejected within \(limit)")
             calls += 1
             do {
-                #expect(try await harness.call(authorization: token).text.hasPrefix(replica))
+                #expect(try await harness.call(authorization: token, timeout: timeout).text.hasPrefix(replica))
             } catch let error as RPCError {
                 #expect(error.code == .deadlineExceeded)
                 deadlines += 1
