@@ -285,8 +285,11 @@ final class BackendPool: Sendable {
                 // caller's budget, not the replica's fault; a replica whose connections hang is
                 // ejected by its connect timeouts. One that got the call and let its deadline
                 // pass is asked whether it still serves: a hung process answers nothing.
-                if let error = error as? RPCError, error.code == .deadlineExceeded, !error.wasNeverSent {
-                    self.checkHealth(afterUnansweredCallTo: replica)
+                if let error = error as? RPCError, error.code == .deadlineExceeded {
+                    if !error.wasNeverSent { self.checkHealth(afterUnansweredCallTo: replica) }
+                    // Said plainly: the client's error names no backend address.
+                    answer.fail(RPCError(.deadlineExceeded, "deadline exceeded", cause: error))
+                    return
                 }
                 answer.fail(error)
             }
