@@ -166,6 +166,17 @@ public struct OutboxDeliverer: DueWork {
 
     /// Sends one message and records what came of it; returns whether it was delivered.
     private func deliver(_ due: Due) async throws -> Bool {
+        // Read again just before sending: the batch was read before the sends ahead of this one
+        // (each up to the webhook's timeout), and what it announces may have been withdrawn
+        // meanwhile (a prompt answered, a task cancelled).
+        let queued = try await self.writer.read { db in
+            try Bool.fetchOne(
+                db,
+                sql: "SELECT 1 FROM push_outbox WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
+                arguments: [due.id]
+            ) ?? false
+        }
+        guard queued else { return false }
         let (sql, arguments, delivered) = await self.send(due)
         try await self.writer.write { db in try db.cachedStatement(sql: sql).execute(arguments: arguments) }
         return delivered

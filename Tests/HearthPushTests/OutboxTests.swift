@@ -45,6 +45,31 @@ struct OutboxTests {
         )
     }
 
+    @Test("a message withdrawn while the sends ahead of it in its batch are under way is not sent")
+    func withdrawnWhileBatchSends() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        // Every answer held until released: the first eight sends stay under way.
+        let listener = try await WebhookListener(answerTogether: .max)
+        // A second apart, so that the batch sends them in this order.
+        let messages = (0..<9).map { n in
+            defer { clock.advance(by: 1) }
+            return self.message(n, clock: clock)
+        }
+        try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
+        let deliverer = self.deliverer(store, clock, listener)
+        let sending = Task { try await deliverer.deliverDue() }
+        try await eventually("eight sends under way (the outbox sends 8 at once)") { listener.received.count == 8 }
+        // The ninth, read in the same batch, is taken back (its prompt answered meanwhile).
+        let withdrawn = try await store.writer.write { db in try Outbox.withdraw(id: messages[8].id, in: db) }
+        #expect(withdrawn)
+        listener.releaseHeld()
+        #expect(try await sending.value == 8)
+        #expect(listener.received.count == 8)
+        #expect(!listener.received.contains { $0.headers["idempotency-key"] == messages[8].id })
+        await listener.close()
+    }
+
     @Test(
         "messages reach a real webhook once each, with their idempotency key; failures retry with backoff; a restart sends nothing twice"
     )

@@ -24,14 +24,14 @@ public final class WebhookListener: Sendable {
         var received: [Received] = []
         var statuses: [Int]
         var held: [HeldAnswer] = []
+        /// Answers wait until this many requests are waiting together (0: answered at once).
+        var answerTogether: Int
     }
 
     private let state: Mutex<State>
     private let channel: any Channel
     /// Bytes of body in every answer.
     fileprivate let responseBodySize: Int
-    /// Answers wait until this many requests are waiting together (0: answered at once).
-    private let answerTogether: Int
 
     public var port: Int { self.channel.localAddress!.port! }
     public var received: [Received] { self.state.withLock { $0.received } }
@@ -39,11 +39,11 @@ public final class WebhookListener: Sendable {
     /// - Parameters:
     ///   - responseBodySize: bytes of body in every answer.
     ///   - answerTogether: hold every answer until this many requests wait together, then
-    ///     answer them all; a sender that sends one at a time is never answered.
+    ///     answer them all; a sender that sends one at a time is never answered (``Int/max``:
+    ///     held until ``releaseHeld()``).
     public init(statuses: [Int] = [], responseBodySize: Int = 0, answerTogether: Int = 0) async throws {
-        self.state = Mutex(State(statuses: statuses))
+        self.state = Mutex(State(statuses: statuses, answerTogether: answerTogether))
         self.responseBodySize = responseBodySize
-        self.answerTogether = answerTogether
         let box = StateBox(listener: nil)
         self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -62,11 +62,21 @@ public final class WebhookListener: Sendable {
             state.received.append(request)
             let status = state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
             state.held.append(HeldAnswer(status: status, answer: answer))
-            guard state.held.count >= self.answerTogether else { return [] }
+            guard state.held.count >= state.answerTogether else { return [] }
             defer { state.held.removeAll() }
             return state.held
         }
         for held in ready { held.answer(held.status) }
+    }
+
+    /// Answers every request held, and every later one at once.
+    public func releaseHeld() {
+        let held = self.state.withLock { state -> [HeldAnswer] in
+            state.answerTogether = 0
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for answer in held { answer.answer(answer.status) }
     }
 
     public func close() async {
