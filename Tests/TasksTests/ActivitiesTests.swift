@@ -177,6 +177,17 @@ struct OfferDecisionTests {
             try await a.reason(gymID, at: noon, position: (gym.latitude, gym.longitude, 1), event: "e-1")
                 == .duplicateEvent
         )
+        // The statistics count each answer as given: the repeat answered STALE_EVENT is stale,
+        // not a duplicate (before, every repeat was counted DUPLICATE_EVENT).
+        let stats = try await a.service.getOfferStats(
+            .with {
+                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
+                $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
+            },
+            a.context
+        )
+        let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
+        #expect(suppressed[.duplicateEvent] == 2 && suppressed[.staleEvent] == 3, "\(suppressed)")
 
         // NOT_CONFIRMED (leave: the accuracy circle wholly beyond radius + 25 m = 175 m).
         let other = try await a.create("Swim")

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthContracts
 
 struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "activity"
@@ -203,7 +204,7 @@ enum ActivityMigrations {
                     );
                     CREATE INDEX location_event_by_time ON location_event(user_id, occurred_at);
 
-                    -- Reports of an event already seen (DUPLICATE_EVENT), for the statistics.
+                    -- Reports of an event already seen, for the statistics (reason: v4).
                     CREATE TABLE location_event_repeat (
                         user_id TEXT NOT NULL,
                         client_event_id TEXT NOT NULL,
@@ -211,6 +212,20 @@ enum ActivityMigrations {
                         received_at DATETIME NOT NULL
                     );
                     CREATE INDEX location_event_repeat_by_time ON location_event_repeat(user_id, occurred_at);
+                    """
+            )
+        }
+    }
+
+    /// v4: a repeated event's statistics count what it was answered (STALE_EVENT, DISABLED,
+    /// ...), which is DUPLICATE_EVENT only when nothing checked before that stopped it. Rows
+    /// from before are DUPLICATE_EVENT, as they were counted.
+    static func registerRepeatReasons(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v4: the reason a repeated location event was answered") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE location_event_repeat ADD COLUMN reason INTEGER NOT NULL
+                        DEFAULT \(Hearth_Tasks_V1_SuppressionReason.duplicateEvent.rawValue)
                     """
             )
         }

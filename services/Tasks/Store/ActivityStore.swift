@@ -236,10 +236,10 @@ struct ActivityStore: Sendable {
             if eventSeen {
                 try db.execute(
                     sql: """
-                        INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at)
-                        VALUES (?, ?, ?, ?)
+                        INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at, reason)
+                        VALUES (?, ?, ?, ?, ?)
                         """,
-                    arguments: [user, clientEventID, event.occurredAt, now]
+                    arguments: [user, clientEventID, event.occurredAt, now, reason]
                 )
             } else {
                 try LocationEventRecord(
@@ -372,14 +372,18 @@ struct ActivityStore: Sendable {
                 let count: Int = row["n"]
                 if reason == 0 { stats.eligible = count } else { stats.suppressed[reason] = count }
             }
-            let repeats =
-                try Int.fetchOne(
-                    db,
-                    sql:
-                        "SELECT COUNT(*) FROM location_event_repeat WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?",
-                    arguments: [user, from, to]
-                ) ?? 0
-            if repeats > 0 { stats.suppressed[Hearth_Tasks_V1_SuppressionReason.duplicateEvent.rawValue] = repeats }
+            // A repeat is counted under what it was answered.
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT reason, COUNT(*) AS n FROM location_event_repeat
+                    WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ? GROUP BY reason
+                    """,
+                arguments: [user, from, to]
+            ) {
+                let reason: Int = row["reason"]
+                stats.suppressed[reason, default: 0] += row["n"]
+            }
             for row in try Row.fetchAll(
                 db,
                 sql: """

@@ -204,6 +204,7 @@ enum TaskMigrations {
                     """
             )
         }
+        ActivityMigrations.registerRepeatReasons(in: &migrator)
         return migrator
     }
 }
