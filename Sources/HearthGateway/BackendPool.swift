@@ -285,6 +285,14 @@ final class BackendPool: Sendable {
                 // caller's budget, not the replica's fault; a replica whose connections hang is
                 // ejected by its connect timeouts. One that got the call and let its deadline
                 // pass is asked whether it still serves: a hung process answers nothing.
+                // A caller whose own deadline passed first cancels the call a moment before the
+                // gateway's wait ends (a loop running late reads the CANCEL before its timer):
+                // that too is a call the replica left unanswered.
+                if let error = error as? RPCError, !error.wasNeverSent, error.code == .cancelled,
+                    NIODeadline.now() + Self.callerDeadlineSlack >= request.deadline
+                {
+                    self.checkHealth(afterUnansweredCallTo: replica)
+                }
                 if let error = error as? RPCError, error.code == .deadlineExceeded {
                     if !error.wasNeverSent { self.checkHealth(afterUnansweredCallTo: replica) }
                     // Said plainly: the client's error names no backend address.
@@ -295,6 +303,9 @@ final class BackendPool: Sendable {
             }
         }
     }
+
+    /// How close to its wait's end a caller's cancel counts as its deadline passing.
+    static let callerDeadlineSlack = TimeAmount.milliseconds(50)
 
     private func countFailure(of replica: Replica) {
         if replica.recordFailure(now: .now) {

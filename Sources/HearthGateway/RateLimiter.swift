@@ -54,8 +54,10 @@ public final class RateLimiter: Sendable {
 
     /// Takes one call from `user`'s bucket; returns how long to wait when it is empty.
     public func admit(_ user: String) -> TimeInterval? {
-        let now = self.clock.now()
-        return self.buckets.withLock { buckets in
+        self.buckets.withLock { buckets in
+            // Read under the lock: calls from two loops then reach the buckets in clock order,
+            // and no bucket's time steps back for a call that merely came second.
+            let now = self.clock.now()
             if buckets.count > 100_000 { Self.forgetFull(&buckets, now: now) }
             return buckets[
                 user,

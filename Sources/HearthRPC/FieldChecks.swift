@@ -33,13 +33,18 @@ public enum FieldChecks {
         return .success(zone)
     }
 
-    /// The time a request names: a violation unless it is a valid protobuf Timestamp, from
-    /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z with nanos below a second (what
-    /// every store and RFC 3339 text can hold: a year past 9999 is written but never read
-    /// back). A client that sends milliseconds as seconds lands far past it.
+    /// The time a request names: a violation unless it is a valid protobuf Timestamp from
+    /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, nanos below a second (what every store
+    /// and RFC 3339 text can hold: a year past 9999 is written but never read back). The range
+    /// ends at that second itself: a fraction of it would round up to the year 10000 as a
+    /// `Date` (a Double, 30 us apart out there) or a stored millisecond. A client that sends
+    /// milliseconds as seconds lands far past it.
     public static func timestamp(_ timestamp: Google_Protobuf_Timestamp, field: String) -> Result<Date, FieldViolation>
     {
-        guard Self.timestampSeconds.contains(timestamp.seconds), (0..<1_000_000_000).contains(timestamp.nanos) else {
+        let inRange =
+            Self.timestampSeconds.contains(timestamp.seconds) && (0..<1_000_000_000).contains(timestamp.nanos)
+            && (timestamp.seconds < Self.timestampSeconds.upperBound || timestamp.nanos == 0)
+        guard inRange else {
             return .failure(
                 FieldViolation(
                     field: field,

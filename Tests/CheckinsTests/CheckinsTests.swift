@@ -349,7 +349,9 @@ struct CheckinsTests {
         #expect(try await role("sam", asking: "sam") == .none)
     }
 
-    @Test("a sitter sees the nest while a session is under way or to come; once all ended, only their own sessions")
+    @Test(
+        "a sitter sees the nest while a session is under way, to come, or ended within a day; then only their own sessions"
+    )
     func formerSitter() async throws {
         let fixture = try Fixture()
         let (nest, session) = try await fixture.nestAndSession(hours: 2)
@@ -364,8 +366,11 @@ struct CheckinsTests {
         var end = Hearth_Checkins_V1_EndSessionRequest()
         end.sessionID = session.id
         _ = try await fixture.service.endSession(end, fixture.context("olivia"))
+        // For the day late check-ins are still taken, to its last second, the nest stays in sight.
+        fixture.clock.advance(by: 86_400)
+        _ = try await fixture.service.listTemplates(templates, fixture.context("sam"))
         fixture.clock.advance(by: 1)
-        // Let go: the nest's name and its captions (an owner may keep a gate code there) no more.
+        // Then let go: the nest's name and its captions (an owner may keep a gate code there) no more.
         await expectCode(.notFound) { _ = try await fixture.service.getNest(get, fixture.context("sam")) }
         await expectCode(.notFound) { _ = try await fixture.service.listTemplates(templates, fixture.context("sam")) }
         // What he posted stays his to read.
@@ -484,6 +489,12 @@ struct CheckinsTests {
         } catch let error as RPCError {
             #expect(error.code == .invalidArgument && error.violations.map(\.field) == ["ends_at"])
         }
+        // The last second there is, taken and read back (a fraction of it would be the year 10000).
+        request.endsAt = Google_Protobuf_Timestamp(seconds: 253_402_300_799)
+        let longest = try await fixture.service.createSession(request, fixture.context("olivia"))
+        var read = Hearth_Checkins_V1_GetSessionRequest()
+        read.sessionID = longest.id
+        #expect(try await fixture.service.getSession(read, fixture.context("olivia")).endsAt.seconds == 253_402_300_799)
         request.endsAt = Google_Protobuf_Timestamp(date: Fixture.start.addingTimeInterval(60))
         await expectCode(.permissionDenied) {
             _ = try await fixture.service.createSession(request, fixture.context("sam"))

@@ -135,6 +135,32 @@ struct FrameDecoderTests {
                 == "frame's length prefix arriving too slowly, 3 bytes after 10 s: "
                 + "a frame must arrive within 10 s plus 1 s per 1000 bytes"
         )
+
+        // On a server, only while its partial-frame budget is more than half used.
+        advance(to: .zero)
+        let budget = PartialFrameBudget(limit: 1000)
+        func budgeted() -> EmbeddedChannel {
+            EmbeddedChannel(
+                handler: ByteToMessageHandler(
+                    LengthPrefixedFrameDecoder(
+                        maxFrameSize: 4096,
+                        budget: budget,
+                        pace: pace,
+                        readingTime: ReadingTime(clock: clock.now)
+                    )
+                )
+            )
+        }
+        let slow = budgeted()
+        try slow.writeInbound(ByteBuffer(bytes: [0, 0, 7, 208] + Array(repeating: 1, count: 96)))  // 2,000 bytes
+        advance(to: .seconds(20))
+        try slow.writeInbound(ByteBuffer(bytes: [1]))  // late, but 101 of 1,000 held: taken
+        let other = budgeted()
+        try other.writeInbound(ByteBuffer(bytes: [0, 0, 7, 208] + Array(repeating: 1, count: 396)))
+        #expect(budget.inUse == 501 && budget.isUnderPressure)
+        #expect(throws: FrameTooSlowError.self) { try slow.writeInbound(ByteBuffer(bytes: [1])) }
+        _ = try? slow.finish()
+        _ = try? other.finish()
     }
 
     @Test("a frame's pace leaves out the time the server held reads back (its answers unread by the peer)")
@@ -146,7 +172,8 @@ struct FrameDecoderTests {
             router: MethodRouter(handlers: [:], forwarder: nil, publicMethods: [], credential: nil),
             configuration: configuration,
             callsInFlight: CallCounter(),
-            partialFrames: PartialFrameBudget(limit: 1 << 20),
+            // Small enough that the frame below puts it under pressure.
+            partialFrames: PartialFrameBudget(limit: 150),
             readingTime: ReadingTime(clock: clock.now),
             logger: Logger(label: "test")
         )

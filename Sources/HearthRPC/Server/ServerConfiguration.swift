@@ -13,8 +13,8 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of frames still arriving, over all connections; a connection whose frame would
     /// pass it gets GOAWAY (RESOURCE_EXHAUSTED) and is closed.
     public var maxPartialFrameBytes: Int
-    /// How fast a frame must arrive once begun; one that falls behind gets GOAWAY
-    /// (DEADLINE_EXCEEDED) and the connection closes.
+    /// How fast a frame must arrive once begun; one that falls behind while more than half of
+    /// `maxPartialFrameBytes` is held gets GOAWAY (DEADLINE_EXCEEDED) and the connection closes.
     public var framePace: FramePace
     /// Calls in flight on one connection; one more is answered RESOURCE_EXHAUSTED.
     public var maxConcurrentCallsPerConnection: Int

@@ -94,7 +94,9 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
             let now = self.readingTime.now()
             if let began = self.frameBegan {
                 let allowed = pace.allowance(forFrameOf: length ?? 0)
-                guard now - began <= allowed else {
+                // Behind its pace, a frame is refused only while the budget it holds part of is
+                // more than half used: slow uploads go through while there is room.
+                guard now - began <= allowed || !(self.budget?.isUnderPressure ?? true) else {
                     throw FrameTooSlowError(declaredSize: length, received: received, allowed: allowed, pace: pace)
                 }
             } else {
@@ -133,6 +135,9 @@ public final class PartialFrameBudget: Sendable {
     /// The bytes held now.
     public var inUse: Int { self.used.load(ordering: .relaxed) }
 
+    /// Whether more than half of it is held: frames behind their ``FramePace`` are refused.
+    public var isUnderPressure: Bool { self.inUse > self.limit / 2 }
+
     /// Takes `bytes` if that stays within the limit (never over it, even for a moment, so a
     /// take that fits is never refused for another that did not).
     func take(_ bytes: Int) -> Bool {
@@ -155,11 +160,13 @@ public final class PartialFrameBudget: Sendable {
 }
 
 /// How fast a frame must arrive once its first bytes have: in full within `grace` plus its
-/// length at `minBytesPerSecond`. A frame that falls behind is refused at its next bytes; one
-/// whose peer sends nothing more ends with the idle connection.
+/// length at `minBytesPerSecond`. A frame that falls behind is refused at its next bytes while
+/// the server's partial-frame budget is more than half used (always, on a decoder without a
+/// budget); one whose peer sends nothing more ends with the idle connection.
 ///
 /// Without it, a peer could hold its share of the partial-frame budget for as long as it
-/// kept sending a byte now and then; with it, holding the budget costs re-sending it.
+/// kept sending a byte now and then; with it, holding the budget costs re-sending it. A slow
+/// upload is cut only when the room it takes is wanted.
 public struct FramePace: Sendable, Equatable {
     /// Time every frame gets, whatever its size (for a slow start, or a link that stalls).
     public var grace: TimeAmount

@@ -18,8 +18,7 @@ enum CheckinRules {
     static let defaultTemplates = ["Pet fed", "All good", "Walk done", "Home secure"]
 
     /// Whether two quick captions are the same to their owner: equal but for case in any
-    /// script ("КОТ" and "кот", "CAFÉ" and "café", "STRASSE" and "straße"), and with accents
-    /// composed or not.
+    /// script ("КОТ" and "кот", "CAFÉ" and "café"), and with accents composed or not.
     static func sameTemplate(_ one: String, _ other: String) -> Bool {
         one.compare(other, options: .caseInsensitive) == .orderedSame
     }
@@ -131,12 +130,12 @@ enum NestRoleRule {
     }
 
     /// Whether `user` may see the nest at all (its name, captions, sessions): its owner, or a
-    /// sitter with a session not yet over (under way or to come). A sitter whose sessions all
-    /// ended sees it no more, as ListMyNests no longer lists it; their own sessions and
-    /// check-ins stay theirs to read by id.
+    /// sitter with a session under way, to come, or ended less than a day ago (while late
+    /// check-ins are still taken). A sitter whose sessions all ended longer ago sees it no
+    /// more; their own sessions and check-ins stay theirs to read by id.
     static func canSee(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
         -> Bool
     {
-        user == owner || sitterSessions.contains { now < $0.endsAt }
+        user == owner || sitterSessions.contains { now <= $0.endsAt.addingTimeInterval(CheckinRules.lateArrival) }
     }
 }

@@ -213,14 +213,19 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
         }
         let now = self.store.now
-        if !request.hasCapturedAt {
-            violations.append(FieldViolation(field: "captured_at", description: "is required"))
-        } else if let timing = CheckinRules.timingViolation(
-            capturedAt: request.capturedAt.date,
-            now: now,
-            startsAt: session.startsAt,
-            endsAt: session.endsAt
-        ) {
+        let capturedAt = FieldChecks.requiredTimestamp(
+            request.capturedAt,
+            isSet: request.hasCapturedAt,
+            field: "captured_at"
+        ).value(collecting: &violations)
+        if let capturedAt,
+            let timing = CheckinRules.timingViolation(
+                capturedAt: capturedAt,
+                now: now,
+                startsAt: session.startsAt,
+                endsAt: session.endsAt
+            )
+        {
             violations.append(timing)
         }
         // A retry of a check-in already stored gets the first answer: at once, without decoding
@@ -231,7 +236,7 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         {
             return try Self.answer(earlier, request: request, session: session)
         }
-        guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
+        guard violations.isEmpty, let capturedAt else { throw RPCError.invalidArgument(violations) }
         // Decoded and re-encoded off the event loop; nothing of the upload is kept.
         let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
 
@@ -241,7 +246,7 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             submitterUserID: user,
             caption: caption,
             // As stored (to the millisecond): the answer and a retry's answer agree.
-            capturedAt: Store.asStored(request.capturedAt.date),
+            capturedAt: Store.asStored(capturedAt),
             createdAt: now,
             photoAltText: altText,
             viewedAt: nil,

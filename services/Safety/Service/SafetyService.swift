@@ -274,6 +274,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
                 description: "must have 1 to \(SafetyActivity.maxEventIDCharacters) characters"
             )
         }
+        let occurredAt =
+            request.hasOccurredAt ? try FieldChecks.timestamp(request.occurredAt, field: "occurred_at").get() : nil
         var response = Hearth_Safety_V1_ForwardActivityResponse()
         guard let profile = try await self.store.profile(user), profile.countActivity else { return response }
         let result = try await self.store.recordHeartbeat(
@@ -282,8 +284,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             deviceInfo: "",
             requestID: "\(request.source):\(request.eventID)",
             source: request.source,
-            occurredAt: request.hasOccurredAt
-                ? try FieldChecks.timestamp(request.occurredAt, field: "occurred_at").get() : nil,
+            occurredAt: occurredAt,
             allClear: AlertWords.allClear
         )
         // It counts from when it happened, which can put the deadline before the one the
