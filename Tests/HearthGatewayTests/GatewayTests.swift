@@ -427,7 +427,7 @@ struct GatewayTests {
             do {
                 #expect(try await harness.call(authorization: token, timeout: timeout).text.hasPrefix(replica))
             } catch let error as RPCError {
-                #expect(error.code == .deadlineExceeded)
+                #expect(error.code == .deadlineExceeded, "\(error)")
                 deadlines += 1
             }
             try await Task.sleep(for: .milliseconds(5))

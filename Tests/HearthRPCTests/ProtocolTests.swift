@@ -64,6 +64,14 @@ struct ProtocolTests {
             ("kind unspecified", RawConnection.prefix(2) + [0x08, 0x05], StatusCode.invalidArgument),
             ("request without method", RawConnection.prefix(4) + [0x08, 0x01, 0x10, 0x01], StatusCode.invalidArgument),
             ("oversized frame", RawConnection.prefix(4 * 1024 * 1024 + 1), StatusCode.resourceExhausted),
+            // Refused at its prefix with a megabyte of its body unread behind it: closed with
+            // input unread, the server's socket would reset the connection, and the peer could
+            // lose the GOAWAY that says why.
+            (
+                "oversized frame, body following",
+                RawConnection.prefix(4 * 1024 * 1024 + 1) + [UInt8](repeating: 0, count: 1 << 20),
+                StatusCode.resourceExhausted
+            ),
         ]
     )
     func violations(name: String, bytes: [UInt8], code: StatusCode) async throws {
@@ -90,10 +98,11 @@ struct ProtocolTests {
         let mib = 1024 * 1024
         var configuration = ServerConfiguration()
         configuration.maxPartialFrameBytes = 6 * mib
-        try await withTestServer(configuration: configuration) { _, port in
-            // 3 MiB of a 4 MiB frame, then nothing: held.
+        try await withTestServer(configuration: configuration) { server, port in
+            // 3 MiB of a 4 MiB frame, then nothing: held, once the server has read it all.
             let hog = try await RawConnection.connect(port: port)
             try await hog.sendBytes(RawConnection.prefix(4 * mib) + Array(repeating: 0, count: 3 * mib))
+            try await eventually("the hog's bytes are read") { server.partialFrameBytes == 3 * mib + 4 }
             // Another 3 MiB would pass 6 MiB: refused.
             let second = try await RawConnection.connect(port: port)
             try await second.sendBytes(RawConnection.prefix(4 * mib) + Array(repeating: 0, count: 3 * mib))

@@ -80,6 +80,9 @@ public final class RPCServer: Service, Sendable {
     /// Open client connections.
     public var openConnections: Int { self.state.withLock { $0.connections.count } }
 
+    /// Bytes of frames still arriving, over all connections (``ServerConfiguration/maxPartialFrameBytes``).
+    public var partialFrameBytes: Int { self.partialFrames.inUse }
+
     /// Binds, serves until a graceful shutdown (SIGTERM/SIGINT in a `ServiceGroup`, or
     /// ``beginShutdown()``) has drained every connection, and returns. Cancelling it closes
     /// every connection at once.
