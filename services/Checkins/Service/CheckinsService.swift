@@ -404,8 +404,9 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
 
     // MARK: Access
 
-    /// A nest its owner or a sitter with a session not yet over may see; NOT_FOUND for anyone
-    /// else (``NestRoleRule/canSee(user:owner:sitterSessions:now:)``).
+    /// A nest its owner, or a sitter whose session is under way, to come or ended within the
+    /// late-arrival day, may see; NOT_FOUND for anyone else
+    /// (``NestRoleRule/canSee(user:owner:sitterSessions:now:)``).
     private func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
         guard let nest = try await self.store.nest(id) else { throw RPCError.notFound("nest", id) }
         if nest.ownerUserID == user { return nest }
