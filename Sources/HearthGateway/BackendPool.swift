@@ -250,6 +250,7 @@ final class BackendPool: Sendable {
             return
         }
         let replica = self.replicas[index]
+        let startedAt = NIODeadline.now()
         let call = replica.client(on: loop).start(
             request.method,
             payload: request.payload,
@@ -287,9 +288,10 @@ final class BackendPool: Sendable {
                 // pass is asked whether it still serves: a hung process answers nothing.
                 // A caller whose own deadline passed first cancels the call a moment before the
                 // gateway's wait ends (a loop running late reads the CANCEL before its timer):
-                // that too is a call the replica left unanswered.
+                // that too is a call the replica left unanswered, if it had a while to answer.
+                let now = NIODeadline.now()
                 if let error = error as? RPCError, !error.wasNeverSent, error.code == .cancelled,
-                    NIODeadline.now() + Self.callerDeadlineSlack >= request.deadline
+                    now + Self.callerDeadlineSlack >= request.deadline, now - startedAt >= Self.callerDeadlineSlack
                 {
                     self.checkHealth(afterUnansweredCallTo: replica)
                 }
@@ -304,7 +306,8 @@ final class BackendPool: Sendable {
         }
     }
 
-    /// How close to its wait's end a caller's cancel counts as its deadline passing.
+    /// How close to its wait's end a caller's cancel counts as its deadline passing (for a call
+    /// sent at least this long before).
     static let callerDeadlineSlack = TimeAmount.milliseconds(50)
 
     private func countFailure(of replica: Replica) {

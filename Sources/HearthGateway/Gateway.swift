@@ -189,9 +189,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
             // The replica is waited for until just before the caller gives up, so that its
             // silence ends the forwarded call (and has the replica checked) rather than the
             // caller's deadline cancelling it first, which would blame no one.
-            let forwardDeadline = callerDeadline - Self.deadlineMargin
-            guard forwardDeadline > now else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
-            deadline = min(deadline, forwardDeadline)
+            guard callerDeadline > now else { throw RPCError(.deadlineExceeded, "deadline exceeded at the gateway") }
+            let withMargin = callerDeadline - Self.deadlineMargin
+            deadline = min(deadline, withMargin > now ? withMargin : callerDeadline)
         }
         let metadata = context.metadata.filtered(
             keeping: { key in

@@ -365,6 +365,7 @@ struct CheckinsTests {
 
         var end = Hearth_Checkins_V1_EndSessionRequest()
         end.sessionID = session.id
+        fixture.clock.advance(by: 600)
         _ = try await fixture.service.endSession(end, fixture.context("olivia"))
         // For the day late check-ins are still taken, to its last second, the nest stays in sight.
         fixture.clock.advance(by: 86_400)
@@ -390,6 +391,14 @@ struct CheckinsTests {
         next.timeZone = "Asia/Taipei"
         _ = try await fixture.service.createSession(next, fixture.context("olivia"))
         _ = try await fixture.service.getNest(get, fixture.context("sam"))
+
+        // A session called off before it begins (its end set to its start) lets no one in.
+        next.sitterUserID = "tom"
+        let calledOff = try await fixture.service.createSession(next, fixture.context("olivia"))
+        _ = try await fixture.service.getNest(get, fixture.context("tom"))
+        end.sessionID = calledOff.id
+        _ = try await fixture.service.endSession(end, fixture.context("olivia"))
+        await expectCode(.notFound) { _ = try await fixture.service.getNest(get, fixture.context("tom")) }
     }
 
     @Test("timeline pages, newest first, never carry photo bytes; the owner's view is a read receipt")

@@ -463,7 +463,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// what the peer still sends until it closes too, for `closeReadBound` at most. Closed with
     /// the peer's bytes unread, the socket would reset the connection instead, and the peer
     /// could lose the GOAWAY that says why. All of it within `closeWriteBound`, if the peer
-    /// does not read (a full send buffer must not keep the connection open forever).
+    /// does not read (a full send buffer must not keep the connection open forever); over TLS
+    /// the half-close is a close_notify, and the full close may wait NIOSSL's shutdown timeout
+    /// for the peer's.
     private func closeAfterFlush(context: ChannelHandlerContext) {
         let channel = context.channel
         let loop = context.eventLoop
@@ -474,7 +476,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             channel.close(mode: .output, promise: outputClosed)
             outputClosed.futureResult.whenComplete { result in
                 guard case .success = result else {
-                    channel.close(promise: nil)  // a channel that cannot half-close (TLS, say)
+                    channel.close(promise: nil)  // a channel that cannot half-close
                     return
                 }
                 // Read on even if backpressure had stopped reading: there is no more to write.

@@ -41,7 +41,15 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        try self.decode(context: context, buffer: &buffer, holding: true)
+        do {
+            return try self.decode(context: context, buffer: &buffer, holding: true)
+        } catch {
+            // Refused: the connection closes, but only after its GOAWAY went out and the peer
+            // stopped sending (and NIO calls no `decodeLast` after an error). Its share of the
+            // budget is given back now, for the uploads that wait for it.
+            try? self.hold(0)
+            throw error
+        }
     }
 
     /// One frame off `buffer`, if it is all there; when it is not and `holding`, the bytes
@@ -94,10 +102,17 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
             let now = self.readingTime.now()
             if let began = self.frameBegan {
                 let allowed = pace.allowance(forFrameOf: length ?? 0)
-                // Behind its pace, a frame is refused only while the budget it holds part of is
-                // more than half used: slow uploads go through while there is room.
-                guard now - began <= allowed || !(self.budget?.isUnderPressure ?? true) else {
-                    throw FrameTooSlowError(declaredSize: length, received: received, allowed: allowed, pace: pace)
+                let taken = now - began
+                // Behind its pace, a frame is refused while the budget it holds part of is more
+                // than half used; while there is room, slow uploads get twice their allowance.
+                let underPressure = self.budget?.isUnderPressure ?? true
+                guard taken <= allowed || (!underPressure && taken <= allowed * 2) else {
+                    throw FrameTooSlowError(
+                        declaredSize: length,
+                        received: received,
+                        allowed: underPressure ? allowed : allowed * 2,
+                        pace: pace
+                    )
                 }
             } else {
                 self.frameBegan = now

@@ -3,11 +3,12 @@ public import NIOCore
 /// How fast a frame must arrive once its first bytes have: in full within `grace` plus its
 /// length at `minBytesPerSecond`. A frame that falls behind is refused at its next bytes while
 /// the server's partial-frame budget is more than half used (always, on a decoder without a
-/// budget); one whose peer sends nothing more ends with the idle connection.
+/// budget), and once twice behind in any case; one whose peer sends nothing more ends with
+/// the idle connection.
 ///
 /// Without it, a peer could hold its share of the partial-frame budget for as long as it
 /// kept sending a byte now and then; with it, holding the budget costs re-sending it. A slow
-/// upload is cut only when the room it takes is wanted.
+/// upload gets twice its allowance while the room it takes is not wanted.
 public struct FramePace: Sendable, Equatable {
     /// Time every frame gets, whatever its size (for a slow start, or a link that stalls).
     public var grace: TimeAmount

@@ -136,6 +136,10 @@ enum NestRoleRule {
     static func canSee(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
         -> Bool
     {
-        user == owner || sitterSessions.contains { now <= $0.endsAt.addingTimeInterval(CheckinRules.lateArrival) }
+        // A session ended before it began (EndSession sets its end to its start) gives none.
+        user == owner
+            || sitterSessions.contains {
+                $0.startsAt < $0.endsAt && now <= $0.endsAt.addingTimeInterval(CheckinRules.lateArrival)
+            }
     }
 }
