@@ -64,9 +64,8 @@ struct ProtocolTests {
             ("kind unspecified", RawConnection.prefix(2) + [0x08, 0x05], StatusCode.invalidArgument),
             ("request without method", RawConnection.prefix(4) + [0x08, 0x01, 0x10, 0x01], StatusCode.invalidArgument),
             ("oversized frame", RawConnection.prefix(4 * 1024 * 1024 + 1), StatusCode.resourceExhausted),
-            // Refused at its prefix with a megabyte of its body unread behind it: closed with
-            // input unread, the server's socket would reset the connection, and the peer could
-            // lose the GOAWAY that says why.
+            // Refused at its prefix with a megabyte of its body behind it: the GOAWAY still
+            // reaches the peer.
             (
                 "oversized frame, body following",
                 RawConnection.prefix(4 * 1024 * 1024 + 1) + [UInt8](repeating: 0, count: 1 << 20),

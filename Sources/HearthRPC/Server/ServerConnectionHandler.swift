@@ -459,39 +459,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.closeAfterFlush(context: context)
     }
 
-    /// Flushes what is queued, then ends our side (FIN) once it is written, reading and dropping
-    /// what the peer still sends until it closes too, for `closeReadBound` at most. Closed with
-    /// the peer's bytes unread, the socket would reset the connection instead, and the peer
-    /// could lose the GOAWAY that says why. All of it within `closeWriteBound`, if the peer
-    /// does not read (a full send buffer must not keep the connection open forever); over TLS
-    /// the half-close is a close_notify, and the full close may wait NIOSSL's shutdown timeout
-    /// for the peer's.
+    /// Flushes what is queued and closes once it is written, or after `closeWriteBound` if the
+    /// peer does not read it (a full send buffer must not keep the connection open forever).
     private func closeAfterFlush(context: ChannelHandlerContext) {
         let channel = context.channel
-        let loop = context.eventLoop
-        let flushed = loop.makePromise(of: Void.self)
+        let flushed = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(NIOAny(ByteBuffer()), promise: flushed)
-        flushed.futureResult.whenComplete { _ in
-            let outputClosed = loop.makePromise(of: Void.self)
-            channel.close(mode: .output, promise: outputClosed)
-            outputClosed.futureResult.whenComplete { result in
-                guard case .success = result else {
-                    channel.close(promise: nil)  // a channel that cannot half-close
-                    return
-                }
-                // Read on even if backpressure had stopped reading: there is no more to write.
-                _ = channel.setOption(.autoRead, value: true)
-                channel.read()
-                loop.scheduleTask(in: Self.closeReadBound) { channel.close(promise: nil) }
-            }
-        }
-        loop.scheduleTask(in: Self.closeWriteBound) { channel.close(promise: nil) }
+        flushed.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.closeWriteBound) { channel.close(promise: nil) }
     }
 
     /// How long a closing connection may take to write its last frames.
     static let closeWriteBound = TimeAmount.seconds(5)
-    /// How long a closing connection, its last frames written, reads what its peer still sends.
-    static let closeReadBound = TimeAmount.seconds(1)
 
     private func closeIfDrained() {
         guard self.draining, self.calls.isEmpty, !self.closing, let context = self.context else { return }

@@ -41,15 +41,7 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        do {
-            return try self.decode(context: context, buffer: &buffer, holding: true)
-        } catch {
-            // Refused: the connection closes, but only after its GOAWAY went out and the peer
-            // stopped sending (and NIO calls no `decodeLast` after an error). Its share of the
-            // budget is given back now, for the uploads that wait for it.
-            try? self.hold(0)
-            throw error
-        }
+        try self.decode(context: context, buffer: &buffer, holding: true)
     }
 
     /// One frame off `buffer`, if it is all there; when it is not and `holding`, the bytes
