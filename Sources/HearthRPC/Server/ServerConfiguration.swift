@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     /// pass it gets GOAWAY (RESOURCE_EXHAUSTED) and is closed.
     public var maxPartialFrameBytes: Int
     /// How fast a frame must arrive once begun; one that falls behind while more than half of
-    /// `maxPartialFrameBytes` is held gets GOAWAY (DEADLINE_EXCEEDED) and the connection closes.
+    /// `maxPartialFrameBytes` is held, or twice behind at any time, gets GOAWAY
+    /// (DEADLINE_EXCEEDED) and the connection closes.
     public var framePace: FramePace
     /// Calls in flight on one connection; one more is answered RESOURCE_EXHAUSTED.
     public var maxConcurrentCallsPerConnection: Int
