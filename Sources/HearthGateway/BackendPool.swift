@@ -233,7 +233,8 @@ final class BackendPool: Sendable {
             answer.fail(RPCError(.cancelled, "the call was cancelled"))
             return
         }
-        let left = request.deadline - .now()
+        let startedAt = NIODeadline.now()
+        let left = request.deadline - startedAt
         guard left > .zero else {
             answer.fail(RPCError(.deadlineExceeded, "deadline exceeded"))
             return
@@ -250,7 +251,6 @@ final class BackendPool: Sendable {
             return
         }
         let replica = self.replicas[index]
-        let startedAt = NIODeadline.now()
         let call = replica.client(on: loop).start(
             request.method,
             payload: request.payload,

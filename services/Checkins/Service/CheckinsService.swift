@@ -198,16 +198,8 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         }
         let hasPhoto = !request.photo.isEmpty
         var violations: [FieldViolation] = []
-        var caption = ""
-        switch CheckinRules.caption(request.caption, hasPhoto: hasPhoto) {
-        case .success(let value): caption = value
-        case .failure(let violation): violations.append(violation)
-        }
-        var altText = ""
-        switch CheckinRules.altText(request.photoAltText) {
-        case .success(let value): altText = value
-        case .failure(let violation): violations.append(violation)
-        }
+        let caption = CheckinRules.caption(request.caption, hasPhoto: hasPhoto).value(collecting: &violations) ?? ""
+        let altText = CheckinRules.altText(request.photoAltText).value(collecting: &violations) ?? ""
         let requestIDIsValid = !request.clientRequestID.isEmpty && request.clientRequestID.count <= 128
         if !requestIDIsValid {
             violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))

@@ -360,29 +360,24 @@ struct ActivityStore: Sendable {
     func stats(user: String, from: Date, to: Date, now: Date) async throws -> Stats {
         try await self.db.read { db in
             var stats = Stats()
+            // Every event and every repeat, each under what it was answered (a repeat never
+            // earns an offer, so reason 0 counts first reports only).
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT reason, COUNT(*) AS n FROM location_event
-                    WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ? GROUP BY reason
+                    SELECT reason, COUNT(*) AS n FROM (
+                        SELECT reason FROM location_event
+                        WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
+                        UNION ALL
+                        SELECT reason FROM location_event_repeat
+                        WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
+                    ) GROUP BY reason
                     """,
-                arguments: [user, from, to]
+                arguments: [user, from, to, user, from, to]
             ) {
                 let reason: Int = row["reason"]
                 let count: Int = row["n"]
                 if reason == 0 { stats.eligible = count } else { stats.suppressed[reason] = count }
-            }
-            // A repeat is counted under what it was answered.
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT reason, COUNT(*) AS n FROM location_event_repeat
-                    WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ? GROUP BY reason
-                    """,
-                arguments: [user, from, to]
-            ) {
-                let reason: Int = row["reason"]
-                stats.suppressed[reason, default: 0] += row["n"]
             }
             for row in try Row.fetchAll(
                 db,
