@@ -183,6 +183,77 @@ struct FrameDecoderTests {
         _ = try? other.finish()
     }
 
+    @Test("a frame whose peer goes silent is refused by a timer at its allowance, to the nanosecond")
+    func silentFrame() throws {
+        // 10 s plus 1 s per 1,000 bytes: a 2,000-byte frame has 12 s, 24 s while there is room.
+        let pace = FramePace(grace: .seconds(10), minBytesPerSecond: 1000)
+        func connection(budget: PartialFrameBudget?) -> EmbeddedChannel {
+            let loop = EmbeddedEventLoop()
+            return EmbeddedChannel(
+                handler: ByteToMessageHandler(
+                    LengthPrefixedFrameDecoder(
+                        maxFrameSize: 4096,
+                        budget: budget,
+                        pace: pace,
+                        readingTime: ReadingTime(clock: { loop.now })
+                    )
+                ),
+                loop: loop
+            )
+        }
+        let start = ByteBuffer(bytes: [0, 0, 7, 208] + Array(repeating: 1, count: 96))
+
+        // Under pressure (a decoder without a budget always is): refused at 12 s.
+        let silent = connection(budget: nil)
+        try silent.writeInbound(start)
+        silent.embeddedEventLoop.advanceTime(by: .seconds(12))
+        try silent.throwIfErrorCaught()
+        silent.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        let refusal = #expect(throws: FrameTooSlowError.self) { try silent.throwIfErrorCaught() }
+        #expect(refusal?.declaredSize == 2000 && refusal?.received == 100 && refusal?.allowed == .seconds(12))
+        _ = try? silent.finish()
+
+        // With room in the budget: twice the allowance, unless the room runs out meanwhile.
+        let budget = PartialFrameBudget(limit: 1000)
+        let roomy = connection(budget: budget)
+        try roomy.writeInbound(start)
+        roomy.embeddedEventLoop.advanceTime(by: .seconds(24))
+        try roomy.throwIfErrorCaught()
+        roomy.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        let twice = #expect(throws: FrameTooSlowError.self) { try roomy.throwIfErrorCaught() }
+        #expect(twice?.allowed == .seconds(24))
+        _ = try? roomy.finish()
+        #expect(budget.inUse == 0)
+
+        let behind = connection(budget: budget)
+        try behind.writeInbound(start)
+        behind.embeddedEventLoop.advanceTime(by: .seconds(15))
+        try behind.throwIfErrorCaught()
+        let other = connection(budget: budget)
+        try other.writeInbound(ByteBuffer(bytes: [0, 0, 7, 208] + Array(repeating: 1, count: 397)))
+        #expect(budget.inUse == 501 && budget.isUnderPressure)
+        // Looked at again within a second of the pressure, not at 24 s.
+        behind.embeddedEventLoop.advanceTime(by: FramePaceWatch.pressureRecheck)
+        let pressed = #expect(throws: FrameTooSlowError.self) { try behind.throwIfErrorCaught() }
+        #expect(pressed?.allowed == .seconds(12))
+        _ = try? behind.finish()
+
+        // A frame that completed leaves the timer nothing to refuse; the next one is timed afresh.
+        let steady = connection(budget: nil)
+        try steady.writeInbound(start)
+        steady.embeddedEventLoop.advanceTime(by: .seconds(11))
+        var rest = ByteBuffer(bytes: Array(repeating: 1, count: 1904))
+        rest.writeBytes([0, 0, 7, 208, 1])  // and the first bytes of another
+        try steady.writeInbound(rest)
+        #expect(try steady.readInbound(as: ByteBuffer.self)?.readableBytes == 2000)
+        steady.embeddedEventLoop.advanceTime(by: .seconds(12))
+        try steady.throwIfErrorCaught()  // the second frame is 12 s old: on time
+        steady.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        #expect(throws: FrameTooSlowError.self) { try steady.throwIfErrorCaught() }
+        _ = try? steady.finish()
+        _ = try? other.finish()
+    }
+
     @Test("a frame's pace leaves out the time the server held reads back (its answers unread by the peer)")
     func paceLeavesOutBackpressure() throws {
         let clock = ManualDeadline()

@@ -127,16 +127,30 @@ struct ProtocolTests {
         }
     }
 
-    @Test("a frame dribbled slower than the server's pace gets GOAWAY DEADLINE_EXCEEDED; other calls go on")
-    func framePace() async throws {
+    /// A server on which a 1 MiB frame has 200 ms plus 100 ms and half of one puts the 1 MiB
+    /// partial-frame budget under pressure; `body` gets a connection that sent half of one.
+    private func withHalfSentFrame(_ body: (RPCServer, Int, RawConnection) async throws -> Void) async throws {
         let mib = 1024 * 1024
         var configuration = ServerConfiguration()
-        // A 1 MiB frame has 200 ms plus 100 ms; half of it puts the 1 MiB budget under pressure.
         configuration.framePace = FramePace(grace: .milliseconds(200), minBytesPerSecond: 10 * mib)
         configuration.maxPartialFrameBytes = mib
-        try await withTestServer(configuration: configuration) { _, port in
-            let slow = try await RawConnection.connect(port: port)
-            try await slow.sendBytes(RawConnection.prefix(mib) + Array(repeating: 0, count: mib / 2))
+        try await withTestServer(configuration: configuration) { server, port in
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.sendBytes(RawConnection.prefix(mib) + Array(repeating: 0, count: mib / 2))
+            try await body(server, port, connection)
+        }
+    }
+
+    private func expectTooSlow(_ goAway: WireFrame?, on connection: RawConnection) async throws {
+        let refusal = try #require(goAway)
+        #expect(refusal.status.code == .deadlineExceeded)
+        #expect(refusal.status.message.hasPrefix("frame of 1048576 bytes arriving too slowly"))
+        #expect(try await connection.waitUntilClosed())
+    }
+
+    @Test("a frame dribbled slower than the server's pace gets GOAWAY DEADLINE_EXCEEDED; other calls go on")
+    func framePace() async throws {
+        try await self.withHalfSentFrame { _, port, slow in
             // A byte every 400 ms: some byte comes after the allowance however late the server
             // read the first ones (it may have refused the frame even sooner).
             var goAway: WireFrame?
@@ -145,15 +159,22 @@ struct ProtocolTests {
                 try? await slow.sendBytes([0])
                 goAway = try await slow.waitFor(within: .milliseconds(100)) { $0.kind == .goaway }
             }
-            let refusal = try #require(goAway)
-            #expect(refusal.status.code == .deadlineExceeded)
-            #expect(refusal.status.message.hasPrefix("frame of 1048576 bytes arriving too slowly"))
-            #expect(try await slow.waitUntilClosed())
+            try await self.expectTooSlow(goAway, on: slow)
 
             let bystander = try await RawConnection.connect(port: port)
             try await bystander.send(.request(1, self.echo, echoRequest(text: "small")))
             #expect(try await bystander.waitFor { $0.isResponse(to: 1) }?.status.code == .ok)
             await bystander.close()
+        }
+    }
+
+    @Test("a half-sent frame whose peer goes silent gets GOAWAY DEADLINE_EXCEEDED at its allowance and its share back")
+    func silentFrame() async throws {
+        // The idle timeout (5 min) would be next.
+        try await self.withHalfSentFrame { server, _, silent in
+            let goAway = try await silent.waitFor(within: .seconds(30)) { $0.kind == .goaway }
+            try await self.expectTooSlow(goAway, on: silent)
+            try await eventually("the frame's share is given back") { server.partialFrameBytes == 0 }
         }
     }
 

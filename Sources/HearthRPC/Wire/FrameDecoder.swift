@@ -16,12 +16,10 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     /// The largest frame body accepted, in bytes.
     public let maxFrameSize: Int
     private let budget: PartialFrameBudget?
-    private let pace: FramePace?
-    private let readingTime: ReadingTime
+    /// Keeps the frame still arriving to its pace; nil without one (a client).
+    private let paceWatch: FramePaceWatch?
     /// What this connection holds of the budget: the bytes of its frame still arriving.
     private var held = 0
-    /// When the frame still arriving was first seen (nil between frames).
-    private var frameBegan: NIODeadline?
 
     /// - Parameters:
     ///   - budget: shared by a server's connections; nil on a client.
@@ -36,8 +34,7 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     ) {
         self.maxFrameSize = maxFrameSize
         self.budget = budget
-        self.pace = pace
-        self.readingTime = readingTime
+        self.paceWatch = pace.map { FramePaceWatch(pace: $0, budget: budget, readingTime: readingTime) }
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -50,19 +47,19 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         -> DecodingState
     {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else {
-            if holding { try self.stillArriving(length: nil, received: buffer.readableBytes) }
+            if holding { try self.stillArriving(length: nil, received: buffer.readableBytes, context: context) }
             return .needMoreData
         }
         guard Int(length) <= self.maxFrameSize else {
             throw FrameTooLargeError(declaredSize: Int(length), limit: self.maxFrameSize)
         }
         guard buffer.readableBytes >= 4 + Int(length) else {
-            if holding { try self.stillArriving(length: Int(length), received: buffer.readableBytes) }
+            if holding { try self.stillArriving(length: Int(length), received: buffer.readableBytes, context: context) }
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: 4)
         let frame = buffer.readSlice(length: Int(length))!
-        self.frameBegan = nil
+        self.paceWatch?.frameEnded()
         // The decoder is not called again for an empty buffer: give back what the frame held.
         if buffer.readableBytes < self.held { try self.hold(buffer.readableBytes) }
         context.fireChannelRead(Self.wrapInboundOut(frame))
@@ -78,38 +75,21 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         while try self.decode(context: context, buffer: &buffer, holding: false) == .continue {}
         // Bytes of a half-sent frame left at close are dropped: the peer never finished it.
         buffer.moveReaderIndex(to: buffer.writerIndex)
+        self.paceWatch?.stop()
         try self.hold(0)
         return .needMoreData
     }
 
     public mutating func decoderRemoved(context: ChannelHandlerContext) {
+        self.paceWatch?.stop()
         try? self.hold(0)
     }
 
     /// A frame is not all here yet: `received` bytes of it (prefix included) are, of a body of
     /// `length` bytes (nil while the prefix itself is incomplete). Checks its pace, then holds
     /// its share of the budget.
-    private mutating func stillArriving(length: Int?, received: Int) throws {
-        if let pace = self.pace {
-            let now = self.readingTime.now()
-            if let began = self.frameBegan {
-                let allowed = pace.allowance(forFrameOf: length ?? 0)
-                let taken = now - began
-                // Behind its pace, a frame is refused while the budget it holds part of is more
-                // than half used; while there is room, slow uploads get twice their allowance.
-                let underPressure = self.budget?.isUnderPressure ?? true
-                guard taken <= allowed || (!underPressure && taken <= allowed * 2) else {
-                    throw FrameTooSlowError(
-                        declaredSize: length,
-                        received: received,
-                        allowed: underPressure ? allowed : allowed * 2,
-                        pace: pace
-                    )
-                }
-            } else {
-                self.frameBegan = now
-            }
-        }
+    private mutating func stillArriving(length: Int?, received: Int, context: ChannelHandlerContext) throws {
+        try self.paceWatch?.arrived(length: length, received: received, context: context)
         try self.hold(received)
     }
 

@@ -1,10 +1,10 @@
 public import NIOCore
 
 /// How fast a frame must arrive once its first bytes have: in full within `grace` plus its
-/// length at `minBytesPerSecond`. A frame that falls behind is refused at its next bytes while
-/// the server's partial-frame budget is more than half used (always, on a decoder without a
-/// budget), and once twice behind in any case; one whose peer sends nothing more ends with
-/// the idle connection.
+/// length at `minBytesPerSecond`. A frame that falls behind is refused while the server's
+/// partial-frame budget is more than half used (always, on a decoder without a budget), and
+/// once twice behind in any case: at its next bytes, or by a timer if its peer sends nothing
+/// more.
 ///
 /// Without it, a peer could hold its share of the partial-frame budget for as long as it
 /// kept sending a byte now and then; with it, holding the budget costs re-sending it. A slow
@@ -30,7 +30,133 @@ public struct FramePace: Sendable, Equatable {
         // Lengths are at most 4 GiB: the product stays far within Int64.
         self.grace + .nanoseconds(Int64(length) * 1_000_000_000 / Int64(self.minBytesPerSecond))
     }
+
+    /// Whether a frame of `length` bytes that has taken `taken` so far is on time.
+    enum Verdict: Equatable {
+        /// Within its allowance: it could first be late `lateAfter` from now.
+        case onTime(lateAfter: TimeAmount)
+        /// Past its allowance, let go on while the budget has room: late as soon as the budget
+        /// is under pressure, and `lateAfter` from now in any case.
+        case behind(lateAfter: TimeAmount)
+        /// Late: it broke the allowance it had, `allowed`.
+        case late(allowed: TimeAmount)
+    }
+
+    /// Behind its pace, a frame is late while the budget it holds part of is more than half used
+    /// (`underPressure`); while there is room, slow uploads get twice their allowance.
+    func verdict(taken: TimeAmount, length: Int, underPressure: Bool) -> Verdict {
+        let allowed = self.allowance(forFrameOf: length)
+        if taken <= allowed { return .onTime(lateAfter: allowed - taken + .nanoseconds(1)) }
+        if underPressure { return .late(allowed: allowed) }
+        if taken <= allowed * 2 { return .behind(lateAfter: allowed * 2 - taken + .nanoseconds(1)) }
+        return .late(allowed: allowed * 2)
+    }
 }
+
+/// Keeps a connection's frame still arriving to its ``FramePace``: checks it as its bytes
+/// arrive, and by a timer while none do, so that a peer gone silent halfway through a frame
+/// gives back its share of the budget at its allowance, not at the idle timeout. One timer at
+/// most per connection, set when a frame is first seen unfinished and left to run out when it
+/// completes (frames that complete within one read never set it). Confined to its
+/// connection's event loop.
+final class FramePaceWatch {
+    private let pace: FramePace
+    private let budget: PartialFrameBudget?
+    private let readingTime: ReadingTime
+    /// The frame still arriving: when it was first seen, its body length (nil until its
+    /// prefix is in), and the bytes of it in so far. Nil between frames.
+    private var frame: (began: NIODeadline, length: Int?, received: Int)?
+    private var check: Scheduled<Void>?
+
+    /// While a silent peer's frame is on time, the timer looks again at least this far apart:
+    /// reading time stands still during backpressure, and a frame whose allowance ran out
+    /// meanwhile would otherwise be looked at again at once, and again.
+    static let minimumRecheck = TimeAmount.milliseconds(100)
+
+    init(pace: FramePace, budget: PartialFrameBudget?, readingTime: ReadingTime) {
+        self.pace = pace
+        self.budget = budget
+        self.readingTime = readingTime
+    }
+
+    /// Bytes of an unfinished frame arrived (`received` of it in all, length prefix included):
+    /// throws ``FrameTooSlowError`` if it is late.
+    func arrived(length: Int?, received: Int, context: ChannelHandlerContext) throws {
+        let now = self.readingTime.now()
+        let began = self.frame?.began ?? now
+        self.frame = (began, length, received)
+        let verdict = self.verdict(at: now)
+        if case .late(let allowed)? = verdict { throw self.refusal(allowed: allowed) }
+        if self.check == nil { self.scheduleCheck(after: verdict, context: context) }
+    }
+
+    /// The frame completed. The timer, if set, is left to run out: it finds no frame, or a
+    /// later one to look at.
+    func frameEnded() {
+        self.frame = nil
+    }
+
+    /// The connection is closing: nothing more to watch, and the timer lets go of it now.
+    func stop() {
+        self.frame = nil
+        self.check?.cancel()
+        self.check = nil
+    }
+
+    private func verdict(at now: NIODeadline) -> FramePace.Verdict? {
+        guard let frame = self.frame else { return nil }
+        return self.pace.verdict(
+            taken: now - frame.began,
+            length: frame.length ?? 0,
+            underPressure: self.budget?.isUnderPressure ?? true
+        )
+    }
+
+    private func refusal(allowed: TimeAmount) -> FrameTooSlowError {
+        FrameTooSlowError(
+            declaredSize: self.frame?.length,
+            received: self.frame?.received ?? 0,
+            allowed: allowed,
+            pace: self.pace
+        )
+    }
+
+    /// Sets the timer for when a frame that is not late now could be.
+    private func scheduleCheck(after verdict: FramePace.Verdict?, context: ChannelHandlerContext) {
+        let delay: TimeAmount
+        switch verdict {
+        case nil, .late: return
+        case .onTime(let lateAfter): delay = lateAfter
+        case .behind(let lateAfter): delay = min(lateAfter, Self.pressureRecheck)
+        }
+        let watch = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        self.check = context.eventLoop.scheduleTask(in: max(delay, Self.minimumRecheck)) {
+            let (this, context) = watch.value
+            this.check = nil
+            this.checkSilentFrame(context: context)
+        }
+    }
+
+    /// How often a frame past its allowance is looked at while the budget has room: it is late
+    /// as soon as there is none.
+    static let pressureRecheck = TimeAmount.seconds(1)
+
+    /// The timer ran out: the frame still arriving then (if any, maybe a later one) is refused if
+    /// late, looked at again if not. The refusal goes down the pipeline as a decoding error would.
+    private func checkSilentFrame(context: ChannelHandlerContext) {
+        let verdict = self.verdict(at: self.readingTime.now())
+        guard case .late(let allowed) = verdict else {
+            self.scheduleCheck(after: verdict, context: context)
+            return
+        }
+        let refusal = self.refusal(allowed: allowed)
+        self.frame = nil
+        context.fireErrorCaught(refusal)
+    }
+}
+
+@available(*, unavailable)
+extension FramePaceWatch: Sendable {}
 
 /// A connection's time spent reading, the clock a frame's ``FramePace`` is measured by: a
 /// server stops reading from a peer that does not read its answers (backpressure), and the
