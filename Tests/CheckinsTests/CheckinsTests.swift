@@ -188,6 +188,14 @@ struct CheckinsTests {
         await expectCode(.invalidArgument) {
             _ = try await fixture.checkIn(session, at: Fixture.start.addingTimeInterval(2 * 3600 + 1))
         }
+
+        // A session ended the moment it began was called off: not even that moment is taken.
+        fixture.clock.set(Fixture.start)
+        let (_, calledOff) = try await fixture.nestAndSession(hours: 2)
+        var end = Hearth_Checkins_V1_EndSessionRequest()
+        end.sessionID = calledOff.id
+        #expect(try await fixture.service.endSession(end, fixture.context("olivia")).endsAt == calledOff.startsAt)
+        #expect(await violatedFields { _ = try await fixture.checkIn(calledOff, at: Fixture.start) } == ["session_id"])
     }
 
     @Test("someone who is not a participant gets NOT_FOUND from every method")

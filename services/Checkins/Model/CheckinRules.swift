@@ -49,8 +49,12 @@ enum CheckinRules {
 
     /// Why a check-in captured at `capturedAt` and received at `now` does not fit `session`, if
     /// it does not: it must be taken within the session (and not more than 5 minutes ahead of
-    /// now), and arrive no later than 24 hours after the session ends (queued offline).
+    /// now), and arrive no later than 24 hours after the session ends (queued offline). A
+    /// session ended before it began (its end moved to its start) takes none.
     static func timingViolation(capturedAt: Date, now: Date, startsAt: Date, endsAt: Date) -> FieldViolation? {
+        if endsAt <= startsAt {
+            return FieldViolation(field: "session_id", description: "was ended before it began; it takes no check-ins")
+        }
         if capturedAt < startsAt {
             return FieldViolation(field: "captured_at", description: "is before the session starts")
         }
