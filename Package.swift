@@ -379,7 +379,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthMailTests",
-            dependencies: ["HearthMail", "HearthTestSupport"],
+            dependencies: [
+                "HearthMail",
+                "HearthTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -56,17 +56,21 @@ public struct MailAddress: Sendable, Equatable {
         self.name = name
     }
 
-    /// Whether it looks deliverable: one `@`, a local part and a dotted domain, no spaces or
-    /// characters that would break a header or an SMTP command.
+    /// Whether it looks deliverable: one `@`, a local part and a dotted domain, printable
+    /// ASCII only, none of the characters that would break a header or an SMTP command.
     public var isValid: Bool {
         let parts = self.address.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 64, self.address.count <= 254 else { return false }
         let domain = parts[1]
-        let forbidden = Set(" \t\r\n<>(),;:\"[]\\")
-        guard !self.address.contains(where: { forbidden.contains($0) || $0.asciiValue == nil }) else { return false }
+        // Byte by byte: as Characters, "\r\n" is one grapheme, so a set of them holding it
+        // lets a lone CR or LF through.
+        guard self.address.utf8.allSatisfy({ Self.allowedBytes.contains($0) }) else { return false }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }
     }
+
+    /// Printable ASCII less space and `<>(),;:"[]\`.
+    private static let allowedBytes: Set<UInt8> = Set(0x21...0x7E).subtracting("<>(),;:\"[]\\".utf8)
 
     var header: String {
         guard let name, !name.isEmpty else { return "<\(self.address)>" }

@@ -23,8 +23,12 @@ public struct SMTPConfiguration: Sendable {
     public var trustRootsFile: String?
     /// The name this client gives in EHLO.
     public var heloName: String
-    /// How long any one reply may take.
+    /// How long any one reply may take, but the one to a message's content.
     public var timeout: TimeAmount
+    /// How long the reply to a message's content may take (RFC 5321 4.5.3.2.6 gives the
+    /// server 10 minutes: content filters run then). A message whose reply never came may
+    /// have arrived, and is sent again: waiting less sends duplicates.
+    public var contentReplyTimeout: TimeAmount
 
     public init(
         host: String,
@@ -34,7 +38,8 @@ public struct SMTPConfiguration: Sendable {
         password: String? = nil,
         trustRootsFile: String? = nil,
         heloName: String = "hearth.local",
-        timeout: TimeAmount = .seconds(30)
+        timeout: TimeAmount = .seconds(30),
+        contentReplyTimeout: TimeAmount = .minutes(10)
     ) {
         self.host = host
         self.port = port
@@ -44,6 +49,7 @@ public struct SMTPConfiguration: Sendable {
         self.trustRootsFile = trustRootsFile
         self.heloName = heloName
         self.timeout = timeout
+        self.contentReplyTimeout = contentReplyTimeout
     }
 }
 
@@ -192,7 +198,12 @@ public final class SMTPClient: Sendable {
         try await smtp.expect(354, after: "DATA")
         session.dataSent = true
         do {
-            try await smtp.expect(250, after: Self.dotStuffed(message.rendered) + ".")
+            try await smtp.expect(
+                [250],
+                after: Self.dotStuffed(message.rendered) + ".",
+                redacted: "the message's content",
+                timeout: self.configuration.contentReplyTimeout
+            )
         } catch var error as SMTPError where error.code == 0 {
             error.mayHaveDelivered = true
             throw error
@@ -256,8 +267,13 @@ private struct SMTPConversation: Sendable {
     }
 
     @discardableResult
-    func expect(_ codes: Set<Int>, after command: String?, redacted: String? = nil) async throws -> SMTPReply {
-        let reply = self.replies.next(on: self.channel.eventLoop, timeout: self.timeout)
+    func expect(
+        _ codes: Set<Int>,
+        after command: String?,
+        redacted: String? = nil,
+        timeout: TimeAmount? = nil
+    ) async throws -> SMTPReply {
+        let reply = self.replies.next(on: self.channel.eventLoop, timeout: timeout ?? self.timeout)
         if let command {
             var buffer = self.channel.allocator.buffer(capacity: command.utf8.count + 2)
             buffer.writeString(command)
@@ -294,6 +310,12 @@ private struct SMTPConversation: Sendable {
         let context = try NIOSSLContext(configuration: configuration)
         let hostname = host.first?.isNumber == true || host.contains(":") ? nil : host
         try await self.channel.eventLoop.submit {
+            // Whatever came after the STARTTLS reply came in the clear, maybe from someone in
+            // between, and would be read as the first replies over TLS (CVE-2011-0411): refuse.
+            // Checked in the same turn as TLS goes in, so no later byte slips between.
+            guard !self.replies.hasUnreadInput else {
+                throw SMTPError(code: 0, message: "the server sent more after its STARTTLS reply; not going on")
+            }
             let handler = try NIOSSLClientHandler(context: context, serverHostname: hostname)
             try self.channel.pipeline.syncOperations.addHandler(handler, position: .first)
         }.get()
@@ -324,6 +346,11 @@ private final class SMTPReplyReader: ChannelInboundHandler, @unchecked Sendable 
             promise.futureResult.whenComplete { _ in timer.cancel() }
             return promise.futureResult
         }
+    }
+
+    /// Whether anything has been read that no waiter took: a reply, or part of one.
+    var hasUnreadInput: Bool {
+        !self.ready.isEmpty || !self.lines.isEmpty || self.pending.readableBytes > 0
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -1,5 +1,6 @@
 import Foundation
 import HearthTestSupport
+import NIOCore
 import Testing
 
 @testable import HearthMail
@@ -132,11 +133,48 @@ struct SMTPTests {
         #expect(try hangingUp.messages().count == 1, "the server did take it")
     }
 
-    /// How one plain send to the server on `port` failed; nil if it succeeded.
-    private static func failure(sendingTo port: Int) async -> SMTPError? {
+    @Test("the answer to a message's content is waited for as long as RFC 5321 says (10 min), not 30 s like the rest")
+    func slowContentReply() async throws {
+        // A content filter takes a second; every other reply may take 300 ms here.
+        let filtering = try await SMTPSink(arguments: ["--content-reply-delay", "1"])
+        var configuration = SMTPConfiguration(
+            host: "127.0.0.1",
+            port: filtering.port,
+            security: .none,
+            timeout: .milliseconds(300)
+        )
+        #expect(configuration.contentReplyTimeout == .minutes(10))
+        #expect(await Self.failure(sendingTo: filtering.port, configuration: configuration) == nil)
+        #expect(try filtering.messages().count == 1)
+        // Waiting less gives up on a message that arrives all the same: sent twice.
+        configuration.contentReplyTimeout = .milliseconds(300)
+        let impatient = try #require(await Self.failure(sendingTo: filtering.port, configuration: configuration))
+        #expect(impatient.mayHaveDelivered && impatient.message.contains("no reply within"), "\(impatient)")
+        try await eventually("the server took it all the same") { try filtering.messages().count == 2 }
+    }
+
+    @Test("replies sent along with the STARTTLS reply, in the clear, are refused, not read as the first over TLS")
+    func startTLSInjection() async throws {
+        let server = try await ScriptedSMTPServer(replies: [
+            "EHLO": "250-hearth.test\r\n250 STARTTLS\r\n",
+            // Someone in between adds the answers to what the client will send over TLS.
+            "STARTTLS": "220 go ahead\r\n250 injected EHLO\r\n250 injected MAIL\r\n",
+        ])
+        let configuration = SMTPConfiguration(host: "127.0.0.1", port: server.port, security: .startTLS)
+        let refusal = try #require(await Self.failure(sendingTo: server.port, configuration: configuration))
+        #expect(refusal.message.contains("sent more after its STARTTLS reply"), "\(refusal)")
+        #expect(!refusal.mayHaveDelivered)
+        try await server.close()
+    }
+
+    /// How one send to the server on `port` (plain, unless `configuration` says otherwise)
+    /// failed; nil if it succeeded.
+    private static func failure(sendingTo port: Int, configuration: SMTPConfiguration? = nil) async -> SMTPError? {
         do {
-            try await SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: port, security: .none))
-                .send(Self.message(subject: "x", body: "y"))
+            try await SMTPClient(
+                configuration: configuration ?? SMTPConfiguration(host: "127.0.0.1", port: port, security: .none)
+            )
+            .send(Self.message(subject: "x", body: "y"))
             return nil
         } catch {
             return error as? SMTPError
@@ -160,7 +198,14 @@ struct SMTPTests {
         #expect(SMTPClient.dotStuffed("報平安\r\n.點") == "報平安\r\n..點")
         #expect(SMTPClient.dotStuffed("") == "")
         #expect(MailAddress("mei@example.com").isValid)
-        for bad in ["mei", "mei@", "@example.com", "mei@example", "mei @example.com", "mei@exa>mple.com", "a@b@c.com"] {
+        let controls = [
+            "mei@example.com\nX", "mei\r@example.com", "mei@example.com\r\nRCPT TO:<x@y.z>", "m\tei@example.com",
+            "mei@exam\u{7F}ple.com", "mei\u{0}@example.com",
+        ]
+        for bad in [
+            "mei", "mei@", "@example.com", "mei@example", "mei @example.com", "mei@exa>mple.com", "a@b@c.com",
+            "méi@example.com",
+        ] + controls {
             #expect(!MailAddress(bad).isValid, "\(bad)")
         }
     }

@@ -3,11 +3,12 @@
 writes each, decoded by Python's email package, as JSON into a folder.
 
     smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD] [--reject-rcpt | --hang-up-after-data]
-                 [--hang-for ADDRESS]
+                 [--hang-for ADDRESS] [--content-reply-delay SECONDS]
 
 --reject-rcpt answers every recipient 550 (nothing is sent); --hang-up-after-data keeps each
 message, then closes the connection instead of answering (the client cannot know it arrived);
---hang-for keeps a message to ADDRESS and never answers it (the connection stays open).
+--hang-for keeps a message to ADDRESS and never answers it (the connection stays open);
+--content-reply-delay keeps every message and answers it that much later (a content filter).
 
 Prints "PORT <n>" once it listens on a free loopback port; runs until its standard input
 closes (so it never outlives the test process that started it) or it is killed.
@@ -19,8 +20,9 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False, hang_for=None):
+    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False, hang_for=None, content_reply_delay=0):
         self.out = out
+        self.content_reply_delay = content_reply_delay
         self.count = 0
         self.reject_rcpt = reject_rcpt
         self.hang_up_after_data = hang_up_after_data
@@ -60,6 +62,7 @@ class Sink:
             server.transport.close()
         if self.hang_for in envelope.rcpt_tos:
             await asyncio.sleep(3600)
+        await asyncio.sleep(self.content_reply_delay)
         return "250 Message accepted for delivery"
 
 
@@ -71,6 +74,7 @@ def main():
     parser.add_argument("--reject-rcpt", action="store_true")
     parser.add_argument("--hang-up-after-data", action="store_true")
     parser.add_argument("--hang-for")
+    parser.add_argument("--content-reply-delay", type=float, default=0)
     args = parser.parse_args()
     kwargs = {}
     if args.tls:
@@ -96,7 +100,7 @@ def main():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data, args.hang_for)
+        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data, args.hang_for, args.content_reply_delay)
         controller = Controller(sink, hostname="127.0.0.1", port=port, **kwargs)
         try:
             controller.start()
