@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthContracts
 import HearthCore
+import HearthScheduler
 import HearthStore
 import HearthTestSupport
 import SwiftProtobuf
@@ -88,6 +89,64 @@ struct SwitchEdgeTests {
         _ = try await system.service.addContact(.with { $0.email = "sister@example.com" }, callContext("mei"))
         let status = try await system.status()
         #expect(status.deadline.date == t0 + 82 * hour && status.snoozes == 2, "armed again from now, snoozes kept")
+        await system.stop()
+    }
+
+    @Test("a check-in after a snooze wakes the scheduler: the earlier deadline's warnings come on time")
+    func checkInAfterSnoozeWakesTheScheduler() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24)
+        let t0 = system.clock.now()
+        for _ in 0..<2 { _ = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei")) }
+        try await system.settle()  // the decider now waits for 69 h, the first warning of the snoozed deadline
+        // The clock is moved without waking anyone by hand (as `advance` would): only the
+        // check-in can tell the decider that the deadline came 28 h nearer.
+        system.clock.set(t0 + 20 * hour)
+        #expect(try await system.checkIn().deadline.date == t0 + 44 * hour)
+        try await eventually("the decider looked again") { system.service.decider.hasHandled(upTo: t0 + 20 * hour) }
+        system.clock.set(t0 + 41 * hour)
+        try await eventually("the 3 h warning of the new deadline") { try system.pushes() == ["safety.warning_180"] }
+        await system.stop()
+    }
+
+    @Test("an activity forwarded late, from before a resume began the period, does not move the deadline back")
+    func lateForwardBeforeThePeriod() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24)
+        let t0 = system.clock.now()
+        _ = try await system.service.store.upsertProfile("mei") { $0.countActivity = true }
+        system.clock.set(t0 + 1 * hour)
+        _ = try await system.service.pause(
+            .with { $0.until = Google_Protobuf_Timestamp(date: t0 + 100 * hour) },
+            callContext("mei")
+        )
+        system.clock.set(t0 + 3 * hour)
+        let resumed = try await system.service.resume(Hearth_Safety_V1_ResumeRequest(), callContext("mei"))
+        #expect(resumed.deadline.date == t0 + 27 * hour)
+        // A routine ticked at 2 h, while paused, reaches safety only now (its relay was behind).
+        system.clock.set(t0 + 4 * hour)
+        let late = try await system.service.store.recordHeartbeat(
+            "mei",
+            timeZone: nil,
+            deviceInfo: "",
+            requestID: "routines:tick-1",
+            source: "routines",
+            occurredAt: t0 + 2 * hour,
+            allClear: AlertWords.allClear
+        )
+        #expect(late.status?.message(now: system.clock.now()).deadline.date == t0 + 27 * hour)
+        #expect(try await system.status().deadline.date == t0 + 27 * hour, "not 26 h, from the tick")
+        // One from within the period counts from when it happened.
+        let counted = try await system.service.store.recordHeartbeat(
+            "mei",
+            timeZone: nil,
+            deviceInfo: "",
+            requestID: "routines:tick-2",
+            source: "routines",
+            occurredAt: t0 + 3.5 * hour,
+            allClear: AlertWords.allClear
+        )
+        #expect(counted.status?.message(now: system.clock.now()).deadline.date == t0 + 27.5 * hour)
         await system.stop()
     }
 
@@ -229,6 +288,47 @@ struct AlertRaceTests {
             source: "app",
             allClear: AlertWords.allClear
         )
+    }
+
+    @Test(
+        "an alarm email is tried again for as long as its server fails for a reason that may pass; a warning gives up after 12"
+    )
+    func alarmNeverGivesUp() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        var alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        // 30 attempts: 30 s, 1 min, ... then hourly, a day and more of an SMTP relay down.
+        for attempt in 1...30 {
+            try await self.failed(alert, in: store, at: clock.now(), mayHaveArrived: false)
+            let after = try #require(try await self.message(alert.id, in: store))
+            #expect(after.state == .pending, "attempt \(attempt)")
+            clock.set(try #require(after.nextAttemptAt))
+            alert = try #require(try await self.claim(store, at: clock.now()).first { $0.id == alert.id })
+        }
+        #expect(clock.now() > self.t0 + 48 * hour)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        #expect(try await self.message(alert.id, in: store)?.state == .sent)
+
+        // A warning past its use is given up.
+        let (other, otherClock) = try await self.armed(contacts: ["a@example.com"])
+        otherClock.set(self.t0 + 21 * hour)
+        _ = try await other.decideDue(
+            now: otherClock.now(),
+            limit: 10,
+            texts: AlertWords.texts,
+            reminderText: AlertWords.reminderText
+        )
+        var warning = try #require(try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first)
+        for attempt in 1...DeliveryFailure.maxAttempts {
+            try await self.failed(warning, in: other, at: otherClock.now(), mayHaveArrived: false)
+            let after = try #require(try await self.message(warning.id, in: other))
+            guard attempt < DeliveryFailure.maxAttempts else {
+                #expect(after.state == .failed && after.nextAttemptAt == nil)
+                break
+            }
+            otherClock.set(try #require(after.nextAttemptAt))
+            warning = try #require(try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first)
+        }
     }
 
     @Test("an alert email delivered after a pause cancelled it is recorded as sent, once")

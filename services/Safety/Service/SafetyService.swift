@@ -175,8 +175,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             source: "app",
             allClear: AlertWords.allClear
         )
-        // A check-in now only moves the deadline later; only all-clear emails need a look.
-        if result.enqueued { self.wakeSenders() }
+        self.scheduleWork(after: result)
         if case .rateLimited(let retryAfter) = result.outcome {
             throw RPCError(
                 .resourceExhausted,
@@ -287,10 +286,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             occurredAt: occurredAt,
             allClear: AlertWords.allClear
         )
-        // It counts from when it happened, which can put the deadline before the one the
-        // scheduler waits for (a snooze it ends, a pause it falls in): let it look again.
-        if result.outcome.startedPeriod { self.decider.wake() }
-        if result.enqueued { self.wakeSenders() }
+        self.scheduleWork(after: result)
         switch result.outcome {
         case .recorded, .rateLimited: response.counted = true
         case .repeated, .noProfile: break
@@ -308,6 +304,14 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     }
 
     /// Messages were queued by the call itself: the senders look at once.
+    /// After a check-in: the decider looks again when the switch is due sooner than it may be
+    /// waiting for (a check-in ends a snooze, a forward counts from when it happened), the
+    /// senders when all-clears wait. Most check-ins only move the deadline later.
+    private func scheduleWork(after result: SafetyStore.HeartbeatResult) {
+        if result.dueSooner { self.decider.wake() }
+        if result.enqueued { self.wakeSenders() }
+    }
+
     private func wakeSenders() {
         Self.wake(self.senders)
     }

@@ -181,19 +181,12 @@ struct SafetyStore: Sendable {
     enum HeartbeatOutcome: Sendable {
         /// Counted: a new period began.
         case recorded
-        /// The same request id, or within 5 s of the previous heartbeat: nothing changed.
+        /// The same request id, or within 5 s of the previous heartbeat (or a forwarded activity
+        /// from before the period began): nothing changed.
         case repeated
         /// Over 120 in the last hour: the switch was reset, the heartbeat not kept.
         case rateLimited(retryAfter: TimeInterval)
         case noProfile
-
-        /// Whether it reset the switch: a new period, with a new deadline.
-        var startedPeriod: Bool {
-            switch self {
-            case .recorded, .rateLimited: true
-            case .repeated, .noProfile: false
-            }
-        }
     }
 
     /// A check-in: a new period starts, every pending warning and alert of the old one is
@@ -211,19 +204,20 @@ struct SafetyStore: Sendable {
         let clockNow = self.now
         let now = occurredAt.map { min(Store.asStored($0), clockNow) } ?? clockNow
         return try await self.heartbeats.write { db in
-            var enqueued = false
-            let (outcome, status) = try Self.heartbeat(
+            var result = HeartbeatResult(outcome: .noProfile, status: nil, enqueued: false, dueSooner: false)
+            (result.outcome, result.status) = try Self.heartbeat(
                 user,
                 at: now,
+                forwarded: occurredAt != nil,
                 timeZone: timeZone,
                 deviceInfo: deviceInfo,
                 requestID: requestID,
                 source: source,
                 allClear: allClear,
-                enqueued: &enqueued,
+                result: &result,
                 in: db
             )
-            return HeartbeatResult(outcome: outcome, status: status, enqueued: enqueued)
+            return result
         }
     }
 
@@ -233,17 +227,23 @@ struct SafetyStore: Sendable {
         var status: StatusSnapshot?
         /// Whether it put something in the outbox (all-clear emails): the senders must look.
         var enqueued: Bool
+        /// Whether the switch is now due sooner than before (a check-in after a snooze ends
+        /// the snooze; a new zone moves the daily reminder): the scheduler must look again.
+        var dueSooner: Bool
     }
 
+    /// `forwarded`: an activity elsewhere, at `now` (when it happened), which may be some time
+    /// ago.
     private static func heartbeat(
         _ user: String,
         at now: Date,
+        forwarded: Bool,
         timeZone: String?,
         deviceInfo: String,
         requestID: String,
         source: String,
         allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
-        enqueued: inout Bool,
+        result: inout HeartbeatResult,
         in db: Database
     ) throws -> (HeartbeatOutcome, StatusSnapshot?) {
         guard
@@ -252,6 +252,11 @@ struct SafetyStore: Sendable {
         // A repeat changes nothing and answers the status as it stands.
         let repeated = { (HeartbeatOutcome.repeated, try Self.snapshot(profile, in: db) as StatusSnapshot?) }
         if let last = profile.lastCheckInAt, now <= last { return try repeated() }
+        // An activity from before the period began (a forward delayed past a resume, or past
+        // the first contact arming the switch) says nothing about this period: starting one
+        // from it would move the deadline back, to a false alarm.
+        if forwarded, now < profile.periodStart { return try repeated() }
+        let dueBefore = profile.nextDueAt
         // The last hour's heartbeats, for coalescing and the rate limit, and whether one of them
         // is this request again; an older one with its id is found by the insert below.
         var recent: [Date] = []
@@ -285,15 +290,16 @@ struct SafetyStore: Sendable {
             if db.changesCount == 0 { return try repeated() }
         }
         if let timeZone { profile.timeZone = timeZone }
-        enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
+        result.enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
         // The period began just now: nothing in it is decided yet, and its only messages are
         // the all-clears just enqueued, if any.
         (profile, clock) = try Self.rescheduled(profile, at: now, decided: [], in: db)
+        if let due = profile.nextDueAt { result.dueSooner = dueBefore.map { due < $0 } ?? true }
         let status = StatusSnapshot(
             profile: profile,
             clock: clock,
-            alerts: enqueued ? try Self.periodAlerts(profile, in: db) : []
+            alerts: result.enqueued ? try Self.periodAlerts(profile, in: db) : []
         )
         if limited, let oldest = recent.first {
             return (.rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now)), status)
@@ -601,7 +607,9 @@ struct SafetyStore: Sendable {
                 alert.lastError = failure.message
                 alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
                 if alert.state == .pending {
-                    if failure.isPermanent || alert.attempts >= DeliveryFailure.maxAttempts {
+                    if failure.isPermanent
+                        || !DeliveryFailure.retriesForever(alert) && alert.attempts >= DeliveryFailure.maxAttempts
+                    {
                         alert.state = .failed
                         alert.nextAttemptAt = nil
                     } else {
@@ -896,7 +904,15 @@ struct SafetyStore: Sendable {
 
 /// Why an attempt failed, and whether to try again.
 struct DeliveryFailure: Error, Sendable {
+    /// Attempts after which a message that keeps failing for a reason that may pass is given
+    /// up, but an alarm.
     static let maxAttempts = 12
+
+    /// An alarm email is tried again until its contact's server answers for good (a 5xx) or a
+    /// check-in cancels it: an SMTP relay down for a night must delay it, not lose it.
+    static func retriesForever(_ alert: AlertRecord) -> Bool {
+        alert.kind == AlertRecord.Kind.alert
+    }
 
     var message: String
     var isPermanent: Bool
