@@ -185,10 +185,20 @@ public struct OutboxDeliverer: DueWork {
     /// Sends one message; the update that records the outcome, and whether it was delivered.
     private func send(_ due: Due) async -> (String, StatementArguments, Bool) {
         let id = due.id
+        let message: PushMessage
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
-            let message = try decoder.decode(PushMessage.self, from: Data(due.message.utf8))
+            message = try decoder.decode(PushMessage.self, from: Data(due.message.utf8))
+        } catch {
+            // It will not decode next time either.
+            self.logger.error("push message unreadable; dropped", metadata: ["id": "\(id)", "error": "\(error)"])
+            return (
+                "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
+                [self.clock.now(), "unreadable message: \(error)", id], false
+            )
+        }
+        do {
             if let expiresAt = message.expiresAt, self.clock.now() >= expiresAt {
                 throw PushExpired(expiresAt: expiresAt)
             }
@@ -211,9 +221,10 @@ public struct OutboxDeliverer: DueWork {
             )
         } catch {
             let delay = min(self.maxDelay, pow(2, Double(due.attempts)))
-            self.logger.info(
+            self.logger.log(
+                level: RetryLog.level(afterAttempts: due.attempts),
                 "push failed; will retry",
-                metadata: ["id": "\(id)", "in_s": "\(delay)", "error": "\(error)"]
+                metadata: ["id": "\(id)", "attempts": "\(due.attempts + 1)", "in_s": "\(delay)", "error": "\(error)"]
             )
             return (
                 "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",

@@ -53,8 +53,9 @@ public struct PushRejected: Error, CustomStringConvertible {
     public var description: String { "push rejected with HTTP \(self.status)" }
 }
 
-/// POSTs each message as JSON to a webhook (AsyncHTTPClient). 2xx is delivered; 408, 429 and
-/// 5xx are retried; other 4xx are rejected for good.
+/// POSTs each message as JSON to a webhook (AsyncHTTPClient). 2xx is delivered; 4xx other than
+/// 408 and 429 is rejected for good; anything else (408, 429, 5xx, and a 1xx or 3xx left
+/// unfollowed, which says nothing about the message) is retried.
 public struct WebhookPushSender: PushSender {
     public let url: String
     public let timeout: TimeAmount
@@ -78,10 +79,10 @@ public struct WebhookPushSender: PushSender {
         switch status {
         case 200..<300:
             return
-        case 408, 429, 500...:
-            throw WebhookRetryLater(status: status)
-        default:
+        case 400..<500 where status != 408 && status != 429:
             throw PushRejected(status: status)
+        default:
+            throw WebhookRetryLater(status: status)
         }
     }
 }

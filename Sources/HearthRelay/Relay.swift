@@ -131,14 +131,21 @@ private struct RelayWork: DueWork {
                 (row["id"], row["method"], row["payload"], row["user_id"], row["attempts"])
             }
         }
-        await withTaskGroup(of: Void.self) { group in
+        // An outcome that could not be written leaves its call due: the pass fails, so that
+        // the scheduler tries again after its pause instead of at once, call after call.
+        let unrecorded = await withTaskGroup(of: (any Error)?.self) { group in
             for call in due {
                 group.addTask { await self.make(call) }
             }
+            return await group.first { $0 != nil } ?? nil
         }
+        if let unrecorded { throw unrecorded }
     }
 
-    private func make(_ call: (id: String, method: String, payload: Data, user: String, attempts: Int)) async {
+    /// Makes the call and records its outcome; the error that kept it from being recorded, if any.
+    private func make(_ call: (id: String, method: String, payload: Data, user: String, attempts: Int)) async
+        -> (any Error)?
+    {
         let options = CallOptions(
             timeout: .seconds(5),
             metadata: [TrustedMetadata.credential: self.credential, TrustedMetadata.user: call.user]
@@ -161,6 +168,14 @@ private struct RelayWork: DueWork {
             } else {
                 // 1 s, 2 s, 4 s, ... at most 5 min.
                 let delay = min(pow(2, Double(call.attempts)), 300)
+                self.logger.log(
+                    level: RetryLog.level(afterAttempts: call.attempts),
+                    "relayed call failed; will retry",
+                    metadata: [
+                        "method": "\(call.method)", "attempts": "\(call.attempts + 1)", "in_s": "\(delay)",
+                        "error": "\(answer)",
+                    ]
+                )
                 sql =
                     "UPDATE relay_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?"
                 arguments = [self.clock.now().addingTimeInterval(delay), "\(answer)", call.id]
@@ -168,8 +183,10 @@ private struct RelayWork: DueWork {
         }
         do {
             try await self.writer.write { db in try db.execute(sql: sql, arguments: arguments) }
+            return nil
         } catch {
             self.logger.error("could not record a relayed call", metadata: ["id": "\(call.id)", "error": "\(error)"])
+            return error
         }
     }
 }

@@ -34,6 +34,16 @@ struct OptionsTests {
         #expect(Target(argument: "h:65536") == nil)
     }
 
+    @Test("a push webhook must be an http(s) URL with a host")
+    func pushWebhook() throws {
+        for good in ["http://127.0.0.1:8080/push", "https://push.example.com/hook"] {
+            #expect(throws: Never.self) { try PushOptions.parse(["--push-webhook", good]) }
+        }
+        for bad in ["example.com/hook", "ftp://example.com/x", "https://", "http:///path", ""] {
+            #expect(throws: (any Error).self, "\(bad)") { try PushOptions.parse(["--push-webhook", bad]) }
+        }
+    }
+
     @Test("metadata pairs")
     func metadata() throws {
         #expect(try parseMetadata(["X-Request-Id=a=b", "k="]) == ["x-request-id": "a=b", "k": ""])

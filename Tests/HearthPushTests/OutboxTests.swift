@@ -187,6 +187,42 @@ struct OutboxTests {
         await listener.close()
     }
 
+    @Test("a 1xx or 3xx left unfollowed says nothing about the message: retried, then delivered")
+    func unfollowedAnswersRetry() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let listener = try await WebhookListener(statuses: [304, 101])
+        let store = try self.store(clock: clock)
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        let deliverer = self.deliverer(store, clock, listener)
+        for _ in 0..<2 {
+            #expect(try await deliverer.deliverDue() == 0)
+            #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 1, "kept for later")
+            clock.advance(by: 3600)
+        }
+        #expect(try await deliverer.deliverDue() == 1)
+        #expect(listener.received.count == 3)
+        await listener.close()
+    }
+
+    @Test("a message that no longer reads is dropped as failed, not retried forever")
+    func unreadableMessage() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let listener = try await WebhookListener()
+        let store = try self.store(clock: clock)
+        try await store.writer.write { db in
+            try Outbox.enqueue(self.message(1, clock: clock), in: db)
+            try db.execute(sql: "UPDATE push_outbox SET message = '{\"userID\": 7'")
+        }
+        #expect(try await self.deliverer(store, clock, listener).deliverDue() == 0)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+        let error = try await store.writer.read { db in
+            try String.fetchOne(db, sql: "SELECT last_error FROM push_outbox WHERE failed_at IS NOT NULL")
+        }
+        #expect(error?.hasPrefix("unreadable message") == true, "\(error ?? "none")")
+        #expect(listener.received.isEmpty)
+        await listener.close()
+    }
+
     @Test("an unreachable webhook keeps the message for later")
     func unreachable() async throws {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthContracts
 import HearthCore
 import HearthMail
@@ -21,6 +22,13 @@ import Testing
 @Suite("Activity forwarded to safety", .timeLimit(.minutes(1)), .serialized)
 struct ForwardingTests {
     static let secret = "forwarding-test-internal-credential-0123456789"
+
+    /// `relay` delivering to safety on `port`, until the task is cancelled; close the client after.
+    func relaying(_ relay: Relay, to port: Int) -> (RPCClient, DueTimeScheduler, Task<Void, any Error>) {
+        let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+        let deliverer = relay.deliverer(client: client, credential: Self.secret, logger: Logger(label: "relay"))
+        return (client, deliverer, Task { try await deliverer.run() })
+    }
 
     func safetyService(_ clock: ManualClock) throws -> SafetyService {
         var logger = Logger(label: "test")
@@ -78,13 +86,7 @@ struct ForwardingTests {
             _,
             port in
             let checkins = try CheckinsService(location: .inMemory, clock: clock)
-            let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
-            let deliverer = checkins.relay.deliverer(
-                client: client,
-                credential: Self.secret,
-                logger: Logger(label: "relay")
-            )
-            let running = Task { try await deliverer.run() }
+            let (client, _, running) = self.relaying(checkins.relay, to: port)
             clock.advance(by: 60)
             try await self.checkIn(checkins, clock)
             try await eventually("safety counted the check-in") {
@@ -167,13 +169,7 @@ struct ForwardingTests {
         // A port nobody listens on yet.
         let port = try await withServer(services: []) { _, port in port }
         let checkins = try CheckinsService(location: .inMemory, clock: clock)
-        let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
-        let deliverer = checkins.relay.deliverer(
-            client: client,
-            credential: Self.secret,
-            logger: Logger(label: "relay")
-        )
-        let running = Task { try await deliverer.run() }
+        let (client, deliverer, running) = self.relaying(checkins.relay, to: port)
         clock.advance(by: 60)
         let checkedInAt = clock.now()
         try await self.checkIn(checkins, clock)
@@ -190,6 +186,29 @@ struct ForwardingTests {
             }
             #expect(try await self.lastCheckIn(safety, "sam") == checkedInAt)
         }
+        running.cancel()
+        await client.close()
+    }
+
+    @Test("an outcome the relay cannot write fails its pass: the scheduler waits its pause, not calls again at once")
+    func unrecordedOutcomeWaits() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
+        let checkins = try CheckinsService(location: .inMemory, clock: clock)
+        try await checkins.store.base.writer.write { db in
+            try Relay.forwardActivity(source: "checkins", eventID: "e1", user: "sam", at: clock.now(), in: db)
+            // The disk is "full" for whatever the relay writes.
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER disk_full BEFORE UPDATE ON relay_outbox
+                    BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END
+                    """
+            )
+        }
+        let port = try await withServer(services: []) { _, port in port }
+        let (client, deliverer, running) = self.relaying(checkins.relay, to: port)
+        // Before, the pass "succeeded", the call was still due, and the next pass began at once.
+        try await eventually("the failed pass waits for its retry") { deliverer.isSleeping }
+        #expect(deliverer.passCount == 1)
         running.cancel()
         await client.close()
     }
