@@ -41,8 +41,7 @@ struct Up: AsyncParsableCommand {
         let dataDirectory = URL(fileURLWithPath: self.data)
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let secrets = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
-        let gatewayDefaults = try GatewaySettings.parse([])
-        let peers = try PeerOptions.parse([])
+        let (gatewayDefaults, peers) = try Self.wiring(listeningOn: self.host)
         let gatewayTLS = try self.tls.connectionSetup()
         var processes: [HearthProcess] = []
         for name in ProcessName.services + [.gateway] {
@@ -99,6 +98,27 @@ struct Up: AsyncParsableCommand {
             try await tasks.next()
             tasks.cancelAll()
         }
+    }
+}
+
+extension Up {
+    /// How the processes find one another when they all listen on `host`: the gateway's routes
+    /// and the services' peers point there (at loopback when `host` is every address).
+    static func wiring(listeningOn host: String) throws -> (gateway: GatewaySettings, peers: PeerOptions) {
+        let local =
+            switch host {
+            case "0.0.0.0": "127.0.0.1"
+            case "::": "::1"
+            default: host
+            }
+        var gateway = try GatewaySettings.parse([])
+        gateway.backends = ProcessName.services.flatMap { process in
+            process.packages.map { "\($0)=\(Target(host: local, port: process.defaultPort))" }
+        }
+        var peers = try PeerOptions.parse([])
+        peers.checkins = Target(host: local, port: ProcessName.checkins.defaultPort)
+        peers.safety = Target(host: local, port: ProcessName.safety.defaultPort)
+        return (gateway, peers)
     }
 }
 

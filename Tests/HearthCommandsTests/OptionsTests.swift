@@ -34,6 +34,24 @@ struct OptionsTests {
         #expect(Target(argument: "h:65536") == nil)
     }
 
+    @Test("hearth up wires the gateway and the services' peers to the address they listen on")
+    func upWiring() throws {
+        for (host, reached) in [
+            ("127.0.0.1", "127.0.0.1"), ("127.0.0.2", "127.0.0.2"), ("0.0.0.0", "127.0.0.1"), ("::", "::1"),
+        ] {
+            let (gateway, peers) = try Up.wiring(listeningOn: host)
+            let routes = try gateway.configuration(internalCredential: "secret").routes
+            #expect(routes.count == ProcessName.services.flatMap(\.packages).count)
+            for process in ProcessName.services {
+                for package in process.packages {
+                    #expect(routes[package]?.map { "\($0.host):\($0.port)" } == ["\(reached):\(process.defaultPort)"])
+                }
+            }
+            #expect(peers.checkins.host == reached && peers.safety.host == reached)
+            #expect(peers.safety.port == ProcessName.safety.defaultPort)
+        }
+    }
+
     @Test("a push webhook must be an http(s) URL with a host")
     func pushWebhook() throws {
         for good in ["http://127.0.0.1:8080/push", "https://push.example.com/hook"] {
