@@ -391,6 +391,40 @@ struct SafetyTests {
         await system.stop()
     }
 
+    @Test("SendTest: to the user's own email or device, labelled a test; at most 5 an hour on each channel")
+    func sendTest() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(language: "zh-Hant")
+        let send = { (channel: Hearth_Safety_V1_Channel) in
+            try await system.service.sendTest(.with { $0.channel = channel }, callContext("mei"))
+        }
+        #expect(try await send(.email).sentTo == "mei@example.com")
+        #expect(try await send(.push).sentTo == "push")
+        try await system.settle()
+        try await eventually("the test email and push") { try system.emails().count == 1 && system.pushes().count == 1 }
+        let email = try system.emails()[0]
+        #expect(email.to == "mei@example.com" && email.subject == "[測試] Hearth 平安檢查")
+        #expect(try system.pushes() == ["safety.test"])
+        let first = system.clock.now()
+        for _ in 0..<4 {
+            system.clock.advance(by: 60)
+            _ = try await send(.email)
+        }
+        system.clock.advance(by: 60)
+        do {
+            _ = try await send(.email)
+            Issue.record("a sixth test email within the hour was sent")
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted)
+            #expect(error.retryAfter == .seconds(3600 - 300), "when the first leaves the hour")
+        }
+        _ = try await send(.push)  // another channel's count
+        system.clock.set(first + 3600 + 1)
+        _ = try await send(.email)
+        await expectCode(.invalidArgument) { _ = try await send(.unspecified) }
+        await system.stop()
+    }
+
     @Test("a request id recorded more than an hour ago still counts once, also over the rate limit")
     func oldRequestIDCountsOnce() async throws {
         let system = try await SafetySystem()

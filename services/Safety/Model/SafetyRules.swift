@@ -20,6 +20,9 @@ enum SafetyRules {
     /// Heartbeats this close to the previous one collapse into it.
     static let coalesceWindow: TimeInterval = 5
     static let maxHeartbeatsPerHour = 120
+    /// Test messages a user may ask for on one channel in an hour: the profile's email is
+    /// nobody's to confirm, so without a limit SendTest could flood a stranger's inbox.
+    static let maxTestsPerHour = 5
     static let maxRequestIDCharacters = 128
     /// Longer device info is cut, not refused: a check-in is never refused for it.
     static let maxDeviceInfoCharacters = 512

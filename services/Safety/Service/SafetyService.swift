@@ -229,32 +229,33 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     {
         let user = try context.verifiedUser()
         let profile = try await self.requireProfile(user)
-        let text = profile.texts.test()
         var response = Hearth_Safety_V1_SendTestResponse()
+        let channel: AlertRecord.Channel
+        let address: String
         switch request.channel {
         case .email:
-            try await self.store.enqueueTest(
-                user,
-                channel: .email,
-                address: profile.email,
-                subject: text.subject,
-                body: text.body
-            )
-            response.sentTo = profile.email
+            (channel, address, response.sentTo) = (.email, profile.email, profile.email)
         case .push:
             guard !profile.pushToken.isEmpty else {
                 throw RPCError(.failedPrecondition, "no push token on your profile")
             }
-            try await self.store.enqueueTest(
-                user,
-                channel: .push,
-                address: profile.pushToken,
-                subject: text.subject,
-                body: text.body
-            )
-            response.sentTo = "push"
+            (channel, address, response.sentTo) = (.push, profile.pushToken, "push")
         default:
             throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
+        }
+        let text = profile.texts.test()
+        if let retryAfter = try await self.store.enqueueTest(
+            user,
+            channel: channel,
+            address: address,
+            subject: text.subject,
+            body: text.body
+        ) {
+            throw RPCError(
+                .resourceExhausted,
+                "at most \(SafetyRules.maxTestsPerHour) test messages an hour on each channel",
+                retryAfter: .milliseconds(Int64(max(retryAfter, 0.001) * 1000))
+            )
         }
         self.wakeSenders()
         return response

@@ -394,12 +394,24 @@ struct SafetyStore: Sendable {
         )
     }
 
-    /// Records a test message for delivery.
+    /// Records a test message for delivery, unless the user asked for ``SafetyRules/maxTestsPerHour``
+    /// on this channel in the last hour: then nil, or how long until the next may be asked for.
     func enqueueTest(_ user: String, channel: AlertRecord.Channel, address: String, subject: String, body: String)
-        async throws
+        async throws -> TimeInterval?
     {
         let now = self.now
-        try await self.db.write { db in
+        return try await self.db.write { db in
+            let lastHour = try Date.fetchAll(
+                db,
+                sql: """
+                    SELECT created_at FROM alert WHERE user_id = ? AND kind = ? AND channel = ? AND created_at > ?
+                    ORDER BY created_at
+                    """,
+                arguments: [user, AlertRecord.Kind.test, channel.rawValue, now.addingTimeInterval(-3600)]
+            )
+            if lastHour.count >= SafetyRules.maxTestsPerHour, let oldest = lastHour.first {
+                return oldest.addingTimeInterval(3600).timeIntervalSince(now)
+            }
             let epoch =
                 try Int.fetchOne(
                     db.cachedStatement(sql: "SELECT epoch FROM profile WHERE user_id = ?"),
@@ -422,6 +434,7 @@ struct SafetyStore: Sendable {
                 sentAt: nil,
                 createdAt: now
             ).insert(db)
+            return nil
         }
     }
 
