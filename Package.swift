@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "HearthCore",
                 "HearthScheduler",
+                "HearthStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -181,6 +182,7 @@ let package = Package(
                 "HearthContracts",
                 "HearthRPC",
                 "HearthScheduler",
+                "HearthStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],

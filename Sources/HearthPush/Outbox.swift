@@ -2,6 +2,7 @@ public import Foundation
 public import GRDB
 public import HearthCore
 public import HearthScheduler
+import HearthStore
 public import Logging
 import Synchronization
 
@@ -51,7 +52,13 @@ public final class Outbox: Sendable {
                     """
             )
         }
+        migrator.registerMigration("outbox v2: settled messages by time") { db in
+            try db.execute(sql: SettledRows.indexSQL(table: "push_outbox"))
+        }
     }
+
+    /// How long a delivered or abandoned message is kept (for a look at what went out): a week.
+    public static let retention: TimeInterval = 7 * 86_400
 
     /// Enqueues `message` inside the caller's write transaction.
     public static func enqueue(_ message: PushMessage, in db: Database) throws {
@@ -92,6 +99,7 @@ public struct OutboxDeliverer: DueWork {
     private let clock: any WallClock
     private let logger: Logger
     private let maxDelay: TimeInterval
+    private let settled = SettledRows(table: "push_outbox", retention: Outbox.retention)
 
     public init(
         writer: any DatabaseWriter,
@@ -117,6 +125,7 @@ public struct OutboxDeliverer: DueWork {
     }
 
     public func runDue(now: Date) async throws {
+        try await self.settled.pruneIfDue(now: now, writer: self.writer)
         try await self.deliverDue()
     }
 

@@ -4,6 +4,7 @@ import HearthContracts
 public import HearthCore
 public import HearthRPC
 public import HearthScheduler
+import HearthStore
 public import Logging
 
 /// A durable outbox of calls to another service, in the caller's own SQLite file: a service
@@ -48,7 +49,14 @@ public final class Relay: Sendable {
                     """
             )
         }
+        migrator.registerMigration("relay v2: settled calls by time") { db in
+            try db.execute(sql: SettledRows.indexSQL(table: "relay_outbox"))
+        }
     }
+
+    /// How long a made call is kept: its id keeps the same call from being queued again
+    /// (safety also recognises a repeat of a forward by its event id).
+    public static let retention: TimeInterval = 30 * 86_400
 
     /// Records a call inside the caller's write transaction; a second call with the same id
     /// is ignored. Call ``wake()`` after the transaction commits.
@@ -107,6 +115,7 @@ private struct RelayWork: DueWork {
     let client: RPCClient
     let credential: String
     let logger: Logger
+    let settled = SettledRows(table: "relay_outbox", retention: Relay.retention)
 
     func nextDueTime() async throws -> Date? {
         try await self.writer.read { db in
@@ -118,6 +127,7 @@ private struct RelayWork: DueWork {
     }
 
     func runDue(now: Date) async throws {
+        try await self.settled.pruneIfDue(now: now, writer: self.writer)
         let due = try await self.writer.read { db in
             try Row.fetchAll(
                 db,

@@ -223,6 +223,28 @@ struct OutboxTests {
         await listener.close()
     }
 
+    @Test("delivered messages are kept a week, then deleted on a later pass; undelivered ones stay")
+    func retention() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let listener = try await WebhookListener(statuses: [200, 503, 503])
+        let store = try self.store(clock: clock)
+        try await store.writer.write { db in
+            try Outbox.enqueue(self.message(1, clock: clock), in: db)
+            try Outbox.enqueue(self.message(2, clock: clock), in: db)
+        }
+        let deliverer = self.deliverer(store, clock, listener)
+        try await deliverer.runDue(now: clock.now())  // one delivered, one to retry
+        let rows = {
+            try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox") }
+        }
+        #expect(try await rows() == 2)
+        clock.advance(by: Outbox.retention + 1)
+        try await deliverer.runDue(now: clock.now())
+        #expect(try await rows() == 1, "the delivered one is gone")
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 1, "the other still waits")
+        await listener.close()
+    }
+
     @Test("an unreachable webhook keeps the message for later")
     func unreachable() async throws {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
