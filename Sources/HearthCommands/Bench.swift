@@ -8,10 +8,13 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Load-test one method: QPS, latency percentiles (HdrHistogram), counts by status.",
         discussion: """
-              hearth bench --target 127.0.0.1:7100 --token "$HEARTH_TOKEN" hearth.echo.v1.Echo/Echo '{"payload": "..."}'
+            Through the gateway each user may make 50 calls a second (bursts of 100); one process
+            called directly with the internal credential has no limit. Exits 1 if no call succeeded.
+              hearth bench --target 127.0.0.1:7100 --rps 40 --concurrency 4 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
               hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/internal.key)" \
                 --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'
-              hearth bench --target 127.0.0.1:7100 --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{}'
+              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/internal.key)" \
+                --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{"payload": "AAEC"}'
             """
     )
 
@@ -113,5 +116,9 @@ struct Bench: AsyncParsableCommand {
             codes: codes
         )
         try report.emit(json: self.json)
+        guard codes[.ok, default: 0] > 0 else {
+            FileHandle.standardError.write(Data("no call succeeded: the figures above are of refusals\n".utf8))
+            throw ExitCode(1)
+        }
     }
 }

@@ -38,10 +38,15 @@ struct Call: AsyncParsableCommand {
     @Argument(help: "The request as protobuf JSON, or - to read it from standard input. Default: {}")
     var request = "{}"
 
+    func validate() throws {
+        _ = try parseMetadata(self.metadata)
+    }
+
     func run() async throws {
+        // Like the server would answer, and with its exit code: UNIMPLEMENTED, INVALID_ARGUMENT.
         guard let descriptor = MethodCatalog.method(named: self.method) else {
             let known = MethodCatalog.all.keys.sorted().joined(separator: "\n  ")
-            throw ValidationError("unknown method \(self.method); known methods:\n  \(known)")
+            throw fail(RPCError(.unimplemented, "unknown method \(self.method); known methods:\n  \(known)"))
         }
         let target = self.target ?? self.caller.defaultTarget(for: self.method)
         let json =
@@ -51,8 +56,11 @@ struct Call: AsyncParsableCommand {
         do {
             payload = try descriptor.requestType.init(jsonString: json).serializedData()
         } catch {
-            throw ValidationError(
-                "the request is not a valid \(descriptor.requestType.protoMessageName) in JSON: \(error)"
+            throw fail(
+                RPCError(
+                    .invalidArgument,
+                    "the request is not a valid \(descriptor.requestType.protoMessageName) in JSON: \(error)"
+                )
             )
         }
 
@@ -80,11 +88,16 @@ struct Call: AsyncParsableCommand {
             let response = try descriptor.responseType.init(serializedBytes: data)
             print(prettyJSON(try response.jsonString()))
         case .failure(let error):
-            let rpcError = RPCError(answering: error)
-            FileHandle.standardError.write(Data("\(rpcError)\n".utf8))
-            throw ExitCode(Int32(rpcError.code.rawValue == 0 ? 2 : rpcError.code.rawValue))
+            throw fail(RPCError(answering: error))
         }
     }
+}
+
+/// Prints `error` as CODE_NAME: message (and its field violations); the exit code to end with:
+/// the status code's number.
+func fail(_ error: RPCError) -> ExitCode {
+    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    return ExitCode(Int32(error.code.rawValue == 0 ? 2 : error.code.rawValue))
 }
 
 /// Indents compact JSON for people; returns it unchanged if it does not parse.

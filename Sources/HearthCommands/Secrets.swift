@@ -9,9 +9,9 @@ struct Secrets: Sendable {
     var jwtSecret: String?
 }
 
-/// Where the secrets come from: the environment (`HEARTH_INTERNAL_SECRET`,
-/// `HEARTH_JWT_SECRET`), files named by flags, or files under the data folder, created with
-/// fresh random values on first use (what `hearth up` relies on for development).
+/// Where the secrets come from: files named by flags, else the environment
+/// (`HEARTH_INTERNAL_SECRET`, `HEARTH_JWT_SECRET`), else files under the data folder, created
+/// with fresh random values on first use (what `hearth up` relies on for development).
 struct SecretOptions: ParsableArguments {
     @Option(
         help: "File holding the internal credential. Default: $HEARTH_INTERNAL_SECRET, else DATA/secrets/internal.key"
@@ -20,6 +20,26 @@ struct SecretOptions: ParsableArguments {
 
     @Option(help: "File holding the HS256 token secret. Default: $HEARTH_JWT_SECRET, else DATA/secrets/jwt.key")
     var jwtSecretFile: String?
+
+    /// The token secret as it stands, never a new one: a token signed with a secret made up
+    /// now would be refused by every gateway running.
+    func existingJWTSecret(dataDirectory: URL) throws -> String {
+        let fallback = dataDirectory.appendingPathComponent("secrets/jwt.key")
+        guard
+            let secret = try Self.secret(
+                environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
+                file: self.jwtSecretFile,
+                fallback: fallback,
+                creating: false
+            )
+        else {
+            throw ValidationError(
+                "no token secret: \(fallback.path) does not exist. Run this where `hearth up` keeps its data "
+                    + "(or pass --data, --jwt-secret-file or $HEARTH_JWT_SECRET)."
+            )
+        }
+        return secret
+    }
 
     /// Reads the secrets, creating missing default files under `dataDirectory`; the token
     /// secret only when `includingJWT`.
@@ -41,7 +61,14 @@ struct SecretOptions: ParsableArguments {
     }
 
     private static func secret(environment: String?, file: String?, fallback: URL) throws -> String {
-        if let environment, !environment.isEmpty { return environment }
+        // Created when missing: never nil.
+        try Self.secret(environment: environment, file: file, fallback: fallback, creating: true)!
+    }
+
+    /// A file named by a flag wins over the environment (an operator who names one means it),
+    /// the environment over the data folder's file; that file is made when missing and
+    /// `creating`, else nil.
+    static func secret(environment: String?, file: String?, fallback: URL, creating: Bool) throws -> String? {
         if let file {
             let value = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines
@@ -49,6 +76,7 @@ struct SecretOptions: ParsableArguments {
             guard !value.isEmpty else { throw ValidationError("\(file) is empty") }
             return value
         }
+        if let environment, !environment.isEmpty { return environment }
         if let existing = try? String(contentsOf: fallback, encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines
         ),
@@ -56,7 +84,7 @@ struct SecretOptions: ParsableArguments {
         {
             return existing
         }
-        return try Self.create(at: fallback)
+        return creating ? try Self.create(at: fallback) : nil
     }
 
     /// Writes 32 random bytes, hex, readable by the owner only.

@@ -43,6 +43,16 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
     @OptionGroup var logging: LoggingOptions
 
+    func validate() throws {
+        // A service serves only the gateway and its peers, over loopback or a private network:
+        // TLS given to one would be left out without a word, leaving it in plaintext.
+        guard self.name == .gateway || self.tls.tlsCert == nil else {
+            throw ValidationError(
+                "--tls-cert and --tls-key are for the gateway's listener; \(self.name.rawValue) has none"
+            )
+        }
+    }
+
     func run() async throws {
         let logger = self.logging.bootstrap()
         let dataDirectory = URL(fileURLWithPath: self.data)

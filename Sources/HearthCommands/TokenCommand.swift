@@ -30,9 +30,9 @@ struct TokenCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let secrets = try self.secrets.load(dataDirectory: URL(fileURLWithPath: self.data), includingJWT: true)
+        let secret = try self.secrets.existingJWTSecret(dataDirectory: URL(fileURLWithPath: self.data))
         let now = Date()
-        let token = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "").token(
+        let token = try await TokenSigner(hmacSecret: secret).token(
             for: HearthClaims(subject: self.user, issuedAt: now, expiresAt: now.addingTimeInterval(self.ttl.seconds))
         )
         print(token)

@@ -66,14 +66,37 @@ struct CLITests {
             #expect(deadline.status == 4)
             #expect(deadline.stderr.hasPrefix("DEADLINE_EXCEEDED: "))
 
+            // Refused before anything is sent, as the server would: its code, its exit code.
             let badJSON = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Echo", #"{"nope": 1}"#)
-            #expect(badJSON.status != 0)
-            #expect(badJSON.stderr.contains("not a valid hearth.echo.v1.EchoRequest"))
+            #expect(badJSON.status == 3)
+            #expect(badJSON.stderr.hasPrefix("INVALID_ARGUMENT: the request is not a valid hearth.echo.v1.EchoRequest"))
 
             let unknown = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
-            #expect(unknown.status != 0)
-            #expect(unknown.stderr.contains("unknown method"))
+            #expect(unknown.status == 12)
+            #expect(unknown.stderr.hasPrefix("UNIMPLEMENTED: unknown method hearth.echo.v1.Echo/Nope"))
+
+            // A malformed option is a usage error, named as such (it was INTERNAL, exit 13).
+            let metadata = try await self.hearth(
+                "call",
+                "--target",
+                target,
+                "--metadata",
+                "novalue",
+                "hearth.echo.v1.Echo/Echo"
+            )
+            #expect(metadata.status == 64)
+            #expect(metadata.stderr.contains("--metadata"), "\(metadata.stderr)")
         }
+    }
+
+    @Test("token where no secret is kept: an error naming where it looked, and no secret made up")
+    func tokenWithoutSecret() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-token-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await self.hearth("token", "--user", "olivia", "--data", folder.path)
+        #expect(result.status != 0 && result.stdout.isEmpty)
+        #expect(result.stderr.contains("no token secret"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path))
     }
 
     @Test("a refused connection is UNAVAILABLE")
@@ -125,6 +148,21 @@ struct CLITests {
             #expect((json["codes"] as? [String: Int])?["OK"] == 500)
             let latency = try #require(json["latency"] as? [String: Int])
             #expect(latency["p50Micros"]! <= latency["p99Micros"]!)
+
+            // Every call refused: the report, and an exit code that says so.
+            let refused = try await self.hearth(
+                "bench",
+                "--target",
+                "127.0.0.1:\(port)",
+                "--total",
+                "20",
+                "--warmup",
+                "0s",
+                "hearth.echo.v1.Echo/Echo",
+                #"{"failWithCode": 7}"#
+            )
+            #expect(refused.status == 1 && refused.stdout.contains("PERMISSION_DENIED 20"), "\(refused.stdout)")
+            #expect(refused.stderr.contains("no call succeeded"))
         }
     }
 

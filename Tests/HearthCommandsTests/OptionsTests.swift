@@ -1,5 +1,6 @@
 import ArgumentParser
 import CheckinsService
+import Foundation
 import HearthGateway
 import HearthRPC
 import Testing
@@ -50,6 +51,34 @@ struct OptionsTests {
             #expect(peers.checkins.host == reached && peers.safety.host == reached)
             #expect(peers.safety.port == ProcessName.safety.defaultPort)
         }
+    }
+
+    @Test("secrets: a file named by a flag wins over the environment, which wins over the data folder's file")
+    func secretPrecedence() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-secrets-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let named = folder.appendingPathComponent("named.key")
+        try "from-file\n".write(to: named, atomically: true, encoding: .utf8)
+        let fallback = folder.appendingPathComponent("secrets/jwt.key")
+        let secret = { (environment: String?, file: String?, creating: Bool) in
+            try SecretOptions.secret(environment: environment, file: file, fallback: fallback, creating: creating)
+        }
+        #expect(try secret("from-env", named.path, false) == "from-file")
+        #expect(try secret("from-env", nil, false) == "from-env")
+        #expect(try secret(nil, nil, false) == nil, "nothing made up when not asked to")
+        #expect(!FileManager.default.fileExists(atPath: fallback.path))
+        let made = try #require(try secret("", nil, true))
+        let readBack = try secret(nil, nil, false)
+        #expect(made.count == 64 && readBack == made, "made once, then read back")
+    }
+
+    @Test("TLS flags are the gateway's: given to a service they are refused, not left out")
+    func tlsOnlyOnTheGateway() throws {
+        let tls = ["--tls-cert", "cert.pem", "--tls-key", "key.pem"]
+        #expect(throws: (any Error).self) { try Serve.parse(["echo"] + tls) }
+        #expect(throws: Never.self) { try Serve.parse(["gateway"] + tls) }
+        #expect(throws: Never.self) { try Serve.parse(["echo"]) }
     }
 
     @Test("a push webhook must be an http(s) URL with a host")
