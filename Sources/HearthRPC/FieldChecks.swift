@@ -4,12 +4,23 @@ public import SwiftProtobuf
 
 /// Checks of request fields that several services share, each naming the field it checks.
 public enum FieldChecks {
+    /// The most UTF-8 bytes a user-perceived character may average in checked text: the
+    /// longest emoji sequences take about 35; a character can otherwise hold any number of
+    /// combining marks, and "one character" a megabyte.
+    public static let maxBytesPerCharacter = 64
+
     /// Text trimmed of surrounding white space, with a user-perceived character count in
-    /// `characters`.
+    /// `characters` (and at most ``maxBytesPerCharacter`` bytes of UTF-8 for each it may have).
     public static func trimmed(_ raw: String, field: String, characters: ClosedRange<Int>) -> Result<
         String, FieldViolation
     > {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let maxBytes = characters.upperBound * Self.maxBytesPerCharacter
+        guard text.utf8.count <= maxBytes else {
+            return .failure(
+                FieldViolation(field: field, description: "has \(text.utf8.count) bytes of UTF-8; at most \(maxBytes)")
+            )
+        }
         guard characters.contains(text.count) else {
             let description =
                 characters.lowerBound == 0

@@ -44,6 +44,19 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
         return RPCError(.invalidArgument, "invalid \(fields)", violations: violations)
     }
 
+    /// `text` cut to at most `limit` bytes of UTF-8, at a scalar's edge, marked with "...".
+    static func clipped(_ text: String, to limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var kept = String.UnicodeScalarView()
+        var bytes = 3  // the "..." that ends it
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= limit else { break }
+            kept.append(scalar)
+        }
+        return String(kept) + "..."
+    }
+
     public var description: String {
         var text = "\(self.code.name): \(self.message)"
         for violation in self.violations {
@@ -52,16 +65,27 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// The status sent on the wire.
+    /// What one error may put on the wire. A request with 100,000 invalid list items, or a
+    /// zone name of a megabyte quoted back, would otherwise make an answer larger than the
+    /// frames a caller takes, and a gateway's connection to the service that every user shares
+    /// would close over it. About 110 KiB at most.
+    static let maxWireMessageBytes = 4096
+    static let maxWireViolations = 100
+    static let maxWireDescriptionBytes = 1024
+
+    /// The status sent on the wire, cut to the limits above.
     public var wireStatus: WireStatus {
         var status = WireStatus()
         status.code = self.code
-        status.message = self.message
-        status.violations = self.violations.map {
+        status.message = Self.clipped(self.message, to: Self.maxWireMessageBytes)
+        status.violations = self.violations.prefix(Self.maxWireViolations).map {
             var violation = Hearth_Rpc_V1_FieldViolation()
-            violation.field = $0.field
-            violation.description_p = $0.description
+            violation.field = Self.clipped($0.field, to: Self.maxWireDescriptionBytes)
+            violation.description_p = Self.clipped($0.description, to: Self.maxWireDescriptionBytes)
             return violation
+        }
+        if self.violations.count > Self.maxWireViolations {
+            status.message += " (\(self.violations.count - Self.maxWireViolations) more field violations left out)"
         }
         if let retryAfter {
             status.retryAfterMs = UInt32(clamping: max(retryAfter.nanoseconds / 1_000_000, 1))

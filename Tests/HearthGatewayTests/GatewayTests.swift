@@ -164,6 +164,10 @@ struct GatewayTests {
                 _ = try await harness.call("hearth.nope.v1.Nope/Nope", authorization: "Bearer \(token)")
             }
             #expect(error?.code == .unimplemented)
+            // Counted with every other made-up name, not under its own.
+            let metrics = harness.metrics.snapshot()
+            #expect(metrics["hearth.nope.v1.Nope/Nope"] == nil)
+            #expect(metrics[MethodMetrics.otherMethods]?.countsByCode == [.unimplemented: 1])
         }
     }
 

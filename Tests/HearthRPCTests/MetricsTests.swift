@@ -89,6 +89,26 @@ struct MetricsTests {
             ProcessMetrics(process: "a\"b\\c\nd", methods: [:], callsInFlight: 2, openConnections: 0)
         ])
         #expect(text.contains(#"hearth_calls_in_flight{process="a\"b\\c\nd"} 2"#))
+        // CR LF is one Character: it went out raw and ended the line.
+        let crlf = prometheusText([
+            ProcessMetrics(process: "a\r\nb", methods: [:], callsInFlight: 1, openConnections: 0)
+        ])
+        #expect(crlf.contains("hearth_calls_in_flight{process=\"a\r\\nb\"} 1"))
+        #expect(crlf.split(separator: "\n").allSatisfy { $0.hasPrefix("#") || $0.hasPrefix("hearth_") })
+    }
+
+    @Test("method names past 200 (or longer than 200 bytes) are counted together as (other)")
+    func boundedMethods() {
+        let metrics = MethodMetrics()
+        for index in 0..<(MethodMetrics.maxMethods + 50) {
+            metrics.record(method: "made.up/\(index)", code: .unimplemented, micros: 1)
+        }
+        metrics.record(method: "made.up/0", code: .ok, micros: 1)  // one kept apart stays apart
+        metrics.record(method: String(repeating: "x", count: MethodMetrics.maxMethodBytes + 1), code: .ok, micros: 1)
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.count == MethodMetrics.maxMethods + 1)
+        #expect(snapshot["made.up/0"]?.countsByCode == [.unimplemented: 1, .ok: 1])
+        #expect(snapshot[MethodMetrics.otherMethods]?.countsByCode == [.unimplemented: 50, .ok: 1])
     }
 }
 

@@ -15,13 +15,25 @@ public final class MethodMetrics: Sendable {
 
     private let methods = Mutex<[String: Snapshot]>([:])
 
+    /// Method names counted apart, at most; calls to names past them are counted together as
+    /// ``otherMethods``. The names come from callers (a gateway counts what it refuses too),
+    /// and each keeps a histogram of about 140 KB: made-up names must not grow memory for good.
+    public static let maxMethods = 200
+    /// Longer names are counted as ``otherMethods`` too (no Hearth method comes near).
+    public static let maxMethodBytes = 200
+    public static let otherMethods = "(other)"
+
     public init() {}
 
     /// Records one finished call.
     public func record(method: String, code: StatusCode, micros: UInt64) {
         self.methods.withLock { methods in
-            methods[method, default: Snapshot()].countsByCode[code, default: 0] += 1
-            _ = methods[method]!.latencyMicros.record(min(micros, 60_000_000))
+            let name =
+                methods[method] != nil
+                    || (methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes)
+                ? method : Self.otherMethods
+            methods[name, default: Snapshot()].countsByCode[code, default: 0] += 1
+            _ = methods[name]!.latencyMicros.record(min(micros, 60_000_000))
         }
     }
 

@@ -80,15 +80,16 @@ private func seconds(_ micros: UInt64) -> Double {
     Double(micros) / 1_000_000
 }
 
-/// Label values escape backslash, double quote and newline.
-private func escape(_ value: String) -> String {
+/// Label values escape backslash, double quote and line feed (the format's three). Scalar by
+/// scalar: as Characters, CR LF is one, which matched none and went out raw, ending the line.
+func escape(_ value: String) -> String {
     var escaped = ""
-    for character in value {
-        switch character {
+    for scalar in value.unicodeScalars {
+        switch scalar {
         case "\\": escaped += "\\\\"
         case "\"": escaped += "\\\""
         case "\n": escaped += "\\n"
-        default: escaped.append(character)
+        default: escaped.unicodeScalars.append(scalar)
         }
     }
     return escaped

@@ -1,0 +1,50 @@
+import Foundation
+import SwiftProtobuf
+import Testing
+
+@testable import HearthRPC
+
+@Suite("RPC errors on the wire")
+struct RPCErrorTests {
+    @Test("an error with 100,000 violations, or a huge message, goes out at about 110 KiB at most")
+    func bounded() throws {
+        let violations = (0..<100_000).map {
+            FieldViolation(field: "actions[\($0)].text", description: String(repeating: "long ", count: 400))
+        }
+        let status = RPCError.invalidArgument(violations).wireStatus
+        #expect(status.violations.count == 100)
+        #expect(status.violations[99].field == "actions[99].text")
+        #expect(
+            status.violations[0].description_p.utf8.count <= 1024 && status.violations[0].description_p.hasSuffix("...")
+        )
+        #expect(status.message.hasPrefix("invalid actions[0].text, actions[1].text"))
+        #expect(status.message.hasSuffix("(99900 more field violations left out)"))
+        let bytes: [UInt8] = try status.serializedBytes()
+        #expect(bytes.count < 112 * 1024, "\(bytes.count) bytes")
+
+        // Cut at a scalar's edge, never inside one.
+        let accented = RPCError(.notFound, String(repeating: "é", count: 5000)).wireStatus.message
+        #expect(accented.utf8.count <= 4096 && accented.hasSuffix("...") && !accented.contains("\u{FFFD}"))
+        #expect(RPCError(.notFound, "short").wireStatus.message == "short")
+    }
+
+    @Test("checked text is bounded in bytes too: one character with a million combining marks is refused")
+    func textBytes() throws {
+        let zalgo = "a" + String(repeating: "\u{301}", count: 1_000_000)
+        #expect(zalgo.count == 1)
+        guard case .failure(let violation) = FieldChecks.trimmed(zalgo, field: "title", characters: 1...100) else {
+            Issue.record("a 2 MB title of one character passed")
+            return
+        }
+        #expect(
+            violation.field == "title" && violation.description.hasPrefix("has 2000001 bytes of UTF-8; at most 6400")
+        )
+        // 280 of the longest emoji sequences still pass.
+        let kiss = "🧑🏻‍❤️‍💋‍🧑🏼"
+        let caption = String(repeating: kiss, count: 280)
+        #expect(
+            caption.count == 280
+                && (try? FieldChecks.trimmed(caption, field: "caption", characters: 1...280).get()) == caption
+        )
+    }
+}
