@@ -397,4 +397,34 @@ struct ProtocolTests {
             try await group.waitForAll()
         }
     }
+
+    @Test(
+        "a request that crosses the draining server's GOAWAY is answered: the connection waits for the PONG behind it"
+    )
+    func drainAnswersCrossingRequests() async throws {
+        var configuration = ServerConfiguration()
+        configuration.drainPongWait = .seconds(60)
+        let server = RPCServer(configuration: configuration, services: [EchoService()], logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = try await server.localAddress.port!
+            let connection = try await RawConnection.connect(port: port)
+            // Nothing in flight: before, the connection closed as the GOAWAY went out.
+            server.beginShutdown()
+            _ = try #require(try await connection.waitFor { $0.kind == .goaway })
+            let ping = try #require(try await connection.waitFor { $0.kind == .ping })
+            #expect(ping.callID == 0)
+            // Sent as if before the GOAWAY had been read.
+            try await connection.send(.request(1, self.echo, echoRequest(text: "crossing")))
+            let answer = try #require(try await connection.waitFor(within: .seconds(5)) { $0.isResponse(to: 1) })
+            #expect(answer.status.code == .unavailable)
+            #expect(!connection.isClosed)
+            try await connection.send(.control(.pong, ping.callID))
+            #expect(
+                try await connection.waitUntilClosed(within: .seconds(30)),
+                "closed at the PONG, not after a minute"
+            )
+            try await group.waitForAll()
+        }
+    }
 }

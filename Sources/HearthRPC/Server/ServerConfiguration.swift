@@ -25,6 +25,9 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: TimeAmount
     /// After a graceful shutdown begins, how long in-flight calls may still run.
     public var drainTimeout: TimeAmount
+    /// How long a draining connection waits for the PONG to the PING it sent behind its GOAWAY
+    /// (requests that crossed the GOAWAY come before it) from a peer that does not answer.
+    public var drainPongWait: TimeAmount = .seconds(1)
     /// Runs first on every accepted connection, before the frame decoder: where TLS goes
     /// (the runtime itself knows nothing of it).
     public var connectionSetup: (@Sendable (any Channel) throws -> Void)?

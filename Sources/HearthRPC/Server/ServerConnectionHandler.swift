@@ -69,6 +69,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var executor: EventLoopTaskExecutor?
     private var peer = "unknown"
     private var draining = false
+    /// Draining sent GOAWAY and a PING behind it: a REQUEST the peer sent before it read the
+    /// GOAWAY arrives before the PONG, and is answered (UNAVAILABLE) before the connection
+    /// closes. Cleared by the PONG, or after the configuration's `drainPongWait`.
+    private var awaitingDrainPong = false
     /// When the peer last sent something or a response last went out (read per batch, not per frame).
     private var lastActivity = NIODeadline.now()
     private var idleCheck: Scheduled<Void>?
@@ -131,7 +135,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             pong.kind = .pong
             self.write(pong)
         case .pong:
-            break
+            if frame.callID == 0, self.awaitingDrainPong {
+                self.awaitingDrainPong = false
+                self.closeIfDrained()
+            }
         case .goaway:
             // The client will send no new calls: finish what is in flight, then close.
             self.draining = true
@@ -173,8 +180,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case is DrainEvent:
             guard !self.draining else { return }
             self.draining = true
+            self.awaitingDrainPong = true
             self.goAway(.unavailable, "server is shutting down", close: false)
-            self.closeIfDrained()
+            var ping = WireFrame()
+            ping.kind = .ping
+            self.write(ping)
+            if self.flushes.takeUnflushed() { context.flush() }
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: self.configuration.drainPongWait) {
+                this.value.awaitingDrainPong = false
+                this.value.closeIfDrained()
+            }
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -473,7 +489,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     static let closeWriteBound = TimeAmount.seconds(5)
 
     private func closeIfDrained() {
-        guard self.draining, self.calls.isEmpty, !self.closing, let context = self.context else { return }
+        guard self.draining, !self.awaitingDrainPong, self.calls.isEmpty, !self.closing, let context = self.context
+        else { return }
         self.closing = true
         _ = self.flushes.takeUnflushed()
         self.closeAfterFlush(context: context)
