@@ -148,6 +148,25 @@ struct FrameCodecTests {
         #expect(hand == reference)
     }
 
+    @Test("past 64 metadata entries a frame keeps one more and no others; one only swift-protobuf reads is refused")
+    func metadataEntriesBounded() throws {
+        func body(entries: Int, unknownField: Bool) -> ByteBuffer {
+            var buffer = ByteBuffer()
+            buffer.writeBytes([0x08, 0x01, 0x10, 0x01])  // call_id 1, REQUEST
+            for _ in 0..<entries { buffer.writeBytes([0x22, 0x00]) }  // field 4, empty
+            if unknownField { buffer.writeBytes([0xF8, 0x01, 0x07]) }  // field 31 = 7
+            return buffer
+        }
+        let many = try WireFrame(decoding: body(entries: 100_000, unknownField: false))
+        #expect(many.callID == 1 && many.metadata.count == Metadata.maxEntries + 1)
+        #expect(throws: TooManyMetadataEntries.self) {
+            try WireFrame(decoding: body(entries: 100_000, unknownField: true))
+        }
+        // Within the limit, a frame with an unknown field still goes to swift-protobuf.
+        let fallback = try WireFrame(decoding: body(entries: Metadata.maxEntries, unknownField: true))
+        #expect(fallback.metadata.count == Metadata.maxEntries && !fallback.unknownFields.data.isEmpty)
+    }
+
     @Test("a non-ASCII method and metadata round-trip")
     func nonASCII() throws {
         var frame = WireFrame()

@@ -13,6 +13,11 @@ extension WireFrame {
     /// Frames made only of the envelope's own fields, in their own wire types, are read here;
     /// anything else (unknown fields, a field twice where it cannot merge, invalid UTF-8, a
     /// malformed varint) is handed whole to swift-protobuf, which decodes it or says why not.
+    ///
+    /// Past ``Metadata/maxEntries`` metadata entries (a call is refused for them), it keeps one
+    /// more than the limit and no others: a 4 MiB frame of empty entries would otherwise be two
+    /// million of them before anything looked. A frame with too many that must go to
+    /// swift-protobuf is refused whole.
     init(decoding body: ByteBuffer) throws {
         if let frame = body.withUnsafeReadableBytes({ bytes in
             var reader = FrameReader(bytes: bytes)
@@ -20,6 +25,11 @@ extension WireFrame {
         }) {
             self = frame
         } else {
+            let entries = body.withUnsafeReadableBytes { bytes in
+                var reader = FrameReader(bytes: bytes)
+                return reader.countMetadataEntries()
+            }
+            guard entries <= Metadata.maxEntries else { throw TooManyMetadataEntries(count: entries) }
             self = try WireFrame(serializedBytes: body.readableBytesSpan)
         }
     }
@@ -125,7 +135,7 @@ private struct FrameReader {
                 frame.method = method
             case (4, .lengthDelimited):
                 guard let field = self.readField(), let entry = Self.readEntry(field) else { return nil }
-                frame.metadata.append(entry)
+                if frame.metadata.count <= Metadata.maxEntries { frame.metadata.append(entry) }
             case (5, .varint):
                 guard let value = self.readVarint() else { return nil }
                 frame.timeoutMs = UInt32(truncatingIfNeeded: value)
@@ -144,6 +154,47 @@ private struct FrameReader {
             }
         }
         return frame
+    }
+
+    /// How many metadata entries (field 4) the frame holds, counted without reading them, up
+    /// to where its bytes stop being well-formed fields (swift-protobuf refuses those anyway).
+    mutating func countMetadataEntries() -> Int {
+        var count = 0
+        var groups = 0
+        while self.index < self.bytes.count, let tag = self.skipVarint() {
+            switch tag & 7 {
+            case 0: guard self.skipVarint() != nil else { return count }
+            case 1: guard self.skip(8) else { return count }
+            case 2:
+                guard self.readField() != nil else { return count }
+                if tag >> 3 == 4, groups == 0 { count += 1 }
+            case 3: groups += 1
+            case 4:
+                guard groups > 0 else { return count }
+                groups -= 1
+            case 5: guard self.skip(4) else { return count }
+            default: return count
+            }
+        }
+        return count
+    }
+
+    /// Any varint up to protobuf's 10 bytes; its low 64 bits.
+    private mutating func skipVarint() -> UInt64? {
+        var value: UInt64 = 0
+        for shift in stride(from: UInt64(0), to: 70, by: 7) where self.index < self.bytes.count {
+            let byte = self.bytes[self.index]
+            self.index += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+        }
+        return nil
+    }
+
+    private mutating func skip(_ count: Int) -> Bool {
+        guard self.bytes.count - self.index >= count else { return false }
+        self.index += count
+        return true
     }
 
     private static func readEntry(_ field: UnsafeRawBufferPointer) -> WireFrame.MetadataEntry? {

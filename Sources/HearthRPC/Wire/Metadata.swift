@@ -58,3 +58,11 @@ public struct Metadata: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         return entry
     }
 }
+
+/// A frame that only swift-protobuf could read held more metadata entries than any call may
+/// carry: refused before they are built.
+struct TooManyMetadataEntries: Error, CustomStringConvertible {
+    let count: Int
+
+    var description: String { "\(self.count) metadata entries; at most \(Metadata.maxEntries)" }
+}

@@ -110,6 +110,14 @@ extension FrameFuzzer {
         body.writeBytes(bytes)
         let hand = try? WireFrame(decoding: body)
         let reference = try? WireFrame(serializedBytes: Array(bytes))
+        if let reference, reference.metadata.count > Metadata.maxEntries {
+            // Too many for any call: the decoder keeps the first one past the limit and no
+            // more, or refuses the frame.
+            var kept = reference
+            kept.metadata = Array(reference.metadata.prefix(Metadata.maxEntries + 1))
+            precondition(hand == nil || hand == kept, "the frame decoder kept too many metadata entries")
+            return
+        }
         precondition(hand == reference, "the frame decoder disagrees with swift-protobuf")
         guard let frame = hand else { return }
         var options = BinaryEncodingOptions()
