@@ -27,13 +27,18 @@ public final class MethodMetrics: Sendable {
 
     /// Records one finished call.
     public func record(method: String, code: StatusCode, micros: UInt64) {
+        let micros = min(micros, 60_000_000)
         self.methods.withLock { methods in
+            // A method seen before: one hash, its snapshot changed in place.
+            if let index = methods.index(forKey: method) {
+                methods.values[index].countsByCode[code, default: 0] += 1
+                _ = methods.values[index].latencyMicros.record(micros)
+                return
+            }
             let name =
-                methods[method] != nil
-                    || (methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes)
-                ? method : Self.otherMethods
+                methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes ? method : Self.otherMethods
             methods[name, default: Snapshot()].countsByCode[code, default: 0] += 1
-            _ = methods[name]!.latencyMicros.record(min(micros, 60_000_000))
+            _ = methods[name]!.latencyMicros.record(micros)
         }
     }
 
