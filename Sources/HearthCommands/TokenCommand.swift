@@ -8,7 +8,8 @@ struct TokenCommand: AsyncParsableCommand {
         commandName: "token",
         abstract: "Mint a client token (JWT, HS256) for a user.",
         discussion: """
-            Signs with $HEARTH_JWT_SECRET, --jwt-secret-file, or DATA/secrets/jwt.key.
+            Signs with --jwt-secret-file, else $HEARTH_JWT_SECRET, else DATA/secrets/jwt.key (as
+            the gateway of `hearth up` in that folder does); it never makes a new secret up.
               export HEARTH_TOKEN=$(hearth token --user alice --ttl 1h)
             """
     )

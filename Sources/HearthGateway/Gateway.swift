@@ -163,7 +163,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             let user = user ?? (try? self.verifier.knownUserID(authorization: authorization))
             var code = StatusCode.ok
             if case .failure(let error) = result { code = RPCError(answering: error).code }
-            context.recordServed(code: code, since: start, user: user, in: self.metrics)
+            // Method names are the caller's: only one a service answered OK is shown to exist.
+            context.recordServed(code: code, since: start, user: user, in: self.metrics, countsApart: code == .ok)
         }
         return call
     }

@@ -125,8 +125,8 @@ public struct OutboxDeliverer: DueWork {
     }
 
     public func runDue(now: Date) async throws {
-        try await self.settled.pruneIfDue(now: now, writer: self.writer)
         try await self.deliverDue()
+        try await self.settled.pruneIfDue(now: now, writer: self.writer)
     }
 
     /// How many messages are sent at once: a preset time (every user's 09:00) makes many due

@@ -68,7 +68,7 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// What one error may put on the wire. A request with 100,000 invalid list items, or a
     /// zone name of a megabyte quoted back, would otherwise make an answer larger than the
     /// frames a caller takes, and a gateway's connection to the service that every user shares
-    /// would close over it. About 110 KiB at most.
+    /// would close over it. At most 4 KiB + 100 x (1 KiB + 1 KiB), about 204 KiB.
     static let maxWireMessageBytes = 4096
     static let maxWireViolations = 100
     static let maxWireDescriptionBytes = 1024

@@ -127,7 +127,6 @@ private struct RelayWork: DueWork {
     }
 
     func runDue(now: Date) async throws {
-        try await self.settled.pruneIfDue(now: now, writer: self.writer)
         let due = try await self.writer.read { db in
             try Row.fetchAll(
                 db,
@@ -150,6 +149,7 @@ private struct RelayWork: DueWork {
             return await group.first { $0 != nil } ?? nil
         }
         if let unrecorded { throw unrecorded }
+        try await self.settled.pruneIfDue(now: now, writer: self.writer)
     }
 
     /// Makes the call and records its outcome; the error that kept it from being recorded, if any.

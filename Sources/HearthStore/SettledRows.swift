@@ -29,6 +29,14 @@ public final class SettledRows: Sendable {
         """
     }
 
+    /// The rows of `table` settled before the one argument, found through the index.
+    static func settledBeforeSQL(table: String) -> String {
+        """
+        SELECT rowid FROM \(table)
+        WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND COALESCE(delivered_at, failed_at) < ?
+        """
+    }
+
     /// Deletes what settled before `now - retention`, unless it did so less than `interval`
     /// ago; returns how many rows went.
     @discardableResult
@@ -40,13 +48,8 @@ public final class SettledRows: Sendable {
         }
         guard due else { return 0 }
         let cutoff = now.addingTimeInterval(-self.retention)
-        let sql = """
-            DELETE FROM \(self.table) WHERE rowid IN (
-                SELECT rowid FROM \(self.table)
-                WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND COALESCE(delivered_at, failed_at) < ?
-                LIMIT \(Self.batch)
-            )
-            """
+        let sql =
+            "DELETE FROM \(self.table) WHERE rowid IN (\(Self.settledBeforeSQL(table: self.table)) LIMIT \(Self.batch))"
         var deleted = 0
         while true {
             let count = try await writer.write { db in

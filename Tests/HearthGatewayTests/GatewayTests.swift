@@ -164,10 +164,18 @@ struct GatewayTests {
                 _ = try await harness.call("hearth.nope.v1.Nope/Nope", authorization: "Bearer \(token)")
             }
             #expect(error?.code == .unimplemented)
-            // Counted with every other made-up name, not under its own.
+            // Under a route's prefix, without a token, and answered UNIMPLEMENTED by the service.
+            _ = try? await harness.call("hearth.probe.v1.Probe/MadeUp", authorization: nil)
+            _ = try? await harness.call("hearth.probe.v1.Probe/MadeUp2", authorization: "Bearer \(token)")
+            _ = try await harness.call(authorization: "Bearer \(token)")
+            // Made-up names are counted together; a method is named once a service answered it OK.
             let metrics = harness.metrics.snapshot()
-            #expect(metrics["hearth.nope.v1.Nope/Nope"] == nil)
-            #expect(metrics[MethodMetrics.otherMethods]?.countsByCode == [.unimplemented: 1])
+            #expect(metrics["hearth.nope.v1.Nope/Nope"] == nil && metrics["hearth.probe.v1.Probe/MadeUp"] == nil)
+            #expect(metrics["hearth.probe.v1.Probe/MadeUp2"] == nil)
+            #expect(
+                metrics[MethodMetrics.otherMethods]?.countsByCode == [.unimplemented: 2, .unauthenticated: 1]
+            )
+            #expect(metrics[ProbeService.method]?.countsByCode == [.ok: 1])
         }
     }
 

@@ -252,6 +252,20 @@ struct FrameDecoderTests {
         #expect(throws: FrameTooSlowError.self) { try steady.throwIfErrorCaught() }
         _ = try? steady.finish()
         _ = try? other.finish()
+
+        // A large frame's timer (14 s) does not keep a small frame after it from being refused
+        // at its own allowance (the grace, 10 s, for a prefix alone).
+        let mixed = connection(budget: nil)
+        try mixed.writeInbound(ByteBuffer(bytes: [0, 0, 15, 160] + Array(repeating: 1, count: 100)))  // 4,000 bytes
+        mixed.embeddedEventLoop.advanceTime(by: .seconds(1))
+        try mixed.writeInbound(ByteBuffer(bytes: Array(repeating: 1, count: 3900) + [0, 0]))
+        #expect(try mixed.readInbound(as: ByteBuffer.self)?.readableBytes == 4000)
+        mixed.embeddedEventLoop.advanceTime(by: .seconds(10))
+        try mixed.throwIfErrorCaught()
+        mixed.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        let small = #expect(throws: FrameTooSlowError.self) { try mixed.throwIfErrorCaught() }
+        #expect(small?.declaredSize == nil && small?.allowed == .seconds(10))
+        _ = try? mixed.finish()
     }
 
     @Test("a frame's pace leaves out the time the server held reads back (its answers unread by the peer)")

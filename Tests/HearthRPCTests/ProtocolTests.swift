@@ -402,14 +402,19 @@ struct ProtocolTests {
         "a request that crosses the draining server's GOAWAY is answered: the connection waits for the PONG behind it"
     )
     func drainAnswersCrossingRequests() async throws {
+        // Neither the PONG wait nor the drain's own bound can be what closes it in this test.
         var configuration = ServerConfiguration()
-        configuration.drainPongWait = .seconds(60)
+        configuration.drainPongWait = .seconds(120)
+        configuration.drainTimeout = .seconds(120)
         let server = RPCServer(configuration: configuration, services: [EchoService()], logger: testLogger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = try await server.localAddress.port!
             let connection = try await RawConnection.connect(port: port)
-            // Nothing in flight: before, the connection closed as the GOAWAY went out.
+            // The server has taken the connection (a call answered on it), and nothing is in
+            // flight: before, the connection closed as the GOAWAY went out.
+            try await connection.send(.request(9, self.echo, echoRequest(text: "first")))
+            _ = try #require(try await connection.waitFor { $0.isResponse(to: 9) })
             server.beginShutdown()
             _ = try #require(try await connection.waitFor { $0.kind == .goaway })
             let ping = try #require(try await connection.waitFor { $0.kind == .ping })

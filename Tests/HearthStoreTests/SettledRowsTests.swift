@@ -57,10 +57,7 @@ struct SettledRowsTests {
         let plan = try self.table().read { db in
             try Row.fetchAll(
                 db,
-                sql: """
-                    EXPLAIN QUERY PLAN SELECT rowid FROM box
-                    WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND COALESCE(delivered_at, failed_at) < ?
-                    """,
+                sql: "EXPLAIN QUERY PLAN \(SettledRows.settledBeforeSQL(table: "box")) LIMIT \(SettledRows.batch)",
                 arguments: [self.now]
             ).map { $0["detail"] as String }.joined(separator: "\n")
         }

@@ -29,10 +29,17 @@ extension RPCContext {
     /// duration, user, request id): once per served call, by the interceptor or a forwarder.
     /// A call stopped by its deadline ends in cancellation; it is counted DEADLINE_EXCEEDED, as
     /// its caller saw it.
-    public func recordServed(code: StatusCode, since start: NIODeadline, user: String?, in metrics: MethodMetrics) {
+    /// `countsApart`: see ``MethodMetrics/record(method:code:micros:countsApart:)``.
+    public func recordServed(
+        code: StatusCode,
+        since start: NIODeadline,
+        user: String?,
+        in metrics: MethodMetrics,
+        countsApart: Bool = true
+    ) {
         let code = code == .cancelled && self.isPastDeadline ? .deadlineExceeded : code
         let micros = UInt64(max((NIODeadline.now() - start).nanoseconds / 1000, 0))
-        metrics.record(method: self.method, code: code, micros: micros)
+        metrics.record(method: self.method, code: code, micros: micros, countsApart: countsApart)
         // The request-id logger is built only when the line will be written.
         if self.logLevel <= .info {
             self.logger.info(

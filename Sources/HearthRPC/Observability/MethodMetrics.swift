@@ -25,8 +25,10 @@ public final class MethodMetrics: Sendable {
 
     public init() {}
 
-    /// Records one finished call.
-    public func record(method: String, code: StatusCode, micros: UInt64) {
+    /// Records one finished call. A method not counted yet gets its own entry only when
+    /// `countsApart` (a gateway asks it of an answer that shows the method exists: a name no
+    /// service knows, or a caller with no token, must not take one of the 200).
+    public func record(method: String, code: StatusCode, micros: UInt64, countsApart: Bool = true) {
         let micros = min(micros, 60_000_000)
         self.methods.withLock { methods in
             // A method seen before: one hash, its snapshot changed in place.
@@ -36,7 +38,8 @@ public final class MethodMetrics: Sendable {
                 return
             }
             let name =
-                methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes ? method : Self.otherMethods
+                countsApart && methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes
+                ? method : Self.otherMethods
             methods[name, default: Snapshot()].countsByCode[code, default: 0] += 1
             _ = methods[name]!.latencyMicros.record(micros)
         }

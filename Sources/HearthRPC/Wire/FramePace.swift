@@ -56,9 +56,9 @@ public struct FramePace: Sendable, Equatable {
 /// Keeps a connection's frame still arriving to its ``FramePace``: checks it as its bytes
 /// arrive, and by a timer while none do, so that a peer gone silent halfway through a frame
 /// gives back its share of the budget at its allowance, not at the idle timeout. One timer at
-/// most per connection, set when a frame is first seen unfinished and left to run out when it
-/// completes (frames that complete within one read never set it). Confined to its
-/// connection's event loop.
+/// most per connection, set when a frame is first seen unfinished, left to run out when it
+/// completes (frames that complete within one read never set it), and moved sooner for a
+/// later frame that could be late before it fires. Confined to its connection's event loop.
 final class FramePaceWatch {
     private let pace: FramePace
     private let budget: PartialFrameBudget?
@@ -67,6 +67,8 @@ final class FramePaceWatch {
     /// prefix is in), and the bytes of it in so far. Nil between frames.
     private var frame: (began: NIODeadline, length: Int?, received: Int)?
     private var check: Scheduled<Void>?
+    /// When the timer set fires, in reading time (as the frame's times are).
+    private var checkDue: NIODeadline?
 
     /// While a silent peer's frame is on time, the timer looks again at least this far apart:
     /// reading time stands still during backpressure, and a frame whose allowance ran out
@@ -87,7 +89,7 @@ final class FramePaceWatch {
         self.frame = (began, length, received)
         let verdict = self.verdict(at: now)
         if case .late(let allowed)? = verdict { throw self.refusal(allowed: allowed) }
-        if self.check == nil { self.scheduleCheck(after: verdict, context: context) }
+        self.scheduleCheck(after: verdict, now: now, context: context)
     }
 
     /// The frame completed. The timer, if set, is left to run out: it finds no frame, or a
@@ -121,16 +123,21 @@ final class FramePaceWatch {
         )
     }
 
-    /// Sets the timer for when a frame that is not late now could be.
-    private func scheduleCheck(after verdict: FramePace.Verdict?, context: ChannelHandlerContext) {
+    /// Sets the timer for when a frame that is not late `now` (reading time) could be, unless
+    /// the one set comes first: one set for a large frame that has since completed would be
+    /// minutes late for a small one that began after it.
+    private func scheduleCheck(after verdict: FramePace.Verdict?, now: NIODeadline, context: ChannelHandlerContext) {
         let delay: TimeAmount
         switch verdict {
         case nil, .late: return
-        case .onTime(let lateAfter): delay = lateAfter
-        case .behind(let lateAfter): delay = min(lateAfter, Self.pressureRecheck)
+        case .onTime(let lateAfter): delay = max(lateAfter, Self.minimumRecheck)
+        case .behind(let lateAfter): delay = max(min(lateAfter, Self.pressureRecheck), Self.minimumRecheck)
         }
+        if self.check != nil, let checkDue = self.checkDue, checkDue <= now + delay { return }
+        self.check?.cancel()
+        self.checkDue = now + delay
         let watch = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        self.check = context.eventLoop.scheduleTask(in: max(delay, Self.minimumRecheck)) {
+        self.check = context.eventLoop.scheduleTask(in: delay) {
             let (this, context) = watch.value
             this.check = nil
             this.checkSilentFrame(context: context)
@@ -144,9 +151,10 @@ final class FramePaceWatch {
     /// The timer ran out: the frame still arriving then (if any, maybe a later one) is refused if
     /// late, looked at again if not. The refusal goes down the pipeline as a decoding error would.
     private func checkSilentFrame(context: ChannelHandlerContext) {
-        let verdict = self.verdict(at: self.readingTime.now())
+        let now = self.readingTime.now()
+        let verdict = self.verdict(at: now)
         guard case .late(let allowed) = verdict else {
-            self.scheduleCheck(after: verdict, context: context)
+            self.scheduleCheck(after: verdict, now: now, context: context)
             return
         }
         let refusal = self.refusal(allowed: allowed)

@@ -304,7 +304,6 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         return profile
     }
 
-    /// Messages were queued by the call itself: the senders look at once.
     /// After a check-in: the decider looks again when the switch is due sooner than it may be
     /// waiting for (a check-in ends a snooze, a forward counts from when it happened), the
     /// senders when all-clears wait. Most check-ins only move the deadline later.
@@ -313,6 +312,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         if result.enqueued { self.wakeSenders() }
     }
 
+    /// Messages were queued by the call itself: the senders look at once.
     private func wakeSenders() {
         Self.wake(self.senders)
     }

@@ -922,9 +922,11 @@ struct DeliveryFailure: Error, Sendable {
     static let maxAttempts = 12
 
     /// An alarm email is tried again until its contact's server answers for good (a 5xx) or a
-    /// check-in cancels it: an SMTP relay down for a night must delay it, not lose it.
+    /// check-in cancels it: an SMTP relay down for a night must delay it, not lose it. Not
+    /// one that may have arrived already (an attempt lost its answer): repeated for ever, an
+    /// alarm that did arrive would come every hour.
     static func retriesForever(_ alert: AlertRecord) -> Bool {
-        alert.kind == AlertRecord.Kind.alert
+        alert.kind == AlertRecord.Kind.alert && !alert.mayHaveArrived
     }
 
     var message: String
