@@ -29,19 +29,16 @@ public final class MethodMetrics: Sendable {
     /// `countsApart` (a gateway asks it of an answer that shows the method exists: a name no
     /// service knows, or a caller with no token, must not take one of the 200).
     public func record(method: String, code: StatusCode, micros: UInt64, countsApart: Bool = true) {
-        let micros = min(micros, 60_000_000)
         self.methods.withLock { methods in
-            // A method seen before: one hash, its snapshot changed in place.
-            if let index = methods.index(forKey: method) {
-                methods.values[index].countsByCode[code, default: 0] += 1
-                _ = methods.values[index].latencyMicros.record(micros)
-                return
-            }
+            // Through the dictionary's own subscripts, which change a snapshot in place: its
+            // `values[index]` copied the whole histogram (140 KB) on every call, 19% more CPU
+            // per echo.
             let name =
-                countsApart && methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes
+                methods[method] != nil
+                    || (countsApart && methods.count < Self.maxMethods && method.utf8.count <= Self.maxMethodBytes)
                 ? method : Self.otherMethods
             methods[name, default: Snapshot()].countsByCode[code, default: 0] += 1
-            _ = methods[name]!.latencyMicros.record(micros)
+            _ = methods[name]!.latencyMicros.record(min(micros, 60_000_000))
         }
     }
 
