@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthContracts
 import HearthCore
 import HearthMail
@@ -422,6 +423,25 @@ struct SafetyTests {
         system.clock.set(first + 3600 + 1)
         _ = try await send(.email)
         await expectCode(.invalidArgument) { _ = try await send(.unspecified) }
+        await system.stop()
+    }
+
+    @Test("the process deletes old heartbeats on its own, hourly on its clock")
+    func historyPrunedByTheProcess() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let t0 = system.clock.now()
+        try await system.checkIn(id: "first")
+        try await system.advance(to: t0 + 29 * 86_400)
+        try await system.checkIn(id: "later")
+        let heartbeats = {
+            try await system.service.store.base.writer.read { db in
+                try String.fetchAll(db, sql: "SELECT request_id FROM heartbeat ORDER BY at")
+            }
+        }
+        #expect(try await heartbeats() == ["first", "later"])
+        try await system.advance(to: t0 + 31 * 86_400)
+        #expect(try await heartbeats() == ["later"], "the first is over 30 days old")
         await system.stop()
     }
 

@@ -331,6 +331,57 @@ struct AlertRaceTests {
         }
     }
 
+    @Test("history no rule reads is deleted: heartbeats after 30 days, past periods' settled alerts after 90")
+    func prunesHistory() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        let day: TimeInterval = 86_400
+        let now = self.t0 + 100 * day
+        _ = try await store.upsertProfile("zed") { profile in
+            profile.name = "Zed"
+            profile.email = "zed@example.com"
+        }
+        try await store.base.writer.write { db in
+            func heartbeat(_ user: String, _ id: String, at: Date) throws {
+                try db.execute(
+                    sql: "INSERT INTO heartbeat VALUES (?, ?, 'UTC', '', 'app', ?)",
+                    arguments: [user, StoredDate(at), id]
+                )
+            }
+            try heartbeat("mei", "old", at: now - 30 * day - 1)
+            try heartbeat("mei", "kept", at: now - 30 * day)
+            try heartbeat("zed", "old", at: now - 40 * day)
+            try db.execute(sql: "UPDATE profile SET epoch = 5, check_in_epoch = 5 WHERE user_id = 'mei'")
+            func alert(_ id: String, epoch: Int, age: TimeInterval, state: String, claimed: Bool = false) throws {
+                try db.execute(
+                    sql: """
+                        INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, subject, body,
+                            state, attempts, last_error, created_at, claimed_at)
+                        VALUES (?, 'mei', ?, 'warning_180', 'push', ?, '', '', '', ?, 1, '', ?, ?)
+                        """,
+                    arguments: [id, epoch, id, state, StoredDate(now - age), claimed ? StoredDate(now) : nil]
+                )
+            }
+            try alert("old-sent", epoch: 3, age: 91 * day, state: "sent")
+            try alert("old-failed", epoch: 4, age: 91 * day, state: "failed")
+            try alert("recent", epoch: 3, age: 89 * day, state: "sent")
+            try alert("current-period", epoch: 5, age: 91 * day, state: "sent")
+            try alert("old-pending", epoch: 3, age: 91 * day, state: "pending")
+            try alert("old-claimed", epoch: 3, age: 91 * day, state: "cancelled", claimed: true)
+        }
+        clock.set(now)
+        // One user a batch: both users are reached.
+        let deleted = try await store.pruneHistory(now: now, usersPerBatch: 1)
+        #expect(deleted.heartbeats == 2 && deleted.alerts == 2)
+        let (heartbeats, alerts) = try await store.base.writer.read { db in
+            (
+                try String.fetchAll(db, sql: "SELECT user_id || ':' || request_id FROM heartbeat ORDER BY 1"),
+                try String.fetchAll(db, sql: "SELECT id FROM alert ORDER BY id")
+            )
+        }
+        #expect(heartbeats == ["mei:kept"])
+        #expect(alerts == ["current-period", "old-claimed", "old-pending", "recent"])
+    }
+
     @Test("an alert email delivered after a pause cancelled it is recorded as sent, once")
     func deliveredAfterPause() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])

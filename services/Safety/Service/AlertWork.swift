@@ -95,6 +95,52 @@ struct AlertDecider: DueWork {
     }
 }
 
+/// Keeps the store from growing without end: once an hour (on the service's clock) it deletes
+/// the history no rule reads any more (``SafetyStore/pruneHistory(now:usersPerBatch:)``). A
+/// scheduler of its own, so that a long pass never holds back a due alert.
+struct HistoryPruner: DueWork {
+    static let interval: TimeInterval = 3600
+
+    /// When it last pruned.
+    private final class LastRun: Sendable {
+        let date: Mutex<Date>
+
+        init(_ date: Date) {
+            self.date = Mutex(date)
+        }
+    }
+
+    let store: SafetyStore
+    let logger: Logger
+    private let lastRun: LastRun
+
+    /// The first pass comes an hour after `start`: a process starting has missed alerts to
+    /// catch up on first.
+    init(store: SafetyStore, logger: Logger, start: Date) {
+        self.store = store
+        self.logger = logger
+        self.lastRun = LastRun(start)
+    }
+
+    func nextDueTime() async throws -> Date? {
+        self.lastRun.date.withLock { $0 }.addingTimeInterval(Self.interval)
+    }
+
+    /// Runs whenever its scheduler is woken; prunes only when an hour has passed.
+    func runDue(now: Date) async throws {
+        let due = self.lastRun.date.withLock { now.timeIntervalSince($0) >= Self.interval }
+        guard due else { return }
+        let deleted = try await self.store.pruneHistory(now: now)
+        self.lastRun.date.withLock { $0 = now }
+        if deleted.heartbeats + deleted.alerts > 0 {
+            self.logger.info(
+                "old history deleted",
+                metadata: ["heartbeats": "\(deleted.heartbeats)", "alerts": "\(deleted.alerts)"]
+            )
+        }
+    }
+}
+
 /// Delivers one channel's messages from the alert outbox: claims due ones (in a write that
 /// counts the attempt) and sends up to ``sendersAtOnce`` at a time, claiming more as sends
 /// finish and as time passes, and records each outcome as it comes. One sender per channel,

@@ -19,8 +19,10 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     public let decider: DueTimeScheduler
     /// Deliver the alert outbox: one per channel (email, push).
     let senders: [DueTimeScheduler]
+    /// Deletes old history, hourly.
+    let pruner: DueTimeScheduler
     /// Run beside the server.
-    public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders }
+    public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders + [self.pruner] }
 
     public init(
         location: StoreLocation,
@@ -48,6 +50,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         self.senders = senders
         self.decider = DueTimeScheduler(
             work: AlertDecider(store: store, wakeSenders: { Self.wake(senders) }),
+            clock: clock,
+            logger: logger
+        )
+        self.pruner = DueTimeScheduler(
+            work: HistoryPruner(store: store, logger: logger, start: clock.now()),
             clock: clock,
             logger: logger
         )

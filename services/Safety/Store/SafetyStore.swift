@@ -438,6 +438,59 @@ struct SafetyStore: Sendable {
         }
     }
 
+    // MARK: History
+
+    /// How long heartbeats are kept: the rate limit reads the last hour; a request id older
+    /// than this is no longer recognised as a repeat.
+    static let heartbeatRetention: TimeInterval = 30 * 86_400
+    /// How long alerts of periods before the last check-in are kept (nothing reads them; they
+    /// are there to look at).
+    static let alertRetention: TimeInterval = 90 * 86_400
+
+    /// Deletes history no rule reads any more, `usersPerBatch` users to a transaction (the
+    /// writer is never held for long): heartbeats older than ``heartbeatRetention``, and alerts
+    /// older than ``alertRetention`` of periods before the user's last check-in (an all-clear
+    /// reads every alert since it; the current period's stay whatever their age), never one
+    /// pending or under way. Returns how many rows of each went.
+    func pruneHistory(now: Date, usersPerBatch: Int = 500) async throws -> (heartbeats: Int, alerts: Int) {
+        let heartbeatsBefore = StoredDate(now.addingTimeInterval(-Self.heartbeatRetention))
+        let alertsBefore = StoredDate(now.addingTimeInterval(-Self.alertRetention))
+        var deleted = (heartbeats: 0, alerts: 0)
+        var after = ""
+        while true {
+            let users = try await self.db.read { [after] db in
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT user_id, check_in_epoch FROM profile WHERE user_id > ? ORDER BY user_id LIMIT ?",
+                    arguments: [after, usersPerBatch]
+                ).map { (user: $0["user_id"] as String, checkInEpoch: $0["check_in_epoch"] as Int) }
+            }
+            guard let last = users.last else { return deleted }
+            let batch = try await self.db.write { db in
+                var batch = (heartbeats: 0, alerts: 0)
+                for (user, checkInEpoch) in users {
+                    try db.execute(
+                        sql: "DELETE FROM heartbeat WHERE user_id = ? AND at < ?",
+                        arguments: [user, heartbeatsBefore]
+                    )
+                    batch.heartbeats += db.changesCount
+                    try db.execute(
+                        sql: """
+                            DELETE FROM alert WHERE user_id = ? AND epoch < ? AND created_at < ?
+                                AND state != 'pending' AND claimed_at IS NULL
+                            """,
+                        arguments: [user, checkInEpoch, alertsBefore]
+                    )
+                    batch.alerts += db.changesCount
+                }
+                return batch
+            }
+            deleted.heartbeats += batch.heartbeats
+            deleted.alerts += batch.alerts
+            after = last.user
+        }
+    }
+
     // MARK: The scheduler's side
 
     /// The earliest time a switch is due to be looked at.
