@@ -162,6 +162,11 @@ struct FrameCodecTests {
         #expect(throws: TooManyMetadataEntries.self) {
             try WireFrame(decoding: body(entries: 100_000, unknownField: true))
         }
+        // An entry whose empty length is written in 10 bytes sends the frame to swift-protobuf;
+        // the entries after it are counted all the same.
+        var overlong = ByteBuffer(bytes: [0x08, 0x01, 0x22] + Array(repeating: 0x80, count: 9) + [0x00])
+        for _ in 0..<100_000 { overlong.writeBytes([0x22, 0x00]) }
+        #expect(throws: TooManyMetadataEntries.self) { try WireFrame(decoding: overlong) }
         // Within the limit, a frame with an unknown field still goes to swift-protobuf.
         let fallback = try WireFrame(decoding: body(entries: Metadata.maxEntries, unknownField: true))
         #expect(fallback.metadata.count == Metadata.maxEntries && !fallback.unknownFields.data.isEmpty)

@@ -369,8 +369,8 @@ struct AlertRaceTests {
             try alert("old-claimed", epoch: 3, age: 91 * day, state: "cancelled", claimed: true)
         }
         clock.set(now)
-        // One user a batch: both users are reached.
-        let deleted = try await store.pruneHistory(now: now, usersPerBatch: 1)
+        // One user a batch and one row a transaction: both users are reached, each finished.
+        let deleted = try await store.pruneHistory(now: now, usersPerBatch: 1, rowsPerTransaction: 1)
         #expect(deleted.heartbeats == 2 && deleted.alerts == 2)
         let (heartbeats, alerts) = try await store.base.writer.read { db in
             (

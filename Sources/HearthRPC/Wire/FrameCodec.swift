@@ -166,7 +166,12 @@ private struct FrameReader {
             case 0: guard self.skipVarint() != nil else { return count }
             case 1: guard self.skip(8) else { return count }
             case 2:
-                guard self.readField() != nil else { return count }
+                // Lengths as swift-protobuf reads them, up to 10 bytes: a 10-byte length the
+                // counter stopped at would leave every entry after it uncounted.
+                guard let length = self.skipVarint(), length <= UInt64(self.bytes.count - self.index) else {
+                    return count
+                }
+                self.index += Int(length)
                 if tag >> 3 == 4, groups == 0 { count += 1 }
             case 3: groups += 1
             case 4:

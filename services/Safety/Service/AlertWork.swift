@@ -130,8 +130,9 @@ struct HistoryPruner: DueWork {
     func runDue(now: Date) async throws {
         let due = self.lastRun.date.withLock { now.timeIntervalSince($0) >= Self.interval }
         guard due else { return }
-        let deleted = try await self.store.pruneHistory(now: now)
+        // A pass that fails is tried again next hour, not every second from the first user.
         self.lastRun.date.withLock { $0 = now }
+        let deleted = try await self.store.pruneHistory(now: now)
         if deleted.heartbeats + deleted.alerts > 0 {
             self.logger.info(
                 "old history deleted",

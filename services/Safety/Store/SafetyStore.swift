@@ -447,15 +447,23 @@ struct SafetyStore: Sendable {
     /// are there to look at).
     static let alertRetention: TimeInterval = 90 * 86_400
 
-    /// Deletes history no rule reads any more, `usersPerBatch` users to a transaction (the
-    /// writer is never held for long): heartbeats older than ``heartbeatRetention``, and alerts
-    /// older than ``alertRetention`` of periods before the user's last check-in (an all-clear
-    /// reads every alert since it; the current period's stay whatever their age), never one
-    /// pending or under way. Returns how many rows of each went.
-    func pruneHistory(now: Date, usersPerBatch: Int = 500) async throws -> (heartbeats: Int, alerts: Int) {
+    /// Deletes history no rule reads any more: heartbeats older than ``heartbeatRetention``,
+    /// and alerts older than ``alertRetention`` of periods before the user's last check-in (an
+    /// all-clear reads every alert since it; the current period's stay whatever their age),
+    /// never one pending or under way. Users are taken `usersPerBatch` at a time, and a
+    /// transaction deletes at most `rowsPerTransaction` rows (the first pass over a store that
+    /// never pruned may hold a user's year), so the writer is never held for long. Returns how
+    /// many rows of each went.
+    func pruneHistory(
+        now: Date,
+        usersPerBatch: Int = 500,
+        rowsPerTransaction: Int = 5000
+    ) async throws -> (heartbeats: Int, alerts: Int) {
         let heartbeatsBefore = StoredDate(now.addingTimeInterval(-Self.heartbeatRetention))
         let alertsBefore = StoredDate(now.addingTimeInterval(-Self.alertRetention))
         var deleted = (heartbeats: 0, alerts: 0)
+        // Users after this one are still to do (keyset order, through the primary key); user
+        // ids are never empty.
         var after = ""
         while true {
             let users = try await self.db.read { [after] db in
@@ -465,29 +473,41 @@ struct SafetyStore: Sendable {
                     arguments: [after, usersPerBatch]
                 ).map { (user: $0["user_id"] as String, checkInEpoch: $0["check_in_epoch"] as Int) }
             }
-            guard let last = users.last else { return deleted }
-            let batch = try await self.db.write { db in
+            guard !users.isEmpty else { return deleted }
+            // The last user finished in this transaction (nil: the first one is not, yet).
+            let (finished, batch) = try await self.db.write { db in
+                var budget = rowsPerTransaction
                 var batch = (heartbeats: 0, alerts: 0)
+                var finished: String?
                 for (user, checkInEpoch) in users {
-                    try db.execute(
-                        sql: "DELETE FROM heartbeat WHERE user_id = ? AND at < ?",
-                        arguments: [user, heartbeatsBefore]
-                    )
-                    batch.heartbeats += db.changesCount
-                    try db.execute(
+                    try db.cachedStatement(
                         sql: """
-                            DELETE FROM alert WHERE user_id = ? AND epoch < ? AND created_at < ?
-                                AND state != 'pending' AND claimed_at IS NULL
-                            """,
-                        arguments: [user, checkInEpoch, alertsBefore]
-                    )
+                            DELETE FROM heartbeat WHERE user_id = ? AND request_id IN (
+                                SELECT request_id FROM heartbeat WHERE user_id = ? AND at < ? LIMIT ?)
+                            """
+                    ).execute(arguments: [user, user, heartbeatsBefore, budget])
+                    batch.heartbeats += db.changesCount
+                    budget -= db.changesCount
+                    guard budget > 0 else { break }
+                    try db.cachedStatement(
+                        sql: """
+                            DELETE FROM alert WHERE rowid IN (
+                                SELECT rowid FROM alert WHERE user_id = ? AND epoch < ? AND created_at < ?
+                                    AND state != 'pending' AND claimed_at IS NULL
+                                LIMIT ?)
+                            """
+                    ).execute(arguments: [user, checkInEpoch, alertsBefore, budget])
                     batch.alerts += db.changesCount
+                    budget -= db.changesCount
+                    guard budget > 0 else { break }
+                    finished = user
                 }
-                return batch
+                return (finished, batch)
             }
             deleted.heartbeats += batch.heartbeats
             deleted.alerts += batch.alerts
-            after = last.user
+            // A user cut short is taken again, with what is left of it.
+            after = finished ?? after
         }
     }
 
