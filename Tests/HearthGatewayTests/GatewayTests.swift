@@ -311,14 +311,16 @@ struct GatewayTests {
         let hole = try HangingListener()
         defer { hole.close() }
         let ejection = EjectionPolicy(consecutiveFailures: 5, duration: .seconds(60))
-        // A connection may take 300 ms; a call 1 s (the gateway's own deadline, shorter than the
-        // client's), long enough that a call to the replica ends in time on a loaded machine.
+        // A connection may take 1 s; a call 3 s (the gateway's own deadline, shorter than the
+        // client's). The connect timeout holds for the real replica too: at 300 ms, a CI run
+        // whose event loops were starved by the tests beside this one timed out a connect to it
+        // as well, and a call found both replicas unavailable.
         try await GatewayHarness.run(
             replicas: 1,
             limits: RateLimiter.Limits(perSecond: 1, burst: 100_000),
             ejection: ejection,
-            routeTimeout: .seconds(1),
-            connectTimeout: .milliseconds(300),
+            routeTimeout: .seconds(3),
+            connectTimeout: .seconds(1),
             unservedPorts: [hole.port]
         ) { harness in
             // Only a call made before the replica's own connection is up waits for the hole (until
