@@ -139,9 +139,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
         let call: StartedCall
         do {
             guard let pool = self.pools.first(where: { context.method.hasPrefix($0.prefix) }) else {
-                // Any name a client makes up: counted together, not one histogram each.
-                self.metrics.record(method: MethodMetrics.otherMethods, code: .unimplemented, micros: 0)
-                return .answered(.failure(RPCError(.unimplemented, "no service serves \(context.method)")), on: loop)
+                throw RPCError(.unimplemented, "no service serves \(context.method)")
             }
             user = try self.verifier.knownUserID(authorization: authorization)
             if let user {

@@ -1,6 +1,6 @@
 public import Foundation
 public import GRDB
-import Synchronization
+import HearthCore
 
 /// Keeps an outbox table (`delivered_at`, `failed_at`) from growing without end: rows settled
 /// (delivered, or given up) longer than `retention` ago are deleted, a bounded batch per
@@ -9,8 +9,7 @@ import Synchronization
 public final class SettledRows: Sendable {
     public let table: String
     public let retention: TimeInterval
-    public let interval: TimeInterval
-    private let lastPrune = Mutex<Date?>(nil)
+    private let gate: IntervalGate
 
     /// Rows deleted per transaction.
     static let batch = 1000
@@ -18,7 +17,7 @@ public final class SettledRows: Sendable {
     public init(table: String, retention: TimeInterval, interval: TimeInterval = 3600) {
         self.table = table
         self.retention = retention
-        self.interval = interval
+        self.gate = IntervalGate(interval: interval)
     }
 
     /// The index pruning reads by: settled rows by when they settled.
@@ -41,12 +40,7 @@ public final class SettledRows: Sendable {
     /// ago; returns how many rows went.
     @discardableResult
     public func pruneIfDue(now: Date, writer: any DatabaseWriter) async throws -> Int {
-        let due = self.lastPrune.withLock { last in
-            guard last.map({ now.timeIntervalSince($0) >= self.interval }) ?? true else { return false }
-            last = now
-            return true
-        }
-        guard due else { return 0 }
+        guard self.gate.admits(now: now) else { return 0 }
         let cutoff = now.addingTimeInterval(-self.retention)
         let sql =
             "DELETE FROM \(self.table) WHERE rowid IN (\(Self.settledBeforeSQL(table: self.table)) LIMIT \(Self.batch))"

@@ -82,7 +82,7 @@ private func seconds(_ micros: UInt64) -> Double {
 
 /// Label values escape backslash, double quote and line feed (the format's three). Scalar by
 /// scalar: as Characters, CR LF is one, which matched none and went out raw, ending the line.
-func escape(_ value: String) -> String {
+private func escape(_ value: String) -> String {
     var escaped = ""
     for scalar in value.unicodeScalars {
         switch scalar {

@@ -161,14 +161,14 @@ private struct FrameReader {
     mutating func countMetadataEntries() -> Int {
         var count = 0
         var groups = 0
-        while self.index < self.bytes.count, let tag = self.skipVarint() {
+        while self.index < self.bytes.count, let tag = self.readVarint(maxBytes: 10) {
             switch tag & 7 {
-            case 0: guard self.skipVarint() != nil else { return count }
+            case 0: guard self.readVarint(maxBytes: 10) != nil else { return count }
             case 1: guard self.skip(8) else { return count }
             case 2:
                 // Lengths as swift-protobuf reads them, up to 10 bytes: a 10-byte length the
                 // counter stopped at would leave every entry after it uncounted.
-                guard let length = self.skipVarint(), length <= UInt64(self.bytes.count - self.index) else {
+                guard let length = self.readVarint(maxBytes: 10), length <= UInt64(self.bytes.count - self.index) else {
                     return count
                 }
                 self.index += Int(length)
@@ -182,18 +182,6 @@ private struct FrameReader {
             }
         }
         return count
-    }
-
-    /// Any varint up to protobuf's 10 bytes; its low 64 bits.
-    private mutating func skipVarint() -> UInt64? {
-        var value: UInt64 = 0
-        for shift in stride(from: UInt64(0), to: 70, by: 7) where self.index < self.bytes.count {
-            let byte = self.bytes[self.index]
-            self.index += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return value }
-        }
-        return nil
     }
 
     private mutating func skip(_ count: Int) -> Bool {
@@ -221,12 +209,13 @@ private struct FrameReader {
         return entry
     }
 
-    /// A varint of at most 9 bytes (63 bits); longer ones, rare and full of edge cases, are
-    /// left to swift-protobuf.
-    private mutating func readVarint() -> UInt64? {
+    /// A varint of at most `maxBytes` bytes; its low 64 bits. Reading a frame takes 9 (63
+    /// bits): longer ones, rare and full of edge cases, are left to swift-protobuf. Counting
+    /// what swift-protobuf will read takes all of protobuf's 10.
+    private mutating func readVarint(maxBytes: Int = 9) -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
-        while self.index < self.bytes.count, shift < 63 {
+        while self.index < self.bytes.count, shift < 7 * UInt64(maxBytes) {
             let byte = self.bytes[self.index]
             self.index += 1
             value |= UInt64(byte & 0x7F) << shift

@@ -47,12 +47,19 @@ enum CheckinRules {
         FieldChecks.trimmed(raw, field: "photo_alt_text", characters: 0...Self.maxAltTextCharacters)
     }
 
+    /// Whether a session was ended before it began (EndSession then sets its end to its
+    /// start; a session is made with its start before its end): it takes no check-ins and
+    /// lets its sitter see nothing.
+    static func calledOff(startsAt: Date, endsAt: Date) -> Bool {
+        endsAt <= startsAt
+    }
+
     /// Why a check-in captured at `capturedAt` and received at `now` does not fit `session`, if
     /// it does not: it must be taken within the session (and not more than 5 minutes ahead of
     /// now), and arrive no later than 24 hours after the session ends (queued offline). A
     /// session ended before it began (its end moved to its start) takes none.
     static func timingViolation(capturedAt: Date, now: Date, startsAt: Date, endsAt: Date) -> FieldViolation? {
-        if endsAt <= startsAt {
+        if Self.calledOff(startsAt: startsAt, endsAt: endsAt) {
             return FieldViolation(field: "session_id", description: "was ended before it began; it takes no check-ins")
         }
         if capturedAt < startsAt {
@@ -140,10 +147,10 @@ enum NestRoleRule {
     static func canSee(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
         -> Bool
     {
-        // A session ended before it began (EndSession sets its end to its start) gives none.
         user == owner
             || sitterSessions.contains {
-                $0.startsAt < $0.endsAt && now <= $0.endsAt.addingTimeInterval(CheckinRules.lateArrival)
+                !CheckinRules.calledOff(startsAt: $0.startsAt, endsAt: $0.endsAt)
+                    && now <= $0.endsAt.addingTimeInterval(CheckinRules.lateArrival)
             }
     }
 }

@@ -101,37 +101,26 @@ struct AlertDecider: DueWork {
 struct HistoryPruner: DueWork {
     static let interval: TimeInterval = 3600
 
-    /// When it last pruned.
-    private final class LastRun: Sendable {
-        let date: Mutex<Date>
-
-        init(_ date: Date) {
-            self.date = Mutex(date)
-        }
-    }
-
     let store: SafetyStore
     let logger: Logger
-    private let lastRun: LastRun
+    private let gate: IntervalGate
 
     /// The first pass comes an hour after `start`: a process starting has missed alerts to
-    /// catch up on first.
+    /// catch up on first. A pass that fails is tried again the next hour, not every second
+    /// from the first user.
     init(store: SafetyStore, logger: Logger, start: Date) {
         self.store = store
         self.logger = logger
-        self.lastRun = LastRun(start)
+        self.gate = IntervalGate(interval: Self.interval, lastRun: start)
     }
 
     func nextDueTime() async throws -> Date? {
-        self.lastRun.date.withLock { $0 }.addingTimeInterval(Self.interval)
+        self.gate.nextRun
     }
 
     /// Runs whenever its scheduler is woken; prunes only when an hour has passed.
     func runDue(now: Date) async throws {
-        let due = self.lastRun.date.withLock { now.timeIntervalSince($0) >= Self.interval }
-        guard due else { return }
-        // A pass that fails is tried again next hour, not every second from the first user.
-        self.lastRun.date.withLock { $0 = now }
+        guard self.gate.admits(now: now) else { return }
         let deleted = try await self.store.pruneHistory(now: now)
         if deleted.heartbeats + deleted.alerts > 0 {
             self.logger.info(
