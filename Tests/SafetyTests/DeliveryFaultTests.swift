@@ -81,6 +81,30 @@ struct DeliveryFaultTests {
         await system.stop()
     }
 
+    @Test("a send that hangs holds back no alert that falls due within its lease")
+    func hangingSendHoldsBackNoAlertWithinItsLease() async throws {
+        let hanging = try await SMTPSink(arguments: ["--hang-for", "slow@example.com"])
+        let system = try await SafetySystem(smtpPort: hanging.port)
+        let t0 = system.clock.now()
+        try await system.profile("mei", contacts: ["slow@example.com"])
+        try await system.settle()
+        system.clock.set(t0 + 60)
+        try await system.profile("kai", contacts: ["brother@example.com"])
+        try await system.settle()
+
+        system.clock.set(t0 + 24 * hour)
+        system.service.decider.wake()
+        try await eventually("mei's alert is with the server") { try hanging.messages().count == 1 }
+        // Kai's deadline a minute later, well inside her claim's lease: his alert is not
+        // counted against hers (hers is under way, not due), and goes out at once.
+        system.clock.set(t0 + 24 * hour + 60)
+        system.service.decider.wake()
+        try await eventually("kai's alert", within: .seconds(10)) { try hanging.messages().count == 2 }
+        #expect(try hanging.messages().last?["rcpt_tos"] as? [String] == ["brother@example.com"])
+        hanging.stop()
+        await system.stop()
+    }
+
     @Test("a delivery whose outcome cannot be written is not sent again; the outcome is written once it can be")
     func outcomeNotWritten() async throws {
         let system = try await SafetySystem()

@@ -616,19 +616,15 @@ struct SafetyStore: Sendable {
         lease: TimeInterval,
         excluding excluded: Set<String> = []
     ) async throws -> [AlertRecord] {
-        // Most passes find nothing: look with a read before taking the writer.
+        // Most passes find nothing: look with a read before taking the writer. A message under
+        // way (excluded) is usually not due (its lease is ahead), but may be (a send longer
+        // than its lease): only a due message not under way counts.
         let anyDue = try await self.db.read { db in
-            let due = try Int.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT COUNT(*) FROM (
-                          SELECT 1 FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?
-                        )
-                        """
-                ),
-                arguments: [channel.rawValue, now.stored, excluded.count + 1]
+            try db.cachedStatement(
+                sql: "SELECT id FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?"
             )
-            return (due ?? 0) > excluded.count
+            .fetchAll(binding: channel.rawValue, now.stored, excluded.count + 1) { try $0.value(0) as String }
+            .contains { !excluded.contains($0) }
         }
         guard anyDue else { return [] }
         let claimedAt = self.now
