@@ -574,6 +574,23 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(restarted).enqueued, "its contact gets the all-clear")
     }
 
+    @Test("a snooze that reaches the writer after the alarm was decided is refused: never the alarm twice a period")
+    func snoozeCrossingTheAlarm() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alarm = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        try await store.record(alarm.id, attempt: .success("250 ok"), now: clock.now(), allClear: AlertWords.allClear)
+        // The snooze's time is a minute before the deadline (a clock stepped back, or a call
+        // that read the time before the decision took the writer).
+        clock.set(self.t0 + 24 * hour - 60)
+        guard case .refused = try await store.snooze("mei") else {
+            Issue.record("a snooze after the alarm went out was taken")
+            return
+        }
+        clock.set(self.t0 + 72 * hour)
+        #expect(try await self.decideAlert(store, at: clock.now()).isEmpty, "no second alarm at a later deadline")
+    }
+
     @Test("an alert under way when a check-in cancelled it, in a process then killed: the start sends the all-clear")
     func cancelledClaimReleasedAtStart() async throws {
         let file = try TemporaryStoreFile()

@@ -313,10 +313,12 @@ struct SafetyStore: Sendable {
         case refused(String)
     }
 
-    /// Moves the deadline 24 h later, at most three times without a check-in, never after it passed.
+    /// Moves the deadline 24 h later, at most three times without a check-in, never after it passed
+    /// (nor once the alarm was decided: a snooze that read its time before the decider took the
+    /// writer, or a clock stepped back, would start a period that alarms again).
     func snooze(_ user: String) async throws -> SwitchChange {
-        let now = self.now
-        return try await self.db.write { db in
+        try await self.db.write { [store = self] db in
+            let now = store.now
             guard
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
@@ -324,7 +326,9 @@ struct SafetyStore: Sendable {
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
             }
-            guard clock.deadline > now else { return .refused("the deadline has passed; check in instead") }
+            guard clock.deadline > now, try !Self.decidedItems(profile, in: db).contains(.alert) else {
+                return .refused("the deadline has passed; check in instead")
+            }
             profile.snoozes += 1
             try Self.newEpoch(&profile, at: now, in: db)
             return .changed(try Self.reschedule(profile, at: now, in: db))
