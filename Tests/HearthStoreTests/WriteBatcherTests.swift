@@ -106,6 +106,50 @@ struct WriteBatcherTests {
         #expect(!stored.contains(50))
     }
 
+    @Test("a batch whose transaction SQLite rolled back mid-way fails the callers after it instead of trapping")
+    func transactionRolledBackMidBatch() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        // The writer is held while the batch queues, so that it runs as one: the first closure
+        // ends the transaction (as SQLite does itself on some I/O errors), ten more follow it.
+        let release = Mutex(false)
+        store.writer.asyncWriteWithoutTransaction { _ in
+            while !release.withLock({ $0 }) { usleep(1000) }
+        }
+        let first = Task {
+            try await batcher.write { db in
+                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (0, 1)")
+                try db.execute(sql: "ROLLBACK")
+            }
+        }
+        try await eventually("the first write queued") { batcher.queued == 1 }
+        let rest = Task {
+            await withTaskGroup(of: Bool.self) { group in
+                for n in 1...10 {
+                    group.addTask {
+                        do {
+                            try await batcher.write { db in
+                                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                            }
+                            return true
+                        } catch {
+                            return false
+                        }
+                    }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+        }
+        try await eventually("the batch queued") { batcher.queued == 11 }
+        release.withLock { $0 = true }
+        await #expect(throws: (any Error).self) { try await first.value }
+        #expect(await rest.value == Array(repeating: false, count: 10), "no write outside the batch's transaction")
+        #expect(try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 0)
+        // The writer goes on.
+        try await batcher.write { db in try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (11, 1)") }
+    }
+
     @Test("a long queue of batched writes lets a plain write through after batchesPerTurn batches")
     func otherWritesGetTheirTurn() async throws {
         let (store, folder) = try self.store()
