@@ -108,22 +108,29 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         let windowStart = Date(timeIntervalSince1970: wall - 2 * 86_400)
         let windowEnd = Date(timeIntervalSince1970: wall + 2 * 86_400)
         if let transition = zone.nextDaylightSavingTimeTransition(after: windowStart), transition <= windowEnd {
-            return self.calendarInstant(hour: hour, minute: minute, in: zone)
+            return Self.instantNearChange(wall: wall, in: zone)
         }
         return Date(timeIntervalSince1970: wall - TimeInterval(zone.secondsFromGMT(for: windowStart)))
     }
 
-    /// ``instant(hour:minute:in:)`` by the calendar's search, right on every day (slower).
-    func calendarInstant(hour: Int, minute: Int, in zone: TimeZone) -> Date {
-        let calendar = Self.calendar(zone)
-        let start = self.start(in: zone)
-        return calendar.nextDate(
-            after: start.addingTimeInterval(-1),
-            matching: DateComponents(hour: hour, minute: minute, second: 0),
-            matchingPolicy: .nextTime,
-            repeatedTimePolicy: .first,
-            direction: .forward
-        ) ?? start
+    /// The instant a zone shows the wall-clock reading `wall` (seconds since 1970 read as UTC)
+    /// within two days of an offset change: the reading minus the offset before the change or
+    /// the one after, whichever the zone really shows then (the earlier when both do: a time
+    /// that occurs twice). In a gap neither does, and the answer is the change itself, the
+    /// first minute after the gap. (Not the calendar's `nextDate` search: it answers a time in
+    /// Lord Howe's 30-minute gap with the next day's.)
+    static func instantNearChange(wall: TimeInterval, in zone: TimeZone) -> Date {
+        func offset(_ instant: TimeInterval) -> TimeInterval {
+            TimeInterval(zone.secondsFromGMT(for: Date(timeIntervalSince1970: instant)))
+        }
+        let before = offset(wall - 2 * 86_400)
+        let after = offset(wall + 2 * 86_400)
+        if let first = [wall - before, wall - after].filter({ $0 + offset($0) == wall }).min() {
+            return Date(timeIntervalSince1970: first)
+        }
+        // A gap: the clocks jumped past `wall` at a change after `wall - after`.
+        let gapStart = Date(timeIntervalSince1970: min(wall - before, wall - after))
+        return zone.nextDaylightSavingTimeTransition(after: gapStart) ?? Date(timeIntervalSince1970: wall - before)
     }
 
     private static func calendar(_ zone: TimeZone) -> Calendar {
