@@ -31,6 +31,23 @@ public enum FieldChecks {
         return .success(text)
     }
 
+    /// Whether `text` has at most `characters` user-perceived characters, and at most
+    /// ``maxBytesPerCharacter`` bytes of UTF-8 for each it may have (checked first, so that a
+    /// huge "character" is not counted).
+    public static func fits(_ text: String, characters: Int) -> Bool {
+        text.utf8.count <= characters * Self.maxBytesPerCharacter && text.count <= characters
+    }
+
+    /// `text` cut to its first `characters` user-perceived characters, and to at most
+    /// ``maxBytesPerCharacter`` bytes of UTF-8 for each (at a character's end), for text that
+    /// is shortened rather than refused.
+    public static func cut(_ text: String, characters: Int) -> String {
+        let maxBytes = characters * Self.maxBytesPerCharacter
+        var kept = Substring(text.prefix(characters))
+        while kept.utf8.count > maxBytes { kept = kept.dropLast() }
+        return String(kept)
+    }
+
     /// The zone a request names; a violation unless it is an IANA zone.
     public static func zone(_ identifier: String, field: String = "time_zone") -> Result<TimeZone, FieldViolation> {
         guard let zone = TimeZone(iana: identifier) else {

@@ -79,6 +79,22 @@ struct CheckinsTests {
         await expectCode(.invalidArgument) { _ = try await fixture.checkIn(session, caption: "   ") }
     }
 
+    @Test("a caption is bounded in bytes too: one letter with ten thousand accents is not one character's worth")
+    func captionBytes() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        // 280 characters of 64 bytes on average pass: 17,920 bytes of UTF-8.
+        let heavy = "e" + String(repeating: "\u{301}", count: (280 * 64 - 1) / 2)  // 17,919 bytes
+        #expect(heavy.count == 1 && heavy.utf8.count == 17_919)
+        _ = try await fixture.checkIn(session, caption: heavy, requestID: "heavy")
+        let tooHeavy = heavy + "\u{301}"  // 17,921 bytes, still one character
+        #expect(tooHeavy.count == 1 && tooHeavy.utf8.count == 17_921)
+        let fields = await violatedFields {
+            _ = try await fixture.checkIn(session, caption: tooHeavy, requestID: "too-heavy")
+        }
+        #expect(fields == ["caption"])
+    }
+
     @Test("the 10th check-in of a local day passes, the 11th is RESOURCE_EXHAUSTED; the cap resets at local midnight")
     func dailyCap() async throws {
         let fixture = try Fixture()

@@ -47,4 +47,26 @@ struct RPCErrorTests {
                 && (try? FieldChecks.trimmed(caption, field: "caption", characters: 1...280).get()) == caption
         )
     }
+
+    @Test("identifiers fit in characters and bytes; text cut to fit keeps whole characters")
+    func fitsAndCut() {
+        #expect(FieldChecks.fits(String(repeating: "é", count: 128), characters: 128))
+        #expect(!FieldChecks.fits(String(repeating: "x", count: 129), characters: 128))
+        let heavy = "a" + String(repeating: "\u{301}", count: 4_095)  // one character, 8,191 bytes
+        #expect(FieldChecks.fits(heavy, characters: 128), "8,191 bytes: within 128 x 64")
+        #expect(!FieldChecks.fits(heavy + "\u{301}\u{301}", characters: 128), "8,195 bytes: one character all the same")
+
+        #expect(FieldChecks.cut("héllo wörld", characters: 5) == "héllo")
+        #expect(FieldChecks.cut("short", characters: 512) == "short")
+        // Two characters of 40,001 bytes each: the first alone is past 512 x 64 bytes.
+        let huge = "a" + String(repeating: "\u{301}", count: 20_000)
+        #expect(FieldChecks.cut(huge + "b", characters: 512) == "")
+        let cut = FieldChecks.cut(String(repeating: "ab", count: 300) + huge, characters: 512)
+        #expect(cut == String(repeating: "ab", count: 256) && cut.utf8.count <= 512 * 64)
+        let mixed = FieldChecks.cut(
+            String(repeating: "x", count: 100) + heavy + heavy + heavy + heavy + heavy,
+            characters: 110
+        )
+        #expect(mixed == String(repeating: "x", count: 100), "no heavy character fits in what is left")
+    }
 }

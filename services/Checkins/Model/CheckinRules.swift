@@ -26,19 +26,11 @@ enum CheckinRules {
     /// A caption trimmed of surrounding white space; at most 280 user-perceived characters (an
     /// emoji or a letter with combining marks is one); empty only with a photo.
     static func caption(_ raw: String, hasPhoto: Bool) -> Result<String, FieldViolation> {
-        let caption = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        if caption.isEmpty && !hasPhoto {
-            return .failure(FieldViolation(field: "caption", description: "must not be empty without a photo"))
+        FieldChecks.trimmed(raw, field: "caption", characters: 0...Self.maxCaptionCharacters).flatMap { caption in
+            caption.isEmpty && !hasPhoto
+                ? .failure(FieldViolation(field: "caption", description: "must not be empty without a photo"))
+                : .success(caption)
         }
-        if caption.count > Self.maxCaptionCharacters {
-            return .failure(
-                FieldViolation(
-                    field: "caption",
-                    description: "has \(caption.count) characters; at most \(Self.maxCaptionCharacters)"
-                )
-            )
-        }
-        return .success(caption)
     }
 
     /// A photo's description for screen readers, trimmed; at most 1,000 user-perceived
@@ -82,24 +74,12 @@ enum CheckinRules {
 
     /// A trimmed nest name, 1-100 characters.
     static func nestName(_ raw: String) -> Result<String, FieldViolation> {
-        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty, name.count <= Self.maxNestNameCharacters else {
-            return .failure(
-                FieldViolation(field: "name", description: "must have 1 to \(Self.maxNestNameCharacters) characters")
-            )
-        }
-        return .success(name)
+        FieldChecks.trimmed(raw, field: "name", characters: 1...Self.maxNestNameCharacters)
     }
 
     /// A trimmed template text, 1-100 characters.
     static func templateText(_ raw: String) -> Result<String, FieldViolation> {
-        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty, text.count <= Self.maxTemplateCharacters else {
-            return .failure(
-                FieldViolation(field: "text", description: "must have 1 to \(Self.maxTemplateCharacters) characters")
-            )
-        }
-        return .success(text)
+        FieldChecks.trimmed(raw, field: "text", characters: 1...Self.maxTemplateCharacters)
     }
 
     /// A session's sitter, time window and zone, checked together (`startsAt` and `endsAt`

@@ -200,7 +200,8 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         var violations: [FieldViolation] = []
         let caption = CheckinRules.caption(request.caption, hasPhoto: hasPhoto).value(collecting: &violations) ?? ""
         let altText = CheckinRules.altText(request.photoAltText).value(collecting: &violations) ?? ""
-        let requestIDIsValid = !request.clientRequestID.isEmpty && request.clientRequestID.count <= 128
+        let requestIDIsValid =
+            !request.clientRequestID.isEmpty && FieldChecks.fits(request.clientRequestID, characters: 128)
         if !requestIDIsValid {
             violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
         }

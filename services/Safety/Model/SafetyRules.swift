@@ -24,17 +24,19 @@ enum SafetyRules {
     /// nobody's to confirm, so without a limit SendTest could flood a stranger's inbox.
     static let maxTestsPerHour = 5
     static let maxRequestIDCharacters = 128
+    static let maxPushTokenBytes = 4096
     /// Longer device info is cut, not refused: a check-in is never refused for it.
     static let maxDeviceInfoCharacters = 512
 
     /// Every invalid field of a profile at once.
     static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {
         var violations: [FieldViolation] = []
-        let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        if name.isEmpty || name.count > Self.maxNameCharacters {
-            violations.append(
-                FieldViolation(field: "name", description: "must have 1 to \(Self.maxNameCharacters) characters")
-            )
+        if case .failure(let violation) = FieldChecks.trimmed(
+            request.name,
+            field: "name",
+            characters: 1...Self.maxNameCharacters
+        ) {
+            violations.append(violation)
         }
         if !MailAddress(request.email.trimmingCharacters(in: .whitespaces)).isValid {
             violations.append(FieldViolation(field: "email", description: "'\(request.email)' is not an email address"))
@@ -58,8 +60,10 @@ enum SafetyRules {
         if request.dailyReminder.minute > 59 {
             violations.append(FieldViolation(field: "daily_reminder.minute", description: "must be 0 to 59"))
         }
-        if request.pushToken.count > 4096 {
-            violations.append(FieldViolation(field: "push_token", description: "at most 4096 characters"))
+        if request.pushToken.utf8.count > Self.maxPushTokenBytes {
+            violations.append(
+                FieldViolation(field: "push_token", description: "at most \(Self.maxPushTokenBytes) bytes")
+            )
         }
         return violations
     }

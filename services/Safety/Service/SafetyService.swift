@@ -115,10 +115,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
     {
         let user = try context.verifiedUser()
         let email = try SafetyRules.contactEmail(request.email).get()
-        let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard name.count <= SafetyRules.maxNameCharacters else {
-            throw FieldViolation(field: "name", description: "at most \(SafetyRules.maxNameCharacters) characters")
-        }
+        let name = try FieldChecks.trimmed(request.name, field: "name", characters: 0...SafetyRules.maxNameCharacters)
+            .get()
         switch try await self.store.addContact(user, email: email, name: name) {
         case .added(let contact):
             self.decider.wake()
@@ -167,7 +165,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         // cut to 512 characters; one without a request id gets an id of its own (repeats still
         // coalesce within 5 s). Only an id too long to be one is refused: a client bug that
         // shows on the first try.
-        guard request.clientRequestID.count <= SafetyRules.maxRequestIDCharacters else {
+        guard FieldChecks.fits(request.clientRequestID, characters: SafetyRules.maxRequestIDCharacters) else {
             throw FieldViolation(
                 field: "client_request_id",
                 description: "at most \(SafetyRules.maxRequestIDCharacters) characters"
@@ -177,7 +175,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         let result = try await self.store.recordHeartbeat(
             user,
             timeZone: zone,
-            deviceInfo: String(request.deviceInfo.prefix(SafetyRules.maxDeviceInfoCharacters)),
+            deviceInfo: FieldChecks.cut(request.deviceInfo, characters: SafetyRules.maxDeviceInfoCharacters),
             requestID: request.clientRequestID.isEmpty ? "server:\(UUID().uuidString)" : request.clientRequestID,
             source: "app",
             allClear: AlertWords.allClear
@@ -187,7 +185,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             throw RPCError(
                 .resourceExhausted,
                 "more than \(SafetyRules.maxHeartbeatsPerHour) check-ins in an hour; this one still reset your timer",
-                retryAfter: .milliseconds(Int64(max(retryAfter, 1) * 1000))
+                retryAfter: .milliseconds(Int64((max(retryAfter, 0.001) * 1000).rounded(.up)))
             )
         }
         return result.status.map { $0.message(now: self.store.now) } ?? Self.notArmed

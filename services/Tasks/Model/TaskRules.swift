@@ -172,12 +172,11 @@ enum TaskRules {
             )
         }
 
-        if request.clientRequestID.count > Self.maxClientRequestIDCharacters {
+        if !FieldChecks.fits(request.clientRequestID, characters: Self.maxClientRequestIDCharacters) {
             violations.append(
                 FieldViolation(
                     field: "client_request_id",
-                    description:
-                        "has \(request.clientRequestID.count) characters; at most \(Self.maxClientRequestIDCharacters)"
+                    description: "must have at most \(Self.maxClientRequestIDCharacters) characters"
                 )
             )
         }

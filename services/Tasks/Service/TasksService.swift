@@ -79,7 +79,7 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         case .failure(let error):
             // A retry of a task already made gets the first answer even once it no longer fits
             // (its start date has passed, say).
-            guard let requestID, requestID.count <= TaskRules.maxClientRequestIDCharacters,
+            guard let requestID, FieldChecks.fits(requestID, characters: TaskRules.maxClientRequestIDCharacters),
                 let earlier = try await self.store.earlierTask(user: user, clientRequestID: requestID)
             else { throw error }
             made = earlier
