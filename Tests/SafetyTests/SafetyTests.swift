@@ -385,10 +385,16 @@ struct SafetyTests {
             Issue.record("the 121st check-in in an hour was not limited")
         } catch let error as RPCError {
             #expect(error.code == .resourceExhausted)
-            #expect(error.retryAfter != nil)
+            // The oldest of the hour (r1, 726 s ago) leaves it in 2,874 s.
+            #expect(error.retryAfter == .seconds(2_874))
         }
+        let limitedAt = system.clock.now()
         let status = try await system.status()
-        #expect(status.lastCheckInAt.date == system.clock.now(), "the limited check-in still reset the timer")
+        #expect(status.lastCheckInAt.date == limitedAt, "the limited check-in still reset the timer")
+        // Its repeat within 5 s collapses into it, though it kept no row: answered, not refused.
+        system.clock.advance(by: 2)
+        let collapsed = try await system.checkIn(id: "over-again")
+        #expect(collapsed.lastCheckInAt.date == limitedAt)
         await system.stop()
     }
 

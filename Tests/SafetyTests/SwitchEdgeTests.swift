@@ -164,6 +164,25 @@ struct SwitchEdgeTests {
         await system.stop()
     }
 
+    @Test("a new zone whose reminder time has passed today starts the reminder tomorrow instead of at once")
+    func zoneChangeAfterTodaysReminderTime() async throws {
+        let system = try await SafetySystem()
+        // 2026-03-10 05:00 in Los Angeles, reminder at 09:00; a check-in makes today's needless.
+        try await system.profile(threshold: 72, reminder: (9, 0))
+        let t0 = system.clock.now()
+        try await system.checkIn()
+        let reminders = { try system.pushes().filter { $0 == "safety.reminder" }.count }
+        // 18:00 in Los Angeles: she flies to Tokyo, where it is 10:00 on the 11th, past 09:00.
+        try await system.advance(to: t0 + 13 * hour)
+        try await system.profile(threshold: 72, zone: "Asia/Tokyo", contacts: [], reminder: (9, 0))
+        try await system.advance(to: t0 + 13 * hour + 60)
+        try await system.advance(to: t0 + 36 * hour - 1)
+        #expect(try reminders() == 0, "not today in Tokyo: its time had passed when the zone changed")
+        try await system.advance(to: t0 + 36 * hour)
+        try await eventually("the next day's reminder, at 09:00 in Tokyo") { try reminders() == 1 }
+        await system.stop()
+    }
+
     @Test("a check-in is never refused for its zone, its device info or a missing request id")
     func checkInNeverRefused() async throws {
         let system = try await SafetySystem()
@@ -291,7 +310,7 @@ struct AlertRaceTests {
     }
 
     @Test(
-        "an alarm email is tried again for as long as its server fails for a reason that may pass; a warning gives up after 12"
+        "an alarm email is tried again for as long as its server fails for a reason that may pass; a warning gives up at its deadline, an all-clear after 12"
     )
     func alarmNeverGivesUp() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
@@ -309,6 +328,23 @@ struct AlertRaceTests {
         try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
         #expect(try await self.message(alert.id, in: store)?.state == .sent)
 
+        // Any other message that keeps failing is given up after 12 attempts: the all-clear.
+        clock.set(clock.now() + 60)
+        #expect(try await self.checkIn(store).enqueued)
+        var allClear = try #require(try await self.claim(store, at: clock.now()).first)
+        #expect(allClear.kind == AlertRecord.Kind.allClear)
+        for attempt in 1...DeliveryFailure.maxAttempts {
+            try await self.failed(allClear, in: store, at: clock.now(), mayHaveArrived: false)
+            let after = try #require(try await self.message(allClear.id, in: store))
+            guard attempt < DeliveryFailure.maxAttempts else {
+                #expect(after.state == .failed && after.nextAttemptAt == nil)
+                break
+            }
+            #expect(after.state == .pending, "attempt \(attempt)")
+            clock.set(try #require(after.nextAttemptAt))
+            allClear = try #require(try await self.claim(store, at: clock.now()).first)
+        }
+
         // A warning past its use is given up.
         let (other, otherClock) = try await self.armed(contacts: ["a@example.com"])
         otherClock.set(self.t0 + 21 * hour)
@@ -319,16 +355,21 @@ struct AlertRaceTests {
             reminderText: AlertWords.reminderText
         )
         var warning = try #require(try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first)
-        for attempt in 1...DeliveryFailure.maxAttempts {
+        // Retried until its deadline (24 h) passes, then cancelled: "we'll email your contact
+        // in 3 hours" is never sent once they are being emailed.
+        while true {
             try await self.failed(warning, in: other, at: otherClock.now(), mayHaveArrived: false)
             let after = try #require(try await self.message(warning.id, in: other))
-            guard attempt < DeliveryFailure.maxAttempts else {
-                #expect(after.state == .failed && after.nextAttemptAt == nil)
+            otherClock.set(try #require(after.nextAttemptAt))
+            guard let next = try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first else {
                 break
             }
-            otherClock.set(try #require(after.nextAttemptAt))
-            warning = try #require(try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first)
+            #expect(otherClock.now() < self.t0 + 24 * hour)
+            warning = next
         }
+        #expect(otherClock.now() >= self.t0 + 24 * hour)
+        #expect(warning.attempts < DeliveryFailure.maxAttempts)
+        #expect(try await self.message(warning.id, in: other)?.state == .cancelled)
     }
 
     @Test("history no rule reads is deleted: heartbeats after 30 days, past periods' settled alerts after 90")
@@ -589,6 +630,26 @@ struct AlertRaceTests {
         }
         clock.set(self.t0 + 72 * hour)
         #expect(try await self.decideAlert(store, at: clock.now()).isEmpty, "no second alarm at a later deadline")
+    }
+
+    @Test("a warning still pending when its deadline passed is never sent, even if claimed before the decider runs")
+    func staleWarningNotClaimed() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 21 * hour)
+        _ = try await store.decideDue(
+            now: clock.now(),
+            limit: 10,
+            texts: AlertWords.texts,
+            reminderText: AlertWords.reminderText
+        )
+        let warning = try #require(try await self.pending(store).first)
+        #expect(warning.channel == .push)
+        // The process was down (or the webhook was) until past the deadline; the push sender
+        // looks before the decider did.
+        clock.set(self.t0 + 24 * hour + 5)
+        #expect(try await store.claimDue(.push, now: clock.now(), limit: 10, lease: AlertSender.lease).isEmpty)
+        #expect(try await self.message(warning.id, in: store)?.state == .cancelled)
+        #expect(try await self.decideAlert(store, at: clock.now()).count == 1, "the alarm still goes")
     }
 
     @Test("an alert under way when a check-in cancelled it, in a process then killed: the start sends the all-clear")

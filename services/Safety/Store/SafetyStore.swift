@@ -78,6 +78,7 @@ struct SafetyStore: Sendable {
                 )
             let threshold = profile.thresholdHours
             let reminder = (profile.reminderEnabled, profile.reminderHour, profile.reminderMinute)
+            let zone = profile.timeZone
             apply(&profile)
             profile.updatedAt = now
             if profile.thresholdHours != threshold {
@@ -91,7 +92,10 @@ struct SafetyStore: Sendable {
                 }
             }
             try profile.save(db)
-            if profile.reminderEnabled, reminder != (true, profile.reminderHour, profile.reminderMinute) {
+            // A new zone moves the reminder as much as a new time does.
+            if profile.reminderEnabled,
+                reminder != (true, profile.reminderHour, profile.reminderMinute) || profile.timeZone != zone
+            {
                 try Self.reconsiderTodaysReminder(profile, at: now, in: db)
             }
             return try Self.reschedule(profile, at: now, in: db)
@@ -267,7 +271,9 @@ struct SafetyStore: Sendable {
                 if try columns.value(1) as Bool { sentBefore = true }
             }
         if sentBefore { return try repeated() }
-        if let last = recent.last, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
+        // The last check-in, not the last row: one over the rate limit resets the timer but
+        // keeps no row, and its repeats collapse into it all the same.
+        if let last = profile.lastCheckInAt, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
             return try repeated()
         }
         let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
@@ -645,6 +651,13 @@ struct SafetyStore: Sendable {
             )
             var claimed: [AlertRecord] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
+                if try Self.isStaleWarning(alert, at: now, in: db) {
+                    try db.cachedStatement(
+                        sql:
+                            "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL WHERE id = ?"
+                    ).execute(binding: alert.id)
+                    continue
+                }
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
@@ -655,6 +668,16 @@ struct SafetyStore: Sendable {
             }
             return claimed
         }
+    }
+
+    /// A warning left pending past its deadline (decided before a restart, or retrying while
+    /// the webhook was down): "we'll email your contact in 10 minutes" while they are being
+    /// emailed. The decider cancels such warnings when it decides the alert, but a sender may
+    /// claim one first (both start at once after a restart).
+    private static func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
+        guard alert.kind != AlertRecord.Kind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
+        guard let profile = try Self.profile(alert.userID, in: db), profile.epoch == alert.epoch else { return true }
+        return try Self.switchClock(profile, in: db).deadline <= now
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
