@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthContracts
 import HearthCore
+import HearthPush
 import HearthRPC
 import HearthStore
 import HearthTestSupport
@@ -182,6 +183,58 @@ struct CheckinsTests {
         #expect(message?["userID"] as? String == "olivia")
         #expect(message?["kind"] as? String == "checkin.created")
         #expect((message?["data"] as? [String: String])?["check_in_id"] == first.id)
+    }
+
+    @Test("deleting a check-in takes back its owner's push if it has not gone out")
+    func deleteWithdrawsPush() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let kept = try await fixture.checkIn(session, caption: "Walk done")
+        let deleted = try await fixture.checkIn(session, caption: "Gate code is 4512, oops")
+        _ = try await fixture.service.deleteCheckIn(.with { $0.checkInID = deleted.id }, fixture.context("sam"))
+        let waiting = try await fixture.service.store.base.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT message FROM push_outbox")
+        }
+        #expect(waiting.count == 1 && waiting[0].contains(kept.id) && !waiting[0].contains("4512"))
+    }
+
+    @Test("a check-in checked before its owner ended the session is refused when it is written")
+    func sessionEndedWhileCheckingIn() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        fixture.clock.advance(by: 3600)
+        let now = fixture.clock.now()
+        // What the service built from a request captured a minute ahead (within the allowed
+        // skew) while the session was under way; the owner ends the session before it is written.
+        let record = CheckInRecord(
+            id: "c1",
+            sessionID: session.id,
+            submitterUserID: "sam",
+            caption: "All good",
+            capturedAt: now + 60,
+            createdAt: now,
+            photoAltText: "",
+            viewedAt: nil,
+            clientRequestID: "r1",
+            photoFormat: nil,
+            photoWidth: nil,
+            photoHeight: nil,
+            photoBytes: nil
+        )
+        _ = try await fixture.service.endSession(.with { $0.sessionID = session.id }, fixture.context("olivia"))
+        let notify = PushMessage(userID: "olivia", kind: "checkin.created", title: "", body: "", createdAt: now)
+        let outcome = try await fixture.service.store.createCheckIn(
+            record,
+            photo: nil,
+            localDay: "2026-03-10",
+            notify: notify
+        )
+        guard case .sessionEnded(let violation) = outcome else {
+            Issue.record("stored after its session ended: \(outcome)")
+            return
+        }
+        #expect(violation.field == "captured_at")
+        #expect(try await fixture.service.store.base.writer.read { db in try CheckInRecord.fetchCount(db) } == 0)
     }
 
     @Test("check-ins outside the session's window are refused; late arrivals within 24 h are accepted")

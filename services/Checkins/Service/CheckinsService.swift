@@ -252,6 +252,7 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         let zone = TimeZone(iana: session.timeZone) ?? .gmt
         let localDay = LocalDate(record.capturedAt, in: zone).description
         let notify = PushMessage(
+            id: CheckinStore.createdPushID(record.id),
             userID: session.ownerUserID,
             kind: "checkin.created",
             title: "New check-in",
@@ -282,6 +283,8 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
                 .resourceExhausted,
                 "a session has at most \(CheckinRules.maxPerLocalDay) check-ins a day; \(day) (\(session.timeZone)) is full"
             )
+        case .sessionEnded(let violation):
+            throw RPCError.invalidArgument([violation])
         }
     }
 

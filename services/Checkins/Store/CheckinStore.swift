@@ -124,6 +124,9 @@ struct CheckinStore: Sendable {
         /// The same request was already handled: its check-in (nil if since deleted).
         case repeated(CheckInRecord?)
         case dailyCapReached(localDay: String)
+        /// The session no longer takes it: its owner ended it (or called it off) after the
+        /// request was checked.
+        case sessionEnded(FieldViolation)
     }
 
     /// Records a check-in unless its request was seen before or its local day is full; the
@@ -135,6 +138,19 @@ struct CheckinStore: Sendable {
         try await self.db.write { db in
             if let earlier = try Self.earlierRequest(checkIn.submitterUserID, checkIn.clientRequestID, in: db) {
                 return earlier
+            }
+            // The session as it stands now, in this transaction: the request was checked against
+            // it before its photo was decoded, and an EndSession may have come in between.
+            let session = try SessionRecord.fetchOne(db, key: checkIn.sessionID)
+            if let session,
+                let timing = CheckinRules.timingViolation(
+                    capturedAt: checkIn.capturedAt,
+                    now: checkIn.createdAt,
+                    startsAt: session.startsAt,
+                    endsAt: session.endsAt
+                )
+            {
+                return .sessionEnded(timing)
             }
             let count =
                 try Int.fetchOne(
@@ -236,8 +252,18 @@ struct CheckinStore: Sendable {
         }
     }
 
+    /// Deletes a check-in, and takes back its owner's "New check-in" push if it has not gone
+    /// out yet (its caption is no longer there to see).
     func deleteCheckIn(_ id: String) async throws {
-        _ = try await self.db.write { db in try CheckInRecord.deleteOne(db, key: id) }
+        try await self.db.write { db in
+            _ = try CheckInRecord.deleteOne(db, key: id)
+            try Outbox.withdraw(id: Self.createdPushID(id), in: db)
+        }
+    }
+
+    /// The id of the push that tells the owner of a new check-in.
+    static func createdPushID(_ checkInID: String) -> String {
+        "checkin.created:\(checkInID)"
     }
 
     /// Sets `viewed_at` the first time; later views keep the first time.
