@@ -154,8 +154,14 @@ public struct OutboxDeliverer: DueWork {
         }
         let tally = Mutex<(delivered: Int, firstError: (any Error)?)>((0, nil))
         await due.forEachConcurrently(atMost: Self.sendsAtOnce) { due in
+            // None begun once shutting down; one under way is not cut short, but ends with its
+            // outcome recorded (cut short after the webhook took it, it would go again at the
+            // next start).
+            guard !Task.isCancelled else { return false }
             do {
-                if try await self.deliver(due) { tally.withLock { $0.delivered += 1 } }
+                if try await Task(operation: { try await self.deliver(due) }).value {
+                    tally.withLock { $0.delivered += 1 }
+                }
                 return true
             } catch {
                 tally.withLock { if $0.firstError == nil { $0.firstError = error } }

@@ -70,6 +70,27 @@ struct OutboxTests {
         await listener.close()
     }
 
+    @Test("a shutdown lets the sends under way end with their outcome recorded, and starts no more")
+    func shutdownMidBatch() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        let listener = try await WebhookListener(answerTogether: .max)
+        let messages = (0..<9).map { self.message($0, clock: clock) }
+        try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
+        let deliverer = self.deliverer(store, clock, listener)
+        let sending = Task { try await deliverer.deliverDue() }
+        try await eventually("eight sends under way") { listener.received.count == 8 }
+        // The scheduler's pass is cancelled (SIGTERM) while the webhook holds its answers.
+        sending.cancel()
+        listener.releaseHeld()
+        _ = try? await sending.value
+        // The webhook took those eight: they are recorded as delivered, not sent again at the
+        // next start; the ninth was not begun.
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 1)
+        #expect(listener.received.count == 8)
+        await listener.close()
+    }
+
     @Test(
         "messages reach a real webhook once each, with their idempotency key; failures retry with backoff; a restart sends nothing twice"
     )
