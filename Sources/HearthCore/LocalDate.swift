@@ -8,12 +8,11 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public let month: Int
     public let day: Int
 
-    /// The date at `instant` in `zone`.
+    /// The date at `instant` in `zone`: what its clocks show then, in whole days (the proleptic
+    /// Gregorian calendar, as everywhere in this type).
     public init(_ instant: Date, in zone: TimeZone) {
-        let parts = Self.calendar(zone).dateComponents([.year, .month, .day], from: instant)
-        self.year = parts.year!
-        self.month = parts.month!
-        self.day = parts.day!
+        let local = instant.timeIntervalSince1970 + TimeInterval(zone.secondsFromGMT(for: instant))
+        self.init(daysSinceEpoch: Int((local / 86_400).rounded(.down)))
     }
 
     /// The date `year-month-day` of the proleptic Gregorian calendar; nil unless it names a real
@@ -38,17 +37,9 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
             parts.allSatisfy(\.isASCIIDigits),
             let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (1...12).contains(month), (1...31).contains(day)
+            let date = LocalDate(year: year, month: month, day: day)
         else { return nil }
-        var components = DateComponents(year: year, month: month, day: day)
-        components.hour = 12
-        // Rejects 2026-02-30 and the like: the calendar would roll it into March.
-        guard let noon = Self.calendar(.gmt).date(from: components), LocalDate(noon, in: .gmt).day == day else {
-            return nil
-        }
-        self.year = year
-        self.month = month
-        self.day = day
+        self = date
     }
 
     public var description: String { String(format: "%04d-%02d-%02d", self.year, self.month, self.day) }
@@ -91,12 +82,11 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         self.year = yearOfEra + era * 400 + (self.month <= 2 ? 1 : 0)
     }
 
-    /// The first instant of this date in `zone` (not always 00:00: some zones skip midnight).
+    /// The first instant of this date in `zone`: 00:00, or where a zone skips midnight, the
+    /// first minute after the gap (what ``instant(hour:minute:in:)`` answers for 00:00, with
+    /// no calendar search on most days).
     public func start(in zone: TimeZone) -> Date {
-        let calendar = Self.calendar(zone)
-        return calendar.startOfDay(
-            for: calendar.date(from: DateComponents(year: self.year, month: self.month, day: self.day, hour: 12))!
-        )
+        self.instant(hour: 0, minute: 0, in: zone)
     }
 
     /// The instant this date shows `hour:minute` in `zone`. A time the clocks skip (a DST
@@ -131,12 +121,6 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         // A gap: the clocks jumped past `wall` at a change after `wall - after`.
         let gapStart = Date(timeIntervalSince1970: min(wall - before, wall - after))
         return zone.nextDaylightSavingTimeTransition(after: gapStart) ?? Date(timeIntervalSince1970: wall - before)
-    }
-
-    private static func calendar(_ zone: TimeZone) -> Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        return calendar
     }
 }
 

@@ -67,6 +67,20 @@ struct LocalDateTests {
         #expect(LocalDate("1970-01-01")!.adding(days: -1).description == "1969-12-31")
     }
 
+    @Test("dates are proleptic Gregorian throughout: no Julian days before 1582, the same parsed or computed")
+    func prolepticGregorian() {
+        #expect(LocalDate("1500-02-29") == nil, "1500 is no leap year in the Gregorian calendar")
+        #expect(LocalDate("1582-10-10")?.description == "1582-10-10", "the days the Julian switch skipped exist")
+        let instant = Date(timeIntervalSince1970: TimeInterval(LocalDate("1500-03-01")!.daysSinceEpoch * 86_400))
+        #expect(LocalDate(instant, in: .gmt).description == "1500-03-01")
+        #expect(LocalDate(Date(timeIntervalSince1970: -1), in: .gmt).description == "1969-12-31")
+        let taipei = TimeZone(identifier: "Asia/Taipei")!
+        #expect(LocalDate(Date(timeIntervalSince1970: 1_773_144_000), in: taipei).description == "2026-03-10")
+        #expect(
+            LocalDate(Date(timeIntervalSince1970: 1_773_144_000 + 4 * 3600), in: taipei).description == "2026-03-11"
+        )
+    }
+
     @Test(
         "in every known zone, on every day of 2026, a local time is the first instant that shows it, or the end of its gap"
     )

@@ -63,10 +63,9 @@ enum RoutineRules {
         var createdAt: Date
         var removedAt: Date?
 
-        /// Whether it existed when `date` ended in `zone`: added before then, removed after.
-        func counts(on date: LocalDate, in zone: TimeZone) -> Bool {
-            let end = date.adding(days: 1).start(in: zone)
-            return self.createdAt < end && (self.removedAt.map { $0 >= end } ?? true)
+        /// Whether it existed when a day ended at `end`: added before then, removed after.
+        func counts(onDayEndingAt end: Date) -> Bool {
+            self.createdAt < end && (self.removedAt.map { $0 >= end } ?? true)
         }
     }
 
@@ -78,7 +77,8 @@ enum RoutineRules {
         doneActionIDs: Set<String>,
         in zone: TimeZone
     ) -> (done: [String], total: Int) {
-        let counted = actions.filter { $0.counts(on: date, in: zone) }
+        let end = date.adding(days: 1).start(in: zone)
+        let counted = actions.filter { $0.counts(onDayEndingAt: end) }
         return (counted.map(\.id).filter(doneActionIDs.contains), counted.count)
     }
 
