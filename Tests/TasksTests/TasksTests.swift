@@ -638,3 +638,16 @@ struct TaskRulesTests {
         #expect(summary.scheduled == 6 && summary.dismissed == 2 && summary.responseRate == 0.25)
     }
 }
+
+@Suite("Tasks: query plans")
+struct TaskQueryPlanTests {
+    @Test("a task's extra check-ins are counted through its own index, not every user's unprompted check-ins")
+    func extraCheckInsByTask() throws {
+        let store = try TaskStore(location: .inMemory)
+        let plan = try store.base.writer.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(TaskStore.extraCheckInsSQL)", arguments: ["t"])
+                .map { $0["detail"] as String }.joined(separator: "\n")
+        }
+        #expect(plan.contains("INDEX check_in_by_task (task_id=?)"), "\(plan)")
+    }
+}

@@ -356,6 +356,12 @@ struct TaskStore: Sendable {
         case missing
     }
 
+    /// How many check-ins of a task are not tied to a prompt. Through the task's index by
+    /// name: given `prompt_id IS NULL`, SQLite picks the unique index on `prompt_id` (one row,
+    /// it assumes) and walks every user's unprompted check-ins, inside the write transaction.
+    static let extraCheckInsSQL =
+        "SELECT COUNT(*) FROM check_in INDEXED BY check_in_by_task WHERE task_id = ? AND prompt_id IS NULL"
+
     /// Records a check-in not tied to a prompt.
     func recordCheckIn(
         taskID: String,
@@ -375,8 +381,7 @@ struct TaskStore: Sendable {
                 return same ? .recorded(earlier, new: false) : .differentAnswer(earlier)
             }
             guard task.cancelledAt == nil else { return .taskCancelled }
-            let extra = try CheckInRecord.filter(Column("task_id") == taskID && Column("prompt_id") == nil)
-                .fetchCount(db)
+            let extra = try Int.fetchOne(db, sql: Self.extraCheckInsSQL, arguments: [taskID]) ?? 0
             guard extra < TaskRules.maxExtraCheckIns else { return .full }
             let zone = TimeZone(identifier: task.timeZone) ?? .gmt
             let checkIn = try Self.record(
