@@ -73,6 +73,45 @@ struct OptionsTests {
         #expect(made.count == 64 && readBack == made, "made once, then read back")
     }
 
+    @Test(
+        "the data folder's secret is never replaced: an unreadable one is an error; processes starting together share one"
+    )
+    func secretNeverReplaced() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-secrets-\(UUID())")
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("secrets"),
+            withIntermediateDirectories: true
+        )
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fallback = folder.appendingPathComponent("secrets/jwt.key")
+        let secret = { try SecretOptions.secret(environment: nil, file: nil, fallback: fallback, creating: true) }
+
+        // An operator's binary key (not UTF-8): refused, and left as it was.
+        let binary = Data([0xff, 0xfe, 0x00, 0x81, 0xc3, 0x28])
+        try binary.write(to: fallback)
+        #expect(throws: (any Error).self) { try secret() }
+        #expect(try Data(contentsOf: fallback) == binary)
+        // An empty one too.
+        try Data().write(to: fallback)
+        #expect(throws: (any Error).self) { try secret() }
+        #expect(try Data(contentsOf: fallback).isEmpty)
+
+        // A new folder, eight processes' worth of first starts at once: one key for all.
+        try FileManager.default.removeItem(at: fallback)
+        let keys = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try SecretOptions.secret(environment: nil, file: nil, fallback: fallback, creating: true)
+                }
+            }
+            return try await group.reduce(into: Set<String?>()) { $0.insert($1) }
+        }
+        let key = try #require(try secret())
+        #expect(keys == [key] && key.count == 64)
+        let mode = try FileManager.default.attributesOfItem(atPath: fallback.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
     @Test("TLS flags are the gateway's: given to a service they are refused, not left out")
     func tlsOnlyOnTheGateway() throws {
         let tls = ["--tls-cert", "cert.pem", "--tls-key", "key.pem"]
