@@ -13,7 +13,7 @@ public enum StoreLocation: Sendable, Equatable {
 /// The base every service store stands on: one SQLite database, migrated on open, plus the
 /// clock the service reads time from.
 ///
-/// A file store uses WAL with `synchronous = NORMAL`: a committed transaction is in the WAL
+/// A file store is one process's (``StoreLocked`` for a second) and uses WAL with `synchronous = NORMAL`: a committed transaction is in the WAL
 /// before the write returns, so an acknowledged write survives `kill -9` of the process
 /// (not necessarily a power cut). Readers run in parallel with the one writer.
 public struct Store: Sendable {
@@ -42,11 +42,18 @@ public struct Store: Sendable {
         case .file(let path):
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try StoreFileLock.hold(path)
             self.writer = try DatabasePool(path: path, configuration: configuration)
         case .inMemory:
             self.writer = try DatabaseQueue(configuration: configuration)
         }
         self.clock = clock
+        // A store a newer version migrated (an upgrade rolled back): its schema is not the one
+        // this code reads and writes.
+        let unknown = try self.writer.read { db in
+            try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).sorted()
+        }
+        guard unknown.isEmpty else { throw StoreFromNewerVersion(location: location, migrations: unknown) }
         try migrator.migrate(self.writer)
     }
 
@@ -57,5 +64,16 @@ public struct Store: Sendable {
     /// `date` as the store keeps it (to the millisecond).
     public static func asStored(_ date: Date) -> Date {
         StoredDate.fromDatabaseValue(date.stored.databaseValue)?.date ?? date
+    }
+}
+
+/// The store was migrated by a newer version of Hearth than this one.
+public struct StoreFromNewerVersion: Error, CustomStringConvertible {
+    public var location: StoreLocation
+    public var migrations: [String]
+    public var description: String {
+        let place = if case .file(let path) = self.location { path } else { "the in-memory store" }
+        return "\(place) was migrated by a newer Hearth (\(self.migrations.joined(separator: ", "))): "
+            + "run that version, or restore a backup taken before the upgrade"
     }
 }

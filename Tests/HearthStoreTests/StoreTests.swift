@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthCore
 import HearthStore
+import HearthTestSupport
 import Testing
 
 @Suite("Store base")
@@ -50,5 +51,85 @@ struct StoreTests {
         #expect(try store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM parent") } == 1)
         clock.advance(by: 60)
         #expect(store.clock.now() == Date(timeIntervalSince1970: 1_060))
+    }
+}
+
+@Suite("Store base: one process per file, no schema from the future")
+struct StoreGuardTests {
+    private func migrator(_ names: [String]) -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        for name in names {
+            migrator.registerMigration(name) { db in
+                try db.execute(sql: "CREATE TABLE \"\(name)\" (id INTEGER PRIMARY KEY)")
+            }
+        }
+        return migrator
+    }
+
+    @Test("a store migrated by a newer version is refused, naming what it does not know, and left as it was")
+    func newerStoreRefused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("s.sqlite").path
+        _ = try Store(location: .file(path), migrator: self.migrator(["v1", "v2"]))
+        do {
+            _ = try Store(location: .file(path), migrator: self.migrator(["v1"]))
+            Issue.record("an older version opened a newer store")
+        } catch let error as StoreFromNewerVersion {
+            #expect(error.migrations == ["v2"])
+            #expect(error.description.contains(path))
+        }
+        let reopened = try Store(location: .file(path), migrator: self.migrator(["v1", "v2"]))
+        let applied = try reopened.writer.read { db in try self.migrator(["v1", "v2"]).appliedIdentifiers(db) }
+        #expect(applied == ["v1", "v2"])
+    }
+
+    @Test("a store file another process holds is refused with a clear error; this process holds its own")
+    func oneProcessPerFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let held = folder.appendingPathComponent("held.sqlite").path
+        let mine = folder.appendingPathComponent("mine.sqlite").path
+
+        // Another process (python) holds the first file's lock.
+        let other = Process()
+        other.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        other.arguments = [
+            "-c",
+            "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+                + "f.write('4242'); f.flush()\nprint('locked', flush=True)\ntime.sleep(60)",
+            held + ".lock",
+        ]
+        let out = Pipe()
+        other.standardOutput = out
+        try other.run()
+        // SIGKILL: a child of this test process may inherit a mask that blocks SIGTERM.
+        defer { kill(other.processIdentifier, SIGKILL) }
+        let line = out.fileHandleForReading.availableData
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix("locked"))
+        do {
+            _ = try Store(location: .file(held), migrator: self.migrator(["v1"]))
+            Issue.record("a store another process holds was opened")
+        } catch let error as StoreLocked {
+            #expect(error.description.contains("held.sqlite") && error.description.contains("4242"))
+        }
+        kill(other.processIdentifier, SIGKILL)
+        other.waitUntilExit()
+        _ = try Store(location: .file(held), migrator: self.migrator(["v1"]))
+
+        // This process holds the second file: another process cannot take its lock.
+        _ = try Store(location: .file(mine), migrator: self.migrator(["v1"]))
+        _ = try Store(location: .file(mine), migrator: self.migrator(["v1"]))  // again in this process: fine
+        let probe = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                "import fcntl, sys\nf = open(sys.argv[1], 'a')\ntry:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                    + "    print('free')\nexcept BlockingIOError:\n    print('held')",
+                mine + ".lock",
+            ]
+        )
+        #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "held")
     }
 }
