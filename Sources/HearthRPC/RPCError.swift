@@ -120,8 +120,9 @@ extension RPCError {
         RPCError(.notFound, "\(kind) \(id) not found")
     }
 
-    /// What any error thrown by a handler answers with. Errors that are not ``RPCError`` or
-    /// ``RPCErrorConvertible`` become INTERNAL with a generic message; the detail stays in the log.
+    /// What any error thrown by a handler answers with. A storage failure that may pass (a full
+    /// disk) is UNAVAILABLE; other errors that are not ``RPCError`` or ``RPCErrorConvertible``
+    /// become INTERNAL with a generic message. The detail stays in the log.
     public init(answering error: any Error) {
         switch error {
         case let error as RPCError:
@@ -130,6 +131,8 @@ extension RPCError {
             self = error.rpcError
         case is CancellationError:
             self = RPCError(.cancelled, "the call was cancelled")
+        case let error as any StorageFailure where error.mayPass:
+            self = RPCError(.unavailable, "storage is unavailable; try again later", cause: error)
         default:
             self = RPCError(.internal, "internal error", cause: error)
         }

@@ -185,6 +185,31 @@ struct CheckinsTests {
         #expect((message?["data"] as? [String: String])?["check_in_id"] == first.id)
     }
 
+    @Test("a full disk answers UNAVAILABLE (try again later), not INTERNAL; writes go through once there is room")
+    func fullDisk() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession()
+        let writer = fixture.service.store.base.writer
+        // The store may not grow past the pages it has: SQLite answers SQLITE_FULL.
+        try await writer.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+        }
+        let long = String(repeating: "x", count: 280)
+        var answer: StatusCode?
+        for n in 0..<200 {
+            do {
+                _ = try await fixture.checkIn(session, caption: long, requestID: "full-\(n)")
+            } catch {
+                answer = RPCError(answering: error).code
+                break
+            }
+        }
+        #expect(answer == .unavailable)
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        _ = try await fixture.checkIn(session, caption: long, requestID: "room-again")
+    }
+
     @Test("deleting a check-in takes back its owner's push if it has not gone out")
     func deleteWithdrawsPush() async throws {
         let fixture = try Fixture()

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import Logging
 import NIOCore
 import SwiftProtobuf
@@ -423,7 +424,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             frame.payload = payload
         case .failure(let error):
             let rpcError = RPCError(answering: error)
-            if let cause = rpcError.cause, rpcError.code == .internal {
+            if let cause = rpcError.cause, rpcError.code == .internal || cause is any StorageFailure {
                 self.logger.error(
                     "call failed",
                     metadata: ["call-id": "\(callID)", "peer": "\(self.peer)", "error": "\(String(reflecting: cause))"]
