@@ -19,6 +19,7 @@ import SafetyService
 import ServiceLifecycle
 import SwiftProtobuf
 import TasksService
+import UnixSignals
 
 /// The processes `hearth` can run. Each service issue adds its own.
 enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
@@ -187,12 +188,26 @@ struct HearthProcess: Sendable {
 }
 
 /// A `/metrics` endpoint for `processes`, when a port is given.
-func metricsServer(for processes: [HearthProcess], host: String, port: Int?, logger: Logger) -> MetricsServer? {
+private func metricsServer(for processes: [HearthProcess], host: String, port: Int?, logger: Logger) -> MetricsServer? {
     port.map { port in
         MetricsServer(host: host, port: port, logger: logger) {
             prometheusText(processes.map(\.currentMetrics))
         }
     }
+}
+
+/// The group that runs `processes` (and their `/metrics` endpoint, when a port is given) until
+/// SIGTERM or SIGINT. Shutdown is graceful (each server drains its calls), and after 30 s
+/// cancels whatever still runs: a stuck peer never keeps the process alive for good.
+func serviceGroup(for processes: [HearthProcess], host: String, metricsPort: Int?, logger: Logger) -> ServiceGroup {
+    let metrics = metricsServer(for: processes, host: host, port: metricsPort, logger: logger)
+    var configuration = ServiceGroupConfiguration(
+        services: (metrics.map { [.init(service: $0)] } ?? []) + processes.flatMap(\.services),
+        gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: logger
+    )
+    configuration.maximumGracefulShutdownDuration = .seconds(30)
+    return ServiceGroup(configuration: configuration)
 }
 
 /// Builds one process: a service's server requires the internal credential on every

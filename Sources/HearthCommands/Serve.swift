@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import HearthRPC
 import ServiceLifecycle
-import UnixSignals
 
 /// `hearth serve NAME`: one process, until SIGTERM or SIGINT (then it drains).
 struct Serve: AsyncParsableCommand {
@@ -71,14 +70,7 @@ struct Serve: AsyncParsableCommand {
                 logger: logger
             )
         )
-        let metrics = metricsServer(for: [process], host: self.host, port: self.metricsPort, logger: logger)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: (metrics.map { [.init(service: $0)] } ?? []) + process.services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
+        let group = serviceGroup(for: [process], host: self.host, metricsPort: self.metricsPort, logger: logger)
         try await group.run()
     }
 }

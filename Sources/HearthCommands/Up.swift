@@ -5,7 +5,6 @@ import HearthRPC
 import Logging
 import NIOCore
 import ServiceLifecycle
-import UnixSignals
 
 /// `hearth up`: every process of the system on loopback, in this one process.
 struct Up: AsyncParsableCommand {
@@ -59,14 +58,7 @@ struct Up: AsyncParsableCommand {
             )
             processes.append(try await makeProcess(name, settings: settings))
         }
-        let metrics = metricsServer(for: processes, host: self.host, port: self.metricsPort, logger: logger)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: (metrics.map { [.init(service: $0)] } ?? []) + processes.flatMap(\.services),
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
+        let group = serviceGroup(for: processes, host: self.host, metricsPort: self.metricsPort, logger: logger)
         let token = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "").token(
             for: HearthClaims(subject: "dev-user", issuedAt: Date(), expiresAt: Date().addingTimeInterval(24 * 3600))
         )

@@ -23,7 +23,8 @@ public struct Store: Sendable {
     /// Opens (creating if needed) and migrates the database.
     /// - Parameters:
     ///   - migrator: the service's named, append-only migrations.
-    /// - Throws: `DatabaseError` when the file cannot be opened or a migration fails.
+    /// - Throws: ``StoreLocked`` when another process has the file, ``StoreFromNewerVersion``,
+    ///   ``StoreOpenFailed`` (naming the file) when SQLite cannot open or migrate it.
     public init(
         location: StoreLocation,
         migrator: DatabaseMigrator,
@@ -43,18 +44,30 @@ public struct Store: Sendable {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try StoreFileLock.hold(path)
-            self.writer = try DatabasePool(path: path, configuration: configuration)
+            do {
+                self.writer = try DatabasePool(path: path, configuration: configuration)
+                try Self.migrate(self.writer, with: migrator, location: location)
+            } catch let error as DatabaseError {
+                // "file is not a database" says nothing of which of a host's stores.
+                throw StoreOpenFailed(path: path, reason: error)
+            }
         case .inMemory:
             self.writer = try DatabaseQueue(configuration: configuration)
+            try Self.migrate(self.writer, with: migrator, location: location)
         }
         self.clock = clock
+    }
+
+    private static func migrate(_ writer: any DatabaseWriter, with migrator: DatabaseMigrator, location: StoreLocation)
+        throws
+    {
         // A store a newer version migrated (an upgrade rolled back): its schema is not the one
         // this code reads and writes.
-        let unknown = try self.writer.read { db in
+        let unknown = try writer.read { db in
             try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).sorted()
         }
         guard unknown.isEmpty else { throw StoreFromNewerVersion(location: location, migrations: unknown) }
-        try migrator.migrate(self.writer)
+        try migrator.migrate(writer)
     }
 
     /// The time now, as the store keeps dates (to the millisecond): a record made with it
@@ -76,4 +89,11 @@ public struct StoreFromNewerVersion: Error, CustomStringConvertible {
         return "\(place) was migrated by a newer Hearth (\(self.migrations.joined(separator: ", "))): "
             + "run that version, or restore a backup taken before the upgrade"
     }
+}
+
+/// A store file that SQLite could not open or migrate (not a database, unreadable, ...).
+public struct StoreOpenFailed: Error, CustomStringConvertible {
+    public var path: String
+    public var reason: DatabaseError
+    public var description: String { "cannot open the store \(self.path): \(self.reason.message ?? "\(self.reason)")" }
 }

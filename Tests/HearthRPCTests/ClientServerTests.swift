@@ -182,6 +182,29 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test("a port already taken fails the server's start with an error naming the process and the address")
+    func portTaken() async throws {
+        try await withTestServer { _, port in
+            var logger = testLogger
+            logger[metadataKey: "process"] = "echo"
+            let second = RPCServer(
+                configuration: ServerConfiguration(port: port),
+                services: [EchoService()],
+                logger: logger
+            )
+            do {
+                try await second.run()
+                Issue.record("two servers on one port")
+            } catch let error as ListenFailed {
+                let text = "\(error)"
+                #expect(
+                    text.hasPrefix("echo cannot listen on ") && text.hasSuffix(":\(port): Address already in use"),
+                    "\(text)"
+                )
+            }
+        }
+    }
+
     @Test("after the server closes an idle connection, the next call goes out on a new one")
     func reconnectAfterIdleGoAway() async throws {
         // Long enough that a fresh connection is not itself idle before its first call goes out

@@ -84,6 +84,21 @@ struct StoreGuardTests {
         #expect(applied == ["v1", "v2"])
     }
 
+    @Test("a file that is not a database is refused with an error naming it")
+    func notADatabase() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("tasks.sqlite").path
+        try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try Store(location: .file(path), migrator: self.migrator(["v1"]))
+            Issue.record("opened a file of B's")
+        } catch let error as StoreOpenFailed {
+            #expect("\(error)" == "cannot open the store \(path): file is not a database", "\(error)")
+        }
+    }
+
     @Test("a store file another process holds is refused with a clear error; this process holds its own")
     func oneProcessPerFile() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")

@@ -45,8 +45,9 @@ public final class MetricsServer: Service, Sendable {
                 }
                 .bind(host: self.host, port: self.port).get()
         } catch {
-            self.bound.fail(error)
-            throw error
+            let failed = ListenFailed(what: "/metrics", host: self.host, port: self.port, reason: error)
+            self.bound.fail(failed)
+            throw failed
         }
         self.bound.succeed(channel.localAddress!)
         self.logger.info("metrics listening", metadata: ["address": "\(channel.localAddress!)"])

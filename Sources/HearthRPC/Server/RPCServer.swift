@@ -162,7 +162,17 @@ public final class RPCServer: Service, Sendable {
             .childChannelInitializer { channel in
                 self.initialize(connection: channel)
             }
-        let listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw ListenFailed(
+                what: self.logger[metadataKey: "process"].map { "\($0)" } ?? "the server",
+                host: configuration.host,
+                port: configuration.port,
+                reason: error
+            )
+        }
         let alreadyStopping = self.state.withLock { state in
             state.listener = listener
             return state.shuttingDown
@@ -222,5 +232,19 @@ public final class RPCServer: Service, Sendable {
             state.shuttingDown && (state.listener == nil || state.listenerClosed) && state.connections.isEmpty
         }
         if done { self.stopped.succeed() }
+    }
+}
+
+/// A server could not take its address: which one, where, and why ("address already in use"
+/// alone does not say which of a host's six ports).
+public struct ListenFailed: Error, CustomStringConvertible {
+    public var what: String
+    public var host: String
+    public var port: Int
+    public var reason: any Error
+
+    public var description: String {
+        let why = (self.reason as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(self.reason)"
+        return "\(self.what) cannot listen on \(self.host):\(self.port): \(why)"
     }
 }
