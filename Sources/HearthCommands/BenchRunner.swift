@@ -265,7 +265,7 @@ extension BenchRunner {
         )
         try report.emit(json: json)
         guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {
-            throw ValidationError("some calls failed: \(report.codes)")
+            throw CommandFailure("some calls failed: \(report.codes)")
         }
     }
 }

@@ -33,7 +33,7 @@ struct SecretOptions: ParsableArguments {
                 creating: false
             )
         else {
-            throw ValidationError(
+            throw CommandFailure(
                 "no token secret: \(fallback.path) does not exist. Run this where `hearth up` keeps its data "
                     + "(or pass --data, --jwt-secret-file or $HEARTH_JWT_SECRET)."
             )
@@ -73,7 +73,7 @@ struct SecretOptions: ParsableArguments {
             let value = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines
             )
-            guard !value.isEmpty else { throw ValidationError("\(file) is empty") }
+            guard !value.isEmpty else { throw CommandFailure("\(file) is empty") }
             return value
         }
         if let environment, !environment.isEmpty { return environment }
@@ -90,7 +90,7 @@ struct SecretOptions: ParsableArguments {
             if let written = try Self.existing(at: fallback, emptyIsAnError: false), !written.isEmpty { return written }
             usleep(10_000)
         }
-        throw ValidationError("\(fallback.path) stayed empty: write a secret into it, or remove it to have one made")
+        throw CommandFailure("\(fallback.path) stayed empty: write a secret into it, or remove it to have one made")
     }
 
     /// The secret in `url`, nil when there is no such file; an error when it cannot be read as
@@ -101,10 +101,10 @@ struct SecretOptions: ParsableArguments {
         do {
             value = try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         } catch {
-            throw ValidationError("cannot read \(url.path) as text (a secret is a line of UTF-8): \(error)")
+            throw CommandFailure("cannot read \(url.path) as text (a secret is a line of UTF-8): \(error)")
         }
         if value.isEmpty, emptyIsAnError {
-            throw ValidationError("\(url.path) is empty: write a secret into it, or remove it to have one made")
+            throw CommandFailure("\(url.path) is empty: write a secret into it, or remove it to have one made")
         }
         return value
     }
@@ -120,13 +120,13 @@ struct SecretOptions: ParsableArguments {
         let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             if errno == EEXIST { return nil }
-            throw ValidationError("cannot create \(url.path): \(String(cString: strerror(errno)))")
+            throw CommandFailure("cannot create \(url.path): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         let line = Array((value + "\n").utf8)
         let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == line.count, fsync(descriptor) == 0 else {
-            throw ValidationError("cannot write \(url.path): \(String(cString: strerror(errno)))")
+            throw CommandFailure("cannot write \(url.path): \(String(cString: strerror(errno)))")
         }
         return value
     }

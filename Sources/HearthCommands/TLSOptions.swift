@@ -22,7 +22,7 @@ struct ServerTLSOptions: ParsableArguments {
         do {
             return try TLS.serverSetup(certificateFile: tlsCert, keyFile: tlsKey)
         } catch {
-            throw ValidationError("cannot use \(tlsCert) and \(tlsKey) for TLS: \(error)")
+            throw CommandFailure("cannot use \(tlsCert) and \(tlsKey) for TLS: \(error)")
         }
     }
 }

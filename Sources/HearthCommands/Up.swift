@@ -133,7 +133,7 @@ func waitUntilHealthy(host: String, port: Int, limit: Duration = .seconds(10)) a
     }
     await client.close()
     guard healthy else {
-        throw ValidationError("\(host):\(port) did not become healthy within \(limit)")
+        throw CommandFailure("\(host):\(port) did not become healthy within \(limit)")
     }
 }
 

@@ -94,8 +94,9 @@ struct CLITests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-token-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let result = try await self.hearth("token", "--user", "olivia", "--data", folder.path)
-        #expect(result.status != 0 && result.stdout.isEmpty)
-        #expect(result.stderr.contains("no token secret"), "\(result.stderr)")
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        // Not a command-line mistake: no usage text after it.
+        #expect(result.stderr.contains("no token secret") && !result.stderr.contains("Usage:"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.path))
     }
 
