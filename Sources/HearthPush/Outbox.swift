@@ -92,14 +92,17 @@ public protocol OutboxOwner: Sendable {
 
 /// Sends what the outbox holds, oldest due first; a message is marked delivered only after the
 /// receiver accepted it, so a crash in between sends it again (with the same `Idempotency-Key`),
-/// and nothing is ever lost. Failures retry with exponential backoff up to `maxDelay`.
-public struct OutboxDeliverer: DueWork {
+/// and nothing is ever lost. Failures retry with exponential backoff up to `maxDelay`. An
+/// outcome that cannot be written (a full disk) is held in memory and written before anything
+/// more is sent: the message is not sent again pass after pass meanwhile.
+public final class OutboxDeliverer: DueWork {
     private let writer: any DatabaseWriter
     private let sender: any PushSender
     private let clock: any WallClock
     private let logger: Logger
     private let maxDelay: TimeInterval
     private let settled = SettledRows(table: "push_outbox", retention: Outbox.retention)
+    private let unrecorded = Mutex<[String: Outcome]>([:])
 
     public init(
         writer: any DatabaseWriter,
@@ -140,6 +143,7 @@ public struct OutboxDeliverer: DueWork {
     /// more is sent, and the run fails once every send under way has recorded its outcome.
     @discardableResult
     public func deliverDue() async throws -> Int {
+        try await self.recordHeldOutcomes()
         let now = self.clock.now()
         let due = try await self.writer.read { db in
             try Row.fetchAll(
@@ -192,13 +196,58 @@ public struct OutboxDeliverer: DueWork {
             ) ?? false
         }
         guard queued else { return false }
-        let (sql, arguments, delivered) = await self.send(due)
-        try await self.writer.write { db in try db.cachedStatement(sql: sql).execute(arguments: arguments) }
-        return delivered
+        let outcome = await self.send(due)
+        do {
+            try await self.writer.write { db in try outcome.record(id: due.id, in: db) }
+        } catch {
+            self.unrecorded.withLock { $0[due.id] = outcome }
+            throw error
+        }
+        if case .delivered = outcome { return true }
+        return false
     }
 
-    /// Sends one message; the update that records the outcome, and whether it was delivered.
-    private func send(_ due: Due) async -> (String, StatementArguments, Bool) {
+    /// Writes the outcomes a full disk kept from being written; throws (sending nothing more)
+    /// while it still cannot.
+    private func recordHeldOutcomes() async throws {
+        for (id, outcome) in self.unrecorded.withLock({ $0 }) {
+            try await self.writer.write { db in try outcome.record(id: id, in: db) }
+            _ = self.unrecorded.withLock { $0.removeValue(forKey: id) }
+        }
+    }
+
+    /// What came of one attempt, and how it is recorded.
+    private enum Outcome: Sendable {
+        case delivered(at: Date)
+        /// Given up: `attempted` when the receiver was asked (and refused).
+        case failed(at: Date, error: String, attempted: Bool)
+        case retry(at: Date, error: String)
+
+        func record(id: String, in db: Database) throws {
+            switch self {
+            case .delivered(let at):
+                try db.cachedStatement(
+                    sql: "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
+                )
+                .execute(arguments: [at, id])
+            case .failed(let at, let error, attempted: true):
+                try db.cachedStatement(
+                    sql: "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?"
+                ).execute(arguments: [at, error, id])
+            case .failed(let at, let error, attempted: false):
+                try db.cachedStatement(sql: "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?")
+                    .execute(arguments: [at, error, id])
+            case .retry(let at, let error):
+                try db.cachedStatement(
+                    sql:
+                        "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?"
+                ).execute(arguments: [at, error, id])
+            }
+        }
+    }
+
+    /// Sends one message; what came of it.
+    private func send(_ due: Due) async -> Outcome {
         let id = due.id
         let message: PushMessage
         do {
@@ -208,32 +257,20 @@ public struct OutboxDeliverer: DueWork {
         } catch {
             // It will not decode next time either.
             self.logger.error("push message unreadable; dropped", metadata: ["id": "\(id)", "error": "\(error)"])
-            return (
-                "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
-                [self.clock.now(), "unreadable message: \(error)", id], false
-            )
+            return .failed(at: self.clock.now(), error: "unreadable message: \(error)", attempted: false)
         }
         do {
             if let expiresAt = message.expiresAt, self.clock.now() >= expiresAt {
                 throw PushExpired(expiresAt: expiresAt)
             }
             try await self.sender.send(message)
-            return (
-                "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                [self.clock.now(), id], true
-            )
+            return .delivered(at: self.clock.now())
         } catch let expired as PushExpired {
             self.logger.info("push expired unsent; dropped", metadata: ["id": "\(id)"])
-            return (
-                "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?",
-                [self.clock.now(), "\(expired)", id], false
-            )
+            return .failed(at: self.clock.now(), error: "\(expired)", attempted: false)
         } catch let rejected as PushRejected {
             self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
-            return (
-                "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
-                [self.clock.now(), "\(rejected)", id], false
-            )
+            return .failed(at: self.clock.now(), error: "\(rejected)", attempted: true)
         } catch {
             let delay = min(self.maxDelay, pow(2, Double(due.attempts)))
             self.logger.log(
@@ -241,10 +278,7 @@ public struct OutboxDeliverer: DueWork {
                 "push failed; will retry",
                 metadata: ["id": "\(id)", "attempts": "\(due.attempts + 1)", "in_s": "\(delay)", "error": "\(error)"]
             )
-            return (
-                "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
-                [self.clock.now().addingTimeInterval(delay), "\(error)", id], false
-            )
+            return .retry(at: self.clock.now().addingTimeInterval(delay), error: "\(error)")
         }
     }
 }

@@ -70,6 +70,38 @@ struct OutboxTests {
         await listener.close()
     }
 
+    @Test(
+        "an outcome that cannot be written (a full disk) is held, not sent again pass after pass, and written once it can be"
+    )
+    func outcomeNotWritten() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try self.store(clock: clock)
+        let listener = try await WebhookListener()
+        try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
+        try await store.writer.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER disk_full BEFORE UPDATE OF delivered_at ON push_outbox
+                    WHEN NEW.delivered_at IS NOT NULL BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """
+            )
+        }
+        let deliverer = self.deliverer(store, clock, listener)
+        await #expect(throws: (any Error).self) { try await deliverer.deliverDue() }
+        #expect(listener.received.count == 1)
+        for _ in 0..<3 {
+            clock.advance(by: 1)
+            await #expect(throws: (any Error).self) { try await deliverer.deliverDue() }
+        }
+        #expect(listener.received.count == 1, "not sent again while its outcome waits")
+
+        try await store.writer.write { db in try db.execute(sql: "DROP TRIGGER disk_full") }
+        #expect(try await deliverer.deliverDue() == 0)
+        #expect(try await store.writer.read { db in try Outbox.pending(in: db) } == 0)
+        #expect(listener.received.count == 1)
+        await listener.close()
+    }
+
     @Test("a shutdown lets the sends under way end with their outcome recorded, and starts no more")
     func shutdownMidBatch() async throws {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
