@@ -35,7 +35,12 @@ struct MailOptions: ParsableArguments, Sendable {
     }
 
     func transport(logger: Logger) throws -> any MailTransport {
-        guard let host = self.smtpHost else { return LogMailTransport(logger: logger) }
+        guard let host = self.smtpHost else {
+            logger.warning(
+                "no SMTP server (--smtp-host): alarm emails to emergency contacts are written to the log and reach nobody; for development only"
+            )
+            return LogMailTransport(logger: logger)
+        }
         let security = SMTPConfiguration.Security(rawValue: self.smtpSecurity) ?? .startTLS
         var password = ProcessInfo.processInfo.environment["HEARTH_SMTP_PASSWORD"]
         if let file = self.smtpPasswordFile {
