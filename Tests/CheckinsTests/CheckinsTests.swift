@@ -185,6 +185,28 @@ struct CheckinsTests {
         #expect((message?["data"] as? [String: String])?["check_in_id"] == first.id)
     }
 
+    @Test("a nest has at most 100 sessions not yet ended; ending one makes room")
+    func openSessionsCap() async throws {
+        let fixture = try Fixture()
+        let (nest, first) = try await fixture.nestAndSession()
+        var request = Hearth_Checkins_V1_CreateSessionRequest()
+        request.nestID = nest.id
+        request.sitterUserID = "sam"
+        request.timeZone = "Asia/Taipei"
+        func plan(_ week: Int) async throws -> Hearth_Checkins_V1_Session {
+            let start = fixture.clock.now().addingTimeInterval(Double(week) * 7 * 86_400)
+            request.startsAt = Google_Protobuf_Timestamp(date: start)
+            request.endsAt = Google_Protobuf_Timestamp(date: start.addingTimeInterval(86_400))
+            return try await fixture.service.createSession(request, fixture.context("olivia"))
+        }
+        for week in 1...99 { _ = try await plan(week) }  // with the first, 100
+        await expectCode(.resourceExhausted) { _ = try await plan(100) }
+        _ = try await fixture.service.endSession(.with { $0.sessionID = first.id }, fixture.context("olivia"))
+        fixture.clock.advance(by: 1)
+        _ = try await plan(100)
+        await expectCode(.resourceExhausted) { _ = try await plan(101) }
+    }
+
     @Test("a full disk answers UNAVAILABLE (try again later), not INTERNAL; writes go through once there is room")
     func fullDisk() async throws {
         let fixture = try Fixture()

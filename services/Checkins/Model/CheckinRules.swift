@@ -13,6 +13,9 @@ enum CheckinRules {
     static let maxNestNameCharacters = 100
     /// Nests one user may own (a nest cannot be deleted).
     static let maxNestsPerOwner = 100
+    /// Sessions of one nest not yet ended (a sitter a week, planned two years ahead): each
+    /// names its sitter, whose list of nests reads them.
+    static let maxOpenSessionsPerNest = 100
     static let maxTemplateCharacters = 100
     static let maxTemplatesPerNest = 50
     static let defaultTemplates = ["Pet fed", "All good", "Walk done", "Home secure"]

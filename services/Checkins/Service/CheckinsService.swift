@@ -115,7 +115,12 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             timeZone: request.timeZone,
             createdAt: self.store.now
         )
-        try await self.store.createSession(session)
+        guard try await self.store.createSession(session) else {
+            throw RPCError(
+                .resourceExhausted,
+                "a nest has at most \(CheckinRules.maxOpenSessionsPerNest) sessions not yet ended; end one first"
+            )
+        }
         return session.message(now: self.store.now)
     }
 

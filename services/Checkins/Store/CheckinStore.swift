@@ -73,8 +73,20 @@ struct CheckinStore: Sendable {
 
     // MARK: Sessions
 
-    func createSession(_ session: SessionRecord) async throws {
-        try await self.db.write { db in try session.insert(db) }
+    /// Adds a session unless its nest has ``CheckinRules/maxOpenSessionsPerNest`` not yet ended;
+    /// answers whether it did.
+    func createSession(_ session: SessionRecord) async throws -> Bool {
+        try await self.db.write { db in
+            let open =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT COUNT(*) FROM session WHERE nest_id = ? AND ends_at > ?",
+                    arguments: [session.nestID, session.createdAt]
+                ) ?? 0
+            guard open < CheckinRules.maxOpenSessionsPerNest else { return false }
+            try session.insert(db)
+            return true
+        }
     }
 
     func session(_ id: String) async throws -> SessionRecord? {
