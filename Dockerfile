@@ -14,5 +14,8 @@ FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-0 libvips42 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/hearth /usr/local/bin/hearth
+# Not root: a service needs only its data folder (named volumes start with this ownership).
+RUN useradd --system --uid 10001 --home-dir /data hearth && mkdir -p /data && chown hearth:hearth /data
+USER hearth
 VOLUME /data
 ENTRYPOINT ["hearth"]
