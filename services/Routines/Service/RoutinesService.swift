@@ -211,10 +211,12 @@ public struct RoutinesService: RPCService, RelayOwner {
 
         let today = LocalDate(self.store.now, in: zone)
         let streakStart = today.adding(days: -RoutineRules.maxHistoryDays)
+        let first = min(from, streakStart)
         let (actions, completions) = try await self.store.days(
             routineID: routine.routine.id,
             user: subject,
-            from: min(from, streakStart),
+            from: first,
+            fromStart: first.start(in: zone),
             to: today
         )
         let lives = actions.map(\.life)
@@ -249,7 +251,13 @@ public struct RoutinesService: RPCService, RelayOwner {
     private func progress(_ routineID: String, user: String, date: LocalDate, zone: TimeZone) async throws
         -> Hearth_Routines_V1_Progress
     {
-        let (actions, completions) = try await self.store.days(routineID: routineID, user: user, from: date, to: date)
+        let (actions, completions) = try await self.store.days(
+            routineID: routineID,
+            user: user,
+            from: date,
+            fromStart: date.start(in: zone),
+            to: date
+        )
         let day = RoutineRules.day(
             date,
             actions: actions.map(\.life),

@@ -199,14 +199,19 @@ struct RoutineStore: Sendable {
         }
     }
 
-    /// Every action the routine ever had (removed ones too) and `user`'s ticks from `from`
-    /// to `to`: what a day's progress is computed from, read together.
-    func days(routineID: String, user: String, from: LocalDate, to: LocalDate) async throws -> (
+    /// The actions the routine had on any day from `from` to `to` (removed ones too, unless
+    /// removed before `from` began, at `fromStart`: an owner who adds and removes actions for
+    /// years does not make every read longer) and `user`'s ticks on those days: what a day's
+    /// progress is computed from, read together.
+    func days(routineID: String, user: String, from: LocalDate, fromStart: Date, to: LocalDate) async throws -> (
         actions: [ActionRecord], completions: [CompletionRecord]
     ) {
         try await self.db.read { db in
-            let actions = try ActionRecord.filter(Column("routine_id") == routineID).order(Column("position"))
-                .fetchAll(db)
+            let actions = try ActionRecord.filter(
+                Column("routine_id") == routineID && (Column("removed_at") == nil || Column("removed_at") >= fromStart)
+            )
+            .order(Column("position"))
+            .fetchAll(db)
             let completions = try CompletionRecord.fetchAll(
                 db,
                 sql: """
