@@ -141,12 +141,16 @@ struct ActivityStore: Sendable {
         )
         try await self.db.write { db in
             try record.save(db)
-            // Offers off: none already made is delivered or answered any more.
+            // Offers off: none already made is delivered or answered any more. (Only those still
+            // open: an offer past its lifetime expired, and stays so in the stats; and a user's
+            // whole history is not read.)
             if !preferences.enabled {
                 try db.execute(
-                    sql:
-                        "UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND answered_at IS NULL AND cancelled_at IS NULL",
-                    arguments: [now, user]
+                    sql: """
+                        UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND deliver_at > ?
+                        AND answered_at IS NULL AND cancelled_at IS NULL
+                        """,
+                    arguments: [now, user, now.addingTimeInterval(-OfferRules.offerLifetime)]
                 )
             }
         }
@@ -451,9 +455,10 @@ struct ActivityStore: Sendable {
         try db.execute(
             sql: """
                 UPDATE offer SET cancelled_at = ?
-                WHERE activity_id = ? AND answered_at IS NULL AND cancelled_at IS NULL AND id IS NOT ?
+                WHERE activity_id = ? AND deliver_at > ? AND answered_at IS NULL AND cancelled_at IS NULL
+                AND id IS NOT ?
                 """,
-            arguments: [now, activityID, keep]
+            arguments: [now, activityID, now.addingTimeInterval(-OfferRules.offerLifetime), keep]
         )
     }
 }
