@@ -78,6 +78,8 @@ struct BenchTasks: AsyncParsableCommand {
             method = TasksMethod.createTask
             let payload = try Self.longTask().serializedData()
             request = { _ in payload }
+            let base = user.id
+            caller = { index in Self.owner(of: index, base: base) }
         case .pending:
             _ = try await self.promptsDueSoon(self.due, user: user, client: client)
             method = TasksMethod.listPendingPrompts
@@ -100,6 +102,8 @@ struct BenchTasks: AsyncParsableCommand {
         case .respond:
             let prompts = try await self.promptsDueSoon(self.warmup + self.total, user: user, client: client)
             method = TasksMethod.respondToPrompt
+            let base = user.id
+            caller = { index in Self.owner(of: index % prompts.count, base: base) }
             request = { index in
                 var answer = Hearth_Tasks_V1_RespondToPromptRequest()
                 answer.promptID = prompts[index % prompts.count]
@@ -141,8 +145,15 @@ struct BenchTasks: AsyncParsableCommand {
         return request
     }
 
+    /// Who makes the task numbered `index`: a user has at most 50 tasks under way, so `base`
+    /// makes the first 50, `base-1` the next 50, and so on.
+    static func owner(of index: Int, base: String) -> String {
+        index < 50 ? base : "\(base)-\(index / 50)"
+    }
+
     /// Makes `count` tasks, each with one prompt at the next whole UTC minute (at least 2 s
-    /// away), 32 at a time; waits until that minute has come; answers the prompts' ids.
+    /// away), task `i` by ``owner(of:base:)``, 32 at a time; waits until that minute has come;
+    /// answers the prompts' ids, in task order.
     private func promptsDueSoon(_ count: Int, user: BenchUser, client: RPCClient) async throws -> [String] {
         let minute = (Date().timeIntervalSince1970 / 60 + 1).rounded(.down) * 60
         let dueAt = Date(timeIntervalSince1970: minute < Date().timeIntervalSince1970 + 2 ? minute + 60 : minute)
@@ -153,25 +164,27 @@ struct BenchTasks: AsyncParsableCommand {
         request.timeZone = "UTC"
         request.startDate = Self.utcDate(dueAt)
         let create = request
-        let ids = try await withThrowingTaskGroup(of: [String].self) { group in
+        let made = try await withThrowingTaskGroup(of: [(Int, String)].self) { group in
             let workers = 32
             for worker in 0..<workers {
                 group.addTask {
-                    var ids: [String] = []
-                    for _ in stride(from: worker, to: count, by: workers) {
+                    var made: [(Int, String)] = []
+                    for index in stride(from: worker, to: count, by: workers) {
+                        let options = BenchUser(id: Self.owner(of: index, base: user.id), secret: user.secret).options
                         let created = try await client.call(
                             TasksMethod.createTask,
                             create,
                             as: Hearth_Tasks_V1_CreateTaskResponse.self,
-                            options: user.options
+                            options: options
                         )
-                        ids.append(created.nextPrompt.id)
+                        made.append((index, created.nextPrompt.id))
                     }
-                    return ids
+                    return made
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
+        let ids = made.sorted { $0.0 < $1.0 }.map(\.1)
         let wait = dueAt.timeIntervalSinceNow
         if wait > 0 { try await Task.sleep(for: .seconds(wait + 0.1)) }
         return ids
