@@ -80,22 +80,20 @@ struct SecretOptions: ParsableArguments {
         if let existing = try Self.existing(at: fallback) { return existing }
         guard creating else { return nil }
         // Made only where there is none: never over a file that exists (an operator's key that
-        // is not text is an error, not something to replace), and exclusively, so that
-        // processes started together on a new folder end up with the one key the first wrote.
+        // is not text is an error, not something to replace). Written whole to a file of its
+        // own and then linked into place, which fails if another process linked its key first:
+        // processes started together on a new folder end up with the one key, never a file
+        // seen half written.
         if let made = try Self.create(at: fallback) { return made }
-        let clock = ContinuousClock()
-        let giveUp = clock.now + .seconds(2)
-        while clock.now < giveUp {
-            // Another process made it a moment ago and may still be writing it.
-            if let written = try Self.existing(at: fallback, emptyIsAnError: false), !written.isEmpty { return written }
-            usleep(10_000)
+        guard let theirs = try Self.existing(at: fallback) else {
+            throw CommandFailure("\(fallback.path) vanished as it was made; start again")
         }
-        throw CommandFailure("\(fallback.path) stayed empty: write a secret into it, or remove it to have one made")
+        return theirs
     }
 
     /// The secret in `url`, nil when there is no such file; an error when it cannot be read as
-    /// text, or is empty (when `emptyIsAnError`).
-    private static func existing(at url: URL, emptyIsAnError: Bool = true) throws -> String? {
+    /// text, or is empty.
+    private static func existing(at url: URL) throws -> String? {
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
         let value: String
         do {
@@ -103,30 +101,34 @@ struct SecretOptions: ParsableArguments {
         } catch {
             throw CommandFailure("cannot read \(url.path) as text (a secret is a line of UTF-8): \(error)")
         }
-        if value.isEmpty, emptyIsAnError {
+        if value.isEmpty {
             throw CommandFailure("\(url.path) is empty: write a secret into it, or remove it to have one made")
         }
         return value
     }
 
-    /// Writes 32 random bytes, hex, readable by the owner only, to a file that must not exist
-    /// yet; nil when another process made it first.
+    /// Writes 32 random bytes, hex, readable by the owner only, to `url` unless it exists;
+    /// nil when another process made it first.
     private static func create(at url: URL) throws -> String? {
         var generator = SystemRandomNumberGenerator()
         let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         let folder = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
-        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
+        let draft = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString)")
+        defer { unlink(draft.path) }
+        guard
+            FileManager.default.createFile(
+                atPath: draft.path,
+                contents: Data((value + "\n").utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
+            throw CommandFailure("cannot write \(draft.path)")
+        }
+        guard link(draft.path, url.path) == 0 else {
             if errno == EEXIST { return nil }
             throw CommandFailure("cannot create \(url.path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        let line = Array((value + "\n").utf8)
-        let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == line.count, fsync(descriptor) == 0 else {
-            throw CommandFailure("cannot write \(url.path): \(String(cString: strerror(errno)))")
         }
         return value
     }

@@ -13,9 +13,10 @@ public enum StoreLocation: Sendable, Equatable {
 /// The base every service store stands on: one SQLite database, migrated on open, plus the
 /// clock the service reads time from.
 ///
-/// A file store is one process's (``StoreLocked`` for a second) and uses WAL with `synchronous = NORMAL`: a committed transaction is in the WAL
-/// before the write returns, so an acknowledged write survives `kill -9` of the process
-/// (not necessarily a power cut). Readers run in parallel with the one writer.
+/// A file store is one process's (a second gets ``StoreLocked``), in WAL mode with
+/// `synchronous = NORMAL`: a committed transaction is in the WAL before the write returns, so
+/// an acknowledged write survives `kill -9` of the process (not necessarily a power cut).
+/// Readers run in parallel with the one writer.
 public struct Store: Sendable {
     public let writer: any DatabaseWriter
     public let clock: any WallClock
@@ -23,13 +24,16 @@ public struct Store: Sendable {
     /// Opens (creating if needed) and migrates the database.
     /// - Parameters:
     ///   - migrator: the service's named, append-only migrations.
+    ///   - lockWait: how long to wait for another process that has the file to stop (the one
+    ///     this process replaces may still be draining: 30 s at most).
     /// - Throws: ``StoreLocked`` when another process has the file, ``StoreFromNewerVersion``,
     ///   ``StoreOpenFailed`` (naming the file) when SQLite cannot open or migrate it.
     public init(
         location: StoreLocation,
         migrator: DatabaseMigrator,
         clock: any WallClock = SystemClock(),
-        busyTimeout: TimeInterval = 5
+        busyTimeout: TimeInterval = 5,
+        lockWait: TimeInterval = 35
     ) throws {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
@@ -43,7 +47,7 @@ public struct Store: Sendable {
         case .file(let path):
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try StoreFileLock.hold(path)
+            try StoreFileLock.hold(path, wait: lockWait)
             do {
                 self.writer = try DatabasePool(path: path, configuration: configuration)
                 try Self.migrate(self.writer, with: migrator, location: location)

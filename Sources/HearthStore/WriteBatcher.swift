@@ -15,8 +15,8 @@ import Synchronization
 public final class WriteBatcher: Sendable {
     private struct Pending: Sendable {
         /// Runs the caller's closure inside the batch's transaction; returns how to answer it
-        /// once the batch has committed.
-        let run: @Sendable (Database) -> @Sendable () -> Void
+        /// once the batch has committed, and the closure's error if it threw.
+        let run: @Sendable (Database) -> (answer: @Sendable () -> Void, error: (any Error)?)
         /// Answers the caller with the batch's failure (the commit failed).
         let fail: @Sendable (any Error) -> Void
     }
@@ -53,9 +53,9 @@ public final class WriteBatcher: Sendable {
                 run: { db in
                     do {
                         let result = try Self.inSavepoint(db, body)
-                        return { continuation.resume(returning: result) }
+                        return ({ continuation.resume(returning: result) }, nil)
                     } catch {
-                        return { continuation.resume(throwing: error) }
+                        return ({ continuation.resume(throwing: error) }, error)
                     }
                 },
                 fail: { error in continuation.resume(throwing: error) }
@@ -111,7 +111,13 @@ public final class WriteBatcher: Sendable {
             var answers: [@Sendable () -> Void] = []
             do {
                 try db.inTransaction(.immediate) {
-                    answers = batch.map { $0.run(db) }
+                    for pending in batch {
+                        let (answer, error) = pending.run(db)
+                        // SQLite rolled the whole transaction back (a full disk, an I/O error):
+                        // every caller fails with that cause, not with "transaction aborted".
+                        if let error, !db.isInsideTransaction { throw error }
+                        answers.append(answer)
+                    }
                     return .commit
                 }
                 for answer in answers { answer() }

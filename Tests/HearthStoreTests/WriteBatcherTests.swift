@@ -106,7 +106,7 @@ struct WriteBatcherTests {
         #expect(!stored.contains(50))
     }
 
-    @Test("a batch whose transaction SQLite rolled back mid-way fails the callers after it instead of trapping")
+    @Test("a batch whose transaction SQLite rolled back mid-way fails every caller with its cause, without trapping")
     func transactionRolledBackMidBatch() async throws {
         let (store, folder) = try self.store()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -120,31 +120,40 @@ struct WriteBatcherTests {
         let first = Task {
             try await batcher.write { db in
                 try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (0, 1)")
+                // What SQLite does on some full-disk and I/O errors: the statement fails, and
+                // the whole transaction is rolled back.
                 try db.execute(sql: "ROLLBACK")
+                throw DatabaseError(resultCode: .SQLITE_FULL)
             }
         }
         try await eventually("the first write queued") { batcher.queued == 1 }
         let rest = Task {
-            await withTaskGroup(of: Bool.self) { group in
+            await withTaskGroup(of: ResultCode?.self) { group in
                 for n in 1...10 {
                     group.addTask {
                         do {
                             try await batcher.write { db in
                                 try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
                             }
-                            return true
+                            return nil
                         } catch {
-                            return false
+                            return (error as? DatabaseError)?.resultCode
                         }
                     }
                 }
-                return await group.reduce(into: [Bool]()) { $0.append($1) }
+                return await group.reduce(into: [ResultCode?]()) { $0.append($1) }
             }
         }
         try await eventually("the batch queued") { batcher.queued == 11 }
         release.withLock { $0 = true }
-        await #expect(throws: (any Error).self) { try await first.value }
-        #expect(await rest.value == Array(repeating: false, count: 10), "no write outside the batch's transaction")
+        // Every caller fails, with the cause (a full disk: try again later), not with "transaction
+        // aborted", which says nothing.
+        let cause = await #expect(throws: DatabaseError.self) { try await first.value }
+        #expect(cause?.resultCode == .SQLITE_FULL)
+        #expect(
+            await rest.value == Array(repeating: .SQLITE_FULL, count: 10),
+            "no write outside the batch's transaction"
+        )
         #expect(try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 0)
         // The writer goes on.
         try await batcher.write { db in try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (11, 1)") }

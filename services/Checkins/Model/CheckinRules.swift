@@ -27,7 +27,8 @@ enum CheckinRules {
     }
 
     /// A caption trimmed of surrounding white space; at most 280 user-perceived characters (an
-    /// emoji or a letter with combining marks is one); empty only with a photo.
+    /// emoji or a letter with its accents is one), of 64 bytes each on average at most (see
+    /// ``FieldChecks/trimmed(_:field:characters:)``); empty only with a photo.
     static func caption(_ raw: String, hasPhoto: Bool) -> Result<String, FieldViolation> {
         FieldChecks.trimmed(raw, field: "caption", characters: 0...Self.maxCaptionCharacters).flatMap { caption in
             caption.isEmpty && !hasPhoto

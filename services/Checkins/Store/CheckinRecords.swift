@@ -181,8 +181,8 @@ enum CheckinMigrations {
         }
         Relay.registerMigration(in: &migrator)
         migrator.registerMigration("v3: sessions by sitter and end") { db in
-            // A sitter's nests (ListMyNests, GetNestRole) are read from the sessions not yet
-            // ended, not every session that ever named them.
+            // A sitter's nests (ListMyNests) are read from the sessions not yet ended, not every
+            // session that ever named them.
             try db.execute(sql: "CREATE INDEX session_sitter_open ON session(sitter_user_id, ends_at)")
         }
         return migrator

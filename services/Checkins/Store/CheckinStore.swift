@@ -80,7 +80,8 @@ struct CheckinStore: Sendable {
             let open =
                 try Int.fetchOne(
                     db,
-                    sql: "SELECT COUNT(*) FROM session WHERE nest_id = ? AND ends_at > ?",
+                    // Not one called off (its end moved to its start, maybe still ahead).
+                    sql: "SELECT COUNT(*) FROM session WHERE nest_id = ? AND ends_at > ? AND ends_at > starts_at",
                     arguments: [session.nestID, session.createdAt]
                 ) ?? 0
             guard open < CheckinRules.maxOpenSessionsPerNest else { return false }

@@ -185,7 +185,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             throw RPCError(
                 .resourceExhausted,
                 "more than \(SafetyRules.maxHeartbeatsPerHour) check-ins in an hour; this one still reset your timer",
-                retryAfter: .milliseconds(Int64((max(retryAfter, 0.001) * 1000).rounded(.up)))
+                retryAfter: .milliseconds(Int64((max(retryAfter, 1) * 1000).rounded(.up)))
             )
         }
         return result.status.map { $0.message(now: self.store.now) } ?? Self.notArmed

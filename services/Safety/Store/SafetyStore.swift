@@ -332,8 +332,9 @@ struct SafetyStore: Sendable {
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
             }
-            guard clock.deadline > now, try !Self.decidedItems(profile, in: db).contains(.alert) else {
-                return .refused("the deadline has passed; check in instead")
+            guard clock.deadline > now else { return .refused("the deadline has passed; check in instead") }
+            guard try !Self.decidedItems(profile, in: db).contains(.alert) else {
+                return .refused("your emergency contacts were emailed this period; check in instead")
             }
             profile.snoozes += 1
             try Self.newEpoch(&profile, at: now, in: db)

@@ -376,6 +376,11 @@ enum OfferRules {
         if answered { return .answered }
         if cancelled { return .cancelled }
         if now < deliverAt { return .scheduled }
-        return now < deliverAt.addingTimeInterval(Self.offerLifetime) ? .pending : .expired
+        return deliverAt > Self.expiredBy(now) ? .pending : .expired
+    }
+
+    /// Offers delivered at or before this have expired by `now` (unanswered ones too).
+    static func expiredBy(_ now: Date) -> Date {
+        now.addingTimeInterval(-Self.offerLifetime)
     }
 }

@@ -150,7 +150,7 @@ struct ActivityStore: Sendable {
                         UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND deliver_at > ?
                         AND answered_at IS NULL AND cancelled_at IS NULL
                         """,
-                    arguments: [now, user, now.addingTimeInterval(-OfferRules.offerLifetime)]
+                    arguments: [now, user, OfferRules.expiredBy(now)]
                 )
             }
         }
@@ -272,7 +272,7 @@ struct ActivityStore: Sendable {
                     SELECT * FROM offer WHERE user_id = ? AND deliver_at <= ? AND deliver_at > ?
                     AND answered_at IS NULL AND cancelled_at IS NULL ORDER BY deliver_at, id
                     """,
-                arguments: [user, now, now.addingTimeInterval(-OfferRules.offerLifetime)]
+                arguments: [user, now, OfferRules.expiredBy(now)]
             )
         }
     }
@@ -458,7 +458,7 @@ struct ActivityStore: Sendable {
                 WHERE activity_id = ? AND deliver_at > ? AND answered_at IS NULL AND cancelled_at IS NULL
                 AND id IS NOT ?
                 """,
-            arguments: [now, activityID, now.addingTimeInterval(-OfferRules.offerLifetime), keep]
+            arguments: [now, activityID, OfferRules.expiredBy(now), keep]
         )
     }
 }
