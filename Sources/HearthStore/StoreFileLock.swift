@@ -20,39 +20,40 @@ enum StoreFileLock {
         }
         let canonical = String(cString: folder) + "/" + file.lastPathComponent
         free(folder)
-        try Self.held.withLock { held in
-            guard !held.contains(canonical) else { return }
-            let lockPath = canonical + ".lock"
-            let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw StoreLockFailed(path: lockPath, reason: String(cString: strerror(errno)))
-            }
-            let giveUp = Date().addingTimeInterval(wait)
-            var told = false
-            while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                guard Date() < giveUp else {
-                    let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?
-                        .trimmingCharacters(in: .whitespacesAndNewlines)
-                    close(descriptor)
-                    throw StoreLocked(path: canonical, holder: holder.map { "process \($0)" } ?? "another process")
-                }
-                if !told {
-                    told = true
-                    FileHandle.standardError.write(
-                        Data(
-                            "\(canonical) is held by another process; waiting up to \(Int(wait)) s for it to stop\n"
-                                .utf8
-                        )
-                    )
-                }
-                usleep(100_000)
-            }
-            // Who holds it, for the next one's message.
-            let pid = Array("\(getpid())\n".utf8)
-            _ = ftruncate(descriptor, 0)
-            _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-            held.insert(canonical)
+        if Self.held.withLock({ $0.contains(canonical) }) { return }
+        let lockPath = canonical + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StoreLockFailed(path: lockPath, reason: String(cString: strerror(errno)))
         }
+        // Waited for without holding `held`: other stores of this process open meanwhile.
+        let giveUp = Date().addingTimeInterval(wait)
+        var told = false
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            // This process took it meanwhile, through another descriptor.
+            if Self.held.withLock({ $0.contains(canonical) }) {
+                close(descriptor)
+                return
+            }
+            guard Date() < giveUp else {
+                let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                close(descriptor)
+                throw StoreLocked(path: canonical, holder: holder.map { "process \($0)" } ?? "another process")
+            }
+            if !told {
+                told = true
+                FileHandle.standardError.write(
+                    Data("\(canonical) is held by another process; waiting up to \(Int(wait)) s for it to stop\n".utf8)
+                )
+            }
+            usleep(100_000)
+        }
+        // Who holds it, for the next one's message.
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(descriptor, 0)
+        _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        Self.held.withLock { _ = $0.insert(canonical) }
     }
 }
 

@@ -124,14 +124,18 @@ struct StoreGuardTests {
         let line = out.fileHandleForReading.availableData
         #expect(String(decoding: line, as: UTF8.self).hasPrefix("locked"))
         do {
-            _ = try Store(location: .file(held), migrator: self.migrator(["v1"]), lockWait: 0.3)
+            _ = try Store(location: .file(held), migrator: self.migrator(["v1"]), lockWait: 0)
             Issue.record("a store another process holds was opened")
         } catch let error as StoreLocked {
             #expect(error.description.contains("held.sqlite") && error.description.contains("4242"))
         }
         // A process that stops while this one waits (a restart overlapping the old process's
         // drain): the store opens once it has.
-        let waiting = Task { try Store(location: .file(held), migrator: self.migrator(["v1"]), lockWait: 30) }
+        // (On a thread of its own: the wait blocks the thread it runs on.)
+        let migrator = self.migrator(["v1"])
+        let waiting = Task {
+            try await offThePool { try Store(location: .file(held), migrator: migrator, lockWait: 30) }
+        }
         try await Task.sleep(for: .milliseconds(300))
         kill(other.processIdentifier, SIGKILL)
         other.waitUntilExit()
