@@ -72,14 +72,6 @@ struct TestService: RPCService {
     var methods: [RPCMethod] {
         let signals = self.signals
         return [
-            // Sleeps for sleep_ms and will not stop early: it ignores cancellation.
-            .unary("hearth.test.v1.Test/Stubborn") { (request: Hearth_Echo_V1_EchoRequest, _) in
-                await sleepIgnoringCancellation(.milliseconds(Int64(request.sleepMs)))
-                signals.send("stubborn-done:\(request.text)")
-                var response = Hearth_Echo_V1_EchoResponse()
-                response.text = request.text
-                return response
-            },
             // Sleeps for sleep_ms; reports when it started and when it was cancelled.
             .unary("hearth.test.v1.Test/Observed") { (request: Hearth_Echo_V1_EchoRequest, context) in
                 signals.send("started:\(request.text)")
