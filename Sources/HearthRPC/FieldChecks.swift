@@ -10,12 +10,16 @@ public enum FieldChecks {
     public static let maxBytesPerCharacter = 64
 
     /// Text trimmed of surrounding white space, with a user-perceived character count in
-    /// `characters` (and at most ``maxBytesPerCharacter`` bytes of UTF-8 for each it may have).
-    public static func trimmed(_ raw: String, field: String, characters: ClosedRange<Int>) -> Result<
-        String, FieldViolation
-    > {
+    /// `characters` and at most `maxBytes` bytes of UTF-8 (by default ``maxBytesPerCharacter``
+    /// for each character it may have).
+    public static func trimmed(
+        _ raw: String,
+        field: String,
+        characters: ClosedRange<Int>,
+        maxBytes: Int? = nil
+    ) -> Result<String, FieldViolation> {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        let maxBytes = characters.upperBound * Self.maxBytesPerCharacter
+        let maxBytes = maxBytes ?? characters.upperBound * Self.maxBytesPerCharacter
         guard text.utf8.count <= maxBytes else {
             return .failure(
                 FieldViolation(field: field, description: "has \(text.utf8.count) bytes of UTF-8; at most \(maxBytes)")

@@ -72,6 +72,34 @@ struct TaskPagingTests {
         #expect(try await system.allTasks(pageSize: 100, state: .active).tasks.contains(replacement))
     }
 
+    @Test(
+        "a user makes at most 100 tasks in any 24 hours, cancelled ones counted; the refusal says when the next may come"
+    )
+    func dailyTaskCap() async throws {
+        let system = try await TasksSystem(now: start)
+        defer { Task { await system.stop() } }
+        for round in 0..<2 {
+            for _ in 0..<50 {
+                let made = try await system.create(days: 1)
+                _ = try await system.service.cancelTask(.with { $0.taskID = made.task.id }, callContext("ana"))
+            }
+            if round == 0 { try await system.advance(by: 3600) }
+        }
+        // 50 made at 10:00 and 50 at 11:00: the next may come when the first 50 are a day old.
+        do {
+            _ = try await system.create(days: 1)
+            Issue.record("the 101st task of a day was made")
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted)
+            #expect(error.retryAfter == .seconds(23 * 3600))
+        }
+        _ = try await system.create("bo", days: 1)  // someone else is not counted against her
+        try await system.advance(to: start.addingTimeInterval(86_400 - 1))
+        await expectCode(.resourceExhausted) { _ = try await system.create(days: 1) }
+        try await system.advance(to: start.addingTimeInterval(86_400))
+        _ = try await system.create(days: 1)
+    }
+
     @Test("GetTask gives a task's check-ins in pages of 100 with the summary over them all")
     func checkInPages() async throws {
         let system = try await TasksSystem(now: start)

@@ -47,6 +47,23 @@ struct TaskCreationTests {
         #expect(five.task.checkInTimes == [TasksSystem.time(.morning), TasksSystem.time(.evening)])
     }
 
+    @Test("a title has at most 2,400 bytes: 720 prompts quoting it twice still fit in one ListPrompts answer")
+    func titleBytes() async throws {
+        let system = try await TasksSystem(now: earlyMonday)
+        defer { Task { await system.stop() } }
+        let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}\u{200D}\u{1F466}"  // 25 bytes, one character
+        let title = String(repeating: family, count: 96)
+        #expect(title.utf8.count == TaskRules.maxTitleBytes && title.count == 96)
+        let times = (0..<8).map { TasksSystem.time(String(format: "%02d:00", 10 + $0)) }
+        let made = try await system.create(title: title, times: times, days: 90)
+        #expect(made.promptsScheduled == 720)
+        let answer = try await system.service.listPrompts(.with { $0.taskID = made.task.id }, callContext("ana"))
+        #expect(answer.prompts.count == 720)
+        #expect(try answer.serializedData().count < ServerConfiguration.defaultMaxFrameSize)
+        let fields = await violatedFields { _ = try await system.create(title: title + "a", times: times, days: 90) }
+        #expect(fields == ["title"])
+    }
+
     @Test("a task created at noon gets no morning prompt today")
     func createdAtNoon() async throws {
         let system = try await TasksSystem(now: at("2026-06-01T16:00:00Z"))

@@ -20,6 +20,14 @@ enum TaskRules {
     static let maxExtraCheckIns = 1000
     /// Tasks not yet ended nor cancelled, per user.
     static let maxActiveTasks = 50
+    /// Tasks a user may make in any 24 hours (cancelled ones count): each stores up to 720
+    /// prompts, and making and cancelling in a loop would otherwise be bounded only by the
+    /// gateway's rate.
+    static let maxTasksPerDay = 100
+    /// A title's UTF-8 bytes at most (12 a character on average: CJK, most emoji): every
+    /// prompt quotes it twice, and ListPrompts answers all of a task's up to 720 prompts in one
+    /// frame (4 MiB).
+    static let maxTitleBytes = 2_400
     /// A prompt is answerable for this long after its time.
     static let promptLifetime: TimeInterval = 24 * 3600
     static let promptPriority = 0.7
@@ -132,7 +140,12 @@ enum TaskRules {
     /// Every violation of a CreateTask request at once; `now` gives "today" in its zone.
     static func newTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, now: Date) -> Result<NewTask, RPCError> {
         var violations: [FieldViolation] = []
-        let title = FieldChecks.trimmed(request.title, field: "title", characters: 1...Self.maxTitleCharacters)
+        let title = FieldChecks.trimmed(
+            request.title,
+            field: "title",
+            characters: 1...Self.maxTitleCharacters,
+            maxBytes: Self.maxTitleBytes
+        )
         if case .failure(let violation) = title { violations.append(violation) }
 
         var times: [DailyTime] = []

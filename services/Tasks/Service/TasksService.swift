@@ -75,6 +75,12 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
                     .resourceExhausted,
                     "a user has at most \(TaskRules.maxActiveTasks) active tasks; cancel one or wait for one to end"
                 )
+            case .tooManyToday(let retryAfter):
+                throw RPCError(
+                    .resourceExhausted,
+                    "a user makes at most \(TaskRules.maxTasksPerDay) tasks a day",
+                    retryAfter: .milliseconds(Int64((max(retryAfter, 1) * 1000).rounded(.up)))
+                )
             }
         case .failure(let error):
             // A retry of a task already made gets the first answer even once it no longer fits

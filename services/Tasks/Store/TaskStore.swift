@@ -32,6 +32,9 @@ struct TaskStore: Sendable {
         case made(task: TaskRecord, prompts: [PromptRecord])
         /// The user has ``TaskRules/maxActiveTasks`` active tasks already.
         case tooManyActive
+        /// The user made ``TaskRules/maxTasksPerDay`` tasks in the last 24 hours; the next
+        /// may be made in `retryAfter`.
+        case tooManyToday(retryAfter: TimeInterval)
     }
 
     /// Stores a task and its prompts (answered in time order) in one transaction, unless the
@@ -87,6 +90,16 @@ struct TaskStore: Sendable {
                 Column("user_id") == user && Column("cancelled_at") == nil && Column("ends_at") > now
             ).fetchCount(db)
             guard active < TaskRules.maxActiveTasks else { return .tooManyActive }
+            // The oldest of the last day's tasks, if the day is full: the next one may come
+            // when it is a day old.
+            if let oldest = try Date.fetchOne(
+                db,
+                sql:
+                    "SELECT created_at FROM task WHERE user_id = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1 OFFSET ?",
+                arguments: [user, now.addingTimeInterval(-86_400), TaskRules.maxTasksPerDay - 1]
+            ) {
+                return .tooManyToday(retryAfter: oldest.addingTimeInterval(86_400).timeIntervalSince(now))
+            }
             try task.insert(db)
             let insert = try db.cachedStatement(
                 sql: """
