@@ -258,14 +258,19 @@ struct AlertRaceTests {
         return (store, clock)
     }
 
-    /// Decides what is due, and claims the alert emails as the email sender does.
-    private func decideAlert(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
+    /// Decides what is due, as the decider does.
+    private func decide(_ store: SafetyStore, at now: Date) async throws {
         _ = try await store.decideDue(
             now: now,
             limit: 10,
             texts: AlertWords.texts,
             reminderText: AlertWords.reminderText
         )
+    }
+
+    /// Decides what is due, and claims the alert emails as the email sender does.
+    private func decideAlert(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
+        try await self.decide(store, at: now)
         return try await self.claim(store, at: now).filter { $0.kind == AlertRecord.Kind.alert }
     }
 
@@ -348,12 +353,7 @@ struct AlertRaceTests {
         // A warning past its use is given up.
         let (other, otherClock) = try await self.armed(contacts: ["a@example.com"])
         otherClock.set(self.t0 + 21 * hour)
-        _ = try await other.decideDue(
-            now: otherClock.now(),
-            limit: 10,
-            texts: AlertWords.texts,
-            reminderText: AlertWords.reminderText
-        )
+        try await self.decide(other, at: otherClock.now())
         var warning = try #require(try await other.claimDue(.push, now: otherClock.now(), limit: 10, lease: 60).first)
         // Retried until its deadline (24 h) passes, then cancelled: "we'll email your contact
         // in 3 hours" is never sent once they are being emailed.
@@ -444,12 +444,7 @@ struct AlertRaceTests {
     func warningDeliveredAfterCancel() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 21 * hour)
-        _ = try await store.decideDue(
-            now: clock.now(),
-            limit: 10,
-            texts: AlertWords.texts,
-            reminderText: AlertWords.reminderText
-        )
+        try await self.decide(store, at: clock.now())
         let warning = try #require(
             try await store.claimDue(.push, now: clock.now(), limit: 10, lease: AlertSender.lease).first
         )
@@ -636,12 +631,7 @@ struct AlertRaceTests {
     func staleWarningNotClaimed() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 21 * hour)
-        _ = try await store.decideDue(
-            now: clock.now(),
-            limit: 10,
-            texts: AlertWords.texts,
-            reminderText: AlertWords.reminderText
-        )
+        try await self.decide(store, at: clock.now())
         let warning = try #require(try await self.pending(store).first)
         #expect(warning.channel == .push)
         // The process was down (or the webhook was) until past the deadline; the push sender
