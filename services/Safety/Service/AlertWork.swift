@@ -95,42 +95,6 @@ struct AlertDecider: DueWork {
     }
 }
 
-/// Keeps the store from growing without end: once an hour (on the service's clock) it deletes
-/// the history no rule reads any more (``SafetyStore/pruneHistory(now:usersPerBatch:)``). A
-/// scheduler of its own, so that a long pass never holds back a due alert.
-struct HistoryPruner: DueWork {
-    static let interval: TimeInterval = 3600
-
-    let store: SafetyStore
-    let logger: Logger
-    private let gate: IntervalGate
-
-    /// The first pass comes an hour after `start`: a process starting has missed alerts to
-    /// catch up on first. A pass that fails is tried again the next hour, not every second
-    /// from the first user.
-    init(store: SafetyStore, logger: Logger, start: Date) {
-        self.store = store
-        self.logger = logger
-        self.gate = IntervalGate(interval: Self.interval, lastRun: start)
-    }
-
-    func nextDueTime() async throws -> Date? {
-        self.gate.nextRun
-    }
-
-    /// Runs whenever its scheduler is woken; prunes only when an hour has passed.
-    func runDue(now: Date) async throws {
-        guard self.gate.admits(now: now) else { return }
-        let deleted = try await self.store.pruneHistory(now: now)
-        if deleted.heartbeats + deleted.alerts > 0 {
-            self.logger.info(
-                "old history deleted",
-                metadata: ["heartbeats": "\(deleted.heartbeats)", "alerts": "\(deleted.alerts)"]
-            )
-        }
-    }
-}
-
 /// Delivers one channel's messages from the alert outbox: claims due ones (in a write that
 /// counts the attempt) and sends up to ``sendersAtOnce`` at a time, claiming more as sends
 /// finish and as time passes, and records each outcome as it comes. One sender per channel,

@@ -53,8 +53,13 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             clock: clock,
             logger: logger
         )
+        // Deletes the history no rule reads any more (``SafetyStore/pruneHistory(now:)``), on a
+        // scheduler of its own: a long pass holds back no alert.
         self.pruner = DueTimeScheduler(
-            work: HistoryPruner(store: store, logger: logger, start: clock.now()),
+            work: Housekeeping(start: clock.now(), logger: logger) { now in
+                let deleted = try await store.pruneHistory(now: now)
+                return ["heartbeats": deleted.heartbeats, "alerts": deleted.alerts]
+            },
             clock: clock,
             logger: logger
         )

@@ -19,12 +19,22 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
     let store: TaskStore
     /// Runs beside the server: decides the push of each prompt that falls due.
     public let scheduler: DueTimeScheduler
-    public var schedulers: [DueTimeScheduler] { [self.scheduler] }
+    /// Deletes location events and offers older than any rule reads, hourly.
+    let housekeeping: DueTimeScheduler
+    public var schedulers: [DueTimeScheduler] { [self.scheduler, self.housekeeping] }
 
     /// Opens (and migrates) the service's store.
     public init(location: StoreLocation, clock: any WallClock = SystemClock(), logger: Logger) throws {
         self.store = try TaskStore(location: location, clock: clock)
         self.scheduler = DueTimeScheduler(work: PromptPushWork(store: self.store), clock: clock, logger: logger)
+        let activities = ActivityStore(base: self.store.base)
+        self.housekeeping = DueTimeScheduler(
+            work: Housekeeping(start: clock.now(), logger: logger) { now in
+                try await activities.pruneHistory(now: now)
+            },
+            clock: clock,
+            logger: logger
+        )
     }
 
     public var serviceName: String { Self.package }

@@ -408,6 +408,69 @@ struct ActivityStore: Sendable {
         }
     }
 
+    // MARK: History
+
+    /// How long location events, their repeats and offers are kept: longer than any rule reads
+    /// them (the ledger looks two days back, statistics a year), so GetOfferStats covers the
+    /// last 400 days.
+    static let historyRetention: TimeInterval = 400 * 86_400
+
+    /// The tables pruned, each with the time its rows age by (indexed after `user_id`).
+    private static let history = [
+        (table: "location_event", time: "occurred_at"),
+        (table: "location_event_repeat", time: "occurred_at"),
+        (table: "offer", time: "deliver_at"),
+    ]
+
+    /// Deletes the rows of ``history`` older than ``historyRetention``, user by user through
+    /// their `(user_id, time)` indexes: `usersPerBatch` users found by index seeks, then one
+    /// transaction of at most `rowsPerTransaction` rows (a user cut short is taken up again).
+    /// Answers how many rows went from each table.
+    func pruneHistory(now: Date, usersPerBatch: Int = 500, rowsPerTransaction: Int = 5000) async throws
+        -> [String: Int]
+    {
+        let before = now.addingTimeInterval(-Self.historyRetention)
+        var deleted: [String: Int] = [:]
+        for (table, time) in Self.history {
+            // Users after this one are still to do; user ids are never empty.
+            var after = ""
+            while true {
+                let users = try await self.db.read { [after] db in
+                    var users: [String] = []
+                    var last = after
+                    let next = try db.cachedStatement(
+                        sql: "SELECT user_id FROM \(table) WHERE user_id > ? ORDER BY user_id LIMIT 1"
+                    )
+                    while users.count < usersPerBatch, let user = try String.fetchOne(next, arguments: [last]) {
+                        users.append(user)
+                        last = user
+                    }
+                    return users
+                }
+                guard !users.isEmpty else { break }
+                let (finished, count) = try await self.db.write { db in
+                    var budget = rowsPerTransaction
+                    var finished: String?
+                    for user in users {
+                        try db.cachedStatement(
+                            sql: """
+                                DELETE FROM \(table) WHERE rowid IN (
+                                    SELECT rowid FROM \(table) WHERE user_id = ? AND \(time) < ? LIMIT ?)
+                                """
+                        ).execute(arguments: [user, before, budget])
+                        budget -= db.changesCount
+                        guard budget > 0 else { break }
+                        finished = user
+                    }
+                    return (finished, rowsPerTransaction - budget)
+                }
+                deleted[table, default: 0] += count
+                after = finished ?? after
+            }
+        }
+        return deleted
+    }
+
     // MARK: Helpers
 
     static func activity(_ id: String, user: String, in db: Database) throws -> ActivityWithRule? {
