@@ -1,5 +1,6 @@
 import Foundation
 import HearthContracts
+import HearthCore
 import HearthRPC
 import HearthTestSupport
 import SwiftProtobuf
@@ -68,6 +69,48 @@ struct ListingTests {
         }
         _ = try await fixture.service.createNest(.with { $0.name = "Mine" }, fixture.context("sam"))
         let listed = try await fixture.service.listMyNests(.init(), fixture.context("olivia"))
-        #expect(listed.nests.count == CheckinRules.maxNestsPerOwner)
+        #expect(listed.nests.count == CheckinRules.maxNestsPerOwner && listed.nextPageToken.isEmpty)
+    }
+
+    @Test("ListMyNests pages the nests one owns and sits in, oldest first, none twice; page_size at most 100")
+    func myNestsInPages() async throws {
+        let fixture = try Fixture()
+        var expected: [String] = []
+        // Sam owns three nests and sits in five of Olivia's (two sessions in one of them),
+        // made a second apart so that creation orders them.
+        for index in 0..<8 {
+            let owner = index < 3 ? "sam" : "olivia"
+            let nest = try await fixture.service.createNest(.with { $0.name = "Nest \(index)" }, fixture.context(owner))
+            expected.append(nest.id)
+            if owner == "olivia" {
+                for _ in 0..<(index == 4 ? 2 : 1) {
+                    var session = Hearth_Checkins_V1_CreateSessionRequest()
+                    session.nestID = nest.id
+                    session.sitterUserID = "sam"
+                    session.startsAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
+                    session.endsAt = Google_Protobuf_Timestamp(date: fixture.clock.now().addingTimeInterval(86_400))
+                    session.timeZone = "Europe/London"
+                    _ = try await fixture.service.createSession(session, fixture.context("olivia"))
+                }
+            }
+            fixture.clock.advance(by: 1)
+        }
+        var request = Hearth_Checkins_V1_ListMyNestsRequest()
+        request.pageSize = 3
+        var seen: [String] = []
+        var pages: [Int] = []
+        repeat {
+            let page = try await fixture.service.listMyNests(request, fixture.context("sam"))
+            seen += page.nests.map(\.id)
+            pages.append(page.nests.count)
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        #expect(seen == expected && pages == [3, 3, 2])
+        request.pageSize = 101
+        #expect(
+            await violatedFields { _ = try await fixture.service.listMyNests(request, fixture.context("sam")) } == [
+                "page_size"
+            ]
+        )
     }
 }

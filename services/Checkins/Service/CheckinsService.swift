@@ -80,8 +80,13 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
         -> Hearth_Checkins_V1_ListMyNestsResponse
     {
         let user = try context.verifiedUser()
+        // Paged: anyone may name anyone as a sitter, so the nests one sits in have no bound.
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 100, maxSize: 100)
+        let rows = try await self.store.nests(of: user, after: page.after, limit: page.limit)
+        let (nests, nextToken) = page.page(of: rows) { PageCursor(time: $0.createdAt, id: $0.id) }
         var response = Hearth_Checkins_V1_ListMyNestsResponse()
-        response.nests = try await self.store.nests(of: user).map(\.message)
+        response.nests = nests.map(\.message)
+        response.nextPageToken = nextToken
         return response
     }
 

@@ -53,20 +53,24 @@ struct CheckinStore: Sendable {
         try await self.db.read { db in try NestRecord.fetchOne(db, key: id) }
     }
 
-    /// Nests `user` owns, or has a session in that has not ended.
-    func nests(of user: String) async throws -> [NestRecord] {
+    /// A page of the nests `user` owns or has a session in that has not ended, by creation:
+    /// after `cursor`, at most `limit`.
+    func nests(of user: String, after cursor: PageCursor?, limit: Int) async throws -> [NestRecord] {
         let now = self.now
         return try await self.db.read { db in
             try NestRecord.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM nest WHERE owner_user_id = ?
-                    UNION
-                    SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
-                    WHERE session.sitter_user_id = ? AND session.ends_at > ?
-                    ORDER BY created_at, id
+                    SELECT * FROM (
+                        SELECT * FROM nest WHERE owner_user_id = ?
+                        UNION
+                        SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
+                        WHERE session.sitter_user_id = ? AND session.ends_at > ?
+                    )
+                    WHERE ? OR (created_at, id) > (?, ?)
+                    ORDER BY created_at, id LIMIT ?
                     """,
-                arguments: [user, user, now]
+                arguments: [user, user, now, cursor == nil, cursor?.time, cursor?.id, limit]
             )
         }
     }
