@@ -142,6 +142,12 @@ public nonisolated struct Hearth_Routines_V1_ListRoutinesRequest: Sendable {
   /// Clears the value of `category`. Subsequent reads from it will return its default value.
   public mutating func clearCategory() {self._category = nil}
 
+  /// At most 100; 0 means 100. A page also ends early rather than pass 2 MiB.
+  public var pageSize: UInt32 = 0
+
+  /// next_page_token of the page before.
+  public var pageToken: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -154,7 +160,11 @@ public nonisolated struct Hearth_Routines_V1_ListRoutinesResponse: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// Oldest first.
   public var routines: [Hearth_Routines_V1_Routine] = []
+
+  /// Empty on the last page.
+  public var nextPageToken: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -560,7 +570,7 @@ nonisolated extension Hearth_Routines_V1_GetRoutineRequest: SwiftProtobuf.Messag
 
 nonisolated extension Hearth_Routines_V1_ListRoutinesRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListRoutinesRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}nest_id\0\u{1}category\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}nest_id\0\u{1}category\0\u{3}page_size\0\u{3}page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -570,6 +580,8 @@ nonisolated extension Hearth_Routines_V1_ListRoutinesRequest: SwiftProtobuf.Mess
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.nestID) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self._category) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.pageSize) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.pageToken) }()
       default: break
       }
     }
@@ -586,12 +598,20 @@ nonisolated extension Hearth_Routines_V1_ListRoutinesRequest: SwiftProtobuf.Mess
     try { if let v = self._category {
       try visitor.visitSingularStringField(value: v, fieldNumber: 2)
     } }()
+    if self.pageSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pageSize, fieldNumber: 3)
+    }
+    if !self.pageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.pageToken, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Routines_V1_ListRoutinesRequest, rhs: Hearth_Routines_V1_ListRoutinesRequest) -> Bool {
     if lhs.nestID != rhs.nestID {return false}
     if lhs._category != rhs._category {return false}
+    if lhs.pageSize != rhs.pageSize {return false}
+    if lhs.pageToken != rhs.pageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -599,7 +619,7 @@ nonisolated extension Hearth_Routines_V1_ListRoutinesRequest: SwiftProtobuf.Mess
 
 nonisolated extension Hearth_Routines_V1_ListRoutinesResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListRoutinesResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}routines\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}routines\0\u{3}next_page_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -608,6 +628,7 @@ nonisolated extension Hearth_Routines_V1_ListRoutinesResponse: SwiftProtobuf.Mes
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.routines) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nextPageToken) }()
       default: break
       }
     }
@@ -617,11 +638,15 @@ nonisolated extension Hearth_Routines_V1_ListRoutinesResponse: SwiftProtobuf.Mes
     if !self.routines.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.routines, fieldNumber: 1)
     }
+    if !self.nextPageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.nextPageToken, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Routines_V1_ListRoutinesResponse, rhs: Hearth_Routines_V1_ListRoutinesResponse) -> Bool {
     if lhs.routines != rhs.routines {return false}
+    if lhs.nextPageToken != rhs.nextPageToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -12,6 +12,8 @@ import SwiftProtobuf
 /// reads and ticks, anyone else gets NOT_FOUND. When checkins cannot answer, UNAVAILABLE.
 public struct RoutinesService: RPCService, RelayOwner {
     public static let package = "hearth.routines.v1.Routines"
+    /// The most bytes of routines a ListRoutines page holds: half a frame.
+    static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2
     let store: RoutineStore
     let roles: any NestRoleSource
 
@@ -80,9 +82,25 @@ public struct RoutinesService: RPCService, RelayOwner {
     {
         let user = try context.verifiedUser()
         _ = try await self.role(in: request.nestID, of: user, hidden: .notFound("nest", request.nestID))
-        var response = Hearth_Routines_V1_ListRoutinesResponse()
         let category = request.hasCategory ? try RoutineRules.category(request.category).get() : nil
-        response.routines = try await self.store.routines(nestID: request.nestID, category: category).map(\.message)
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 100, maxSize: 100)
+        let rows = try await self.store.routines(
+            nestID: request.nestID,
+            category: category,
+            after: page.after,
+            limit: page.limit
+        )
+        // Texts are counted in characters, not bytes: a page ends early rather than outgrow
+        // the frame.
+        let (routines, nextToken) = page.page(
+            of: rows.map { (record: $0.routine, message: $0.message) },
+            cursor: { PageCursor(time: $0.record.createdAt, id: $0.record.id) },
+            bytes: { $0.message.encodedSize },
+            budget: Self.listBudget
+        )
+        var response = Hearth_Routines_V1_ListRoutinesResponse()
+        response.routines = routines.map(\.message)
+        response.nextPageToken = nextToken
         return response
     }
 

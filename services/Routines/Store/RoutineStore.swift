@@ -63,19 +63,21 @@ struct RoutineStore: Sendable {
     }
 
     /// A nest's routines (in one folder when `category` is given), oldest first.
-    func routines(nestID: String, category: String?) async throws -> [RoutineWithActions] {
+    /// A page of a nest's routines (of `category`, when given) by creation, with their current
+    /// actions: after `cursor`, at most `limit`.
+    func routines(nestID: String, category: String?, after cursor: PageCursor?, limit: Int) async throws
+        -> [RoutineWithActions]
+    {
         try await self.db.read { db in
             var request = RoutineRecord.filter(Column("nest_id") == nestID)
             if let category { request = request.filter(Column("category") == category) }
-            let routines = try request.order(Column("created_at"), Column("id")).fetchAll(db)
-            let actions = try ActionRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT action.* FROM action JOIN routine ON routine.id = action.routine_id
-                    WHERE routine.nest_id = ? AND action.removed_at IS NULL ORDER BY action.position
-                    """,
-                arguments: [nestID]
+            let routines = try request.page(orderedBy: "created_at", descending: false, after: cursor, limit: limit)
+                .fetchAll(db)
+            let actions = try ActionRecord.filter(
+                routines.map(\.id).contains(Column("routine_id")) && Column("removed_at") == nil
             )
+            .order(Column("position"))
+            .fetchAll(db)
             let byRoutine = Dictionary(grouping: actions, by: \.routineID)
             return routines.map { RoutineWithActions(routine: $0, actions: byRoutine[$0.id] ?? []) }
         }
