@@ -18,3 +18,11 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+
+extension Duration {
+    /// `seconds` as a `retry_after`: to the millisecond, rounded up (a client that waits that
+    /// long is never early), and at least `minimum` seconds.
+    public static func retryAfter(seconds: Double, minimum: Double = 0) -> Duration {
+        .milliseconds(Int64((max(seconds, minimum) * 1000).rounded(.up)))
+    }
+}

@@ -181,7 +181,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             throw RPCError(
                 .resourceExhausted,
                 "rate limit exceeded: \(Int(limit.perSecond)) calls a second, bursts of \(Int(limit.burst))",
-                retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))
+                retryAfter: .retryAfter(seconds: wait)
             )
         }
         let now = NIODeadline.now()

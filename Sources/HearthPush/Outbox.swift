@@ -140,7 +140,8 @@ public final class OutboxDeliverer: DueWork {
     /// Sends every message due now, `sendsAtOnce` at a time, recording each outcome as soon
     /// as it is known (a crash repeats only sends whose outcome was not recorded yet, with the
     /// same idempotency key); returns how many were delivered. When the store fails, nothing
-    /// more is sent, and the run fails once every send under way has recorded its outcome.
+    /// more is sent, and the run fails once every send under way has ended (an outcome that
+    /// could not be written is held, and written first the next time).
     @discardableResult
     public func deliverDue() async throws -> Int {
         try await self.recordHeldOutcomes()
@@ -203,8 +204,7 @@ public final class OutboxDeliverer: DueWork {
             self.unrecorded.withLock { $0[due.id] = outcome }
             throw error
         }
-        if case .delivered = outcome { return true }
-        return false
+        return if case .delivered = outcome { true } else { false }
     }
 
     /// Writes the outcomes a full disk kept from being written; throws (sending nothing more)
@@ -230,13 +230,10 @@ public final class OutboxDeliverer: DueWork {
                     sql: "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
                 )
                 .execute(arguments: [at, id])
-            case .failed(let at, let error, attempted: true):
+            case .failed(let at, let error, let attempted):
                 try db.cachedStatement(
-                    sql: "UPDATE push_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?"
-                ).execute(arguments: [at, error, id])
-            case .failed(let at, let error, attempted: false):
-                try db.cachedStatement(sql: "UPDATE push_outbox SET failed_at = ?, last_error = ? WHERE id = ?")
-                    .execute(arguments: [at, error, id])
+                    sql: "UPDATE push_outbox SET failed_at = ?, attempts = attempts + ?, last_error = ? WHERE id = ?"
+                ).execute(arguments: [at, attempted ? 1 : 0, error, id])
             case .retry(let at, let error):
                 try db.cachedStatement(
                     sql:

@@ -75,12 +75,9 @@ public final class WriteBatcher: Sendable {
     /// per connection (GRDB's `inSavepoint` parses its SQL on every call: 5% of the heartbeat's
     /// writer). A throwing `body` rolls back only its own writes.
     private static func inSavepoint<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
-        // Outside a transaction SAVEPOINT would open a deferred one of its own. The batch's is
-        // gone only when SQLite rolled it back for an earlier closure (some I/O errors do): this
-        // one fails like the whole batch will, at its commit.
-        guard db.isInsideTransaction else {
-            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "the batch's transaction was rolled back")
-        }
+        // Outside a transaction SAVEPOINT would open a deferred one of its own. A batch stops
+        // at the closure whose failure rolled its transaction back (`drain`), so none runs after.
+        precondition(db.isInsideTransaction, "a batched write runs inside the batch's transaction")
         try db.cachedStatement(sql: "SAVEPOINT batched_write").execute()
         do {
             let value = try body(db)

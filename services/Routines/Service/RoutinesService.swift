@@ -229,13 +229,12 @@ public struct RoutinesService: RPCService, RelayOwner {
 
         let today = LocalDate(self.store.now, in: zone)
         let streakStart = today.adding(days: -RoutineRules.maxHistoryDays)
-        let first = min(from, streakStart)
         let (actions, completions) = try await self.store.days(
             routineID: routine.routine.id,
             user: subject,
-            from: first,
-            fromStart: first.start(in: zone),
-            to: today
+            from: min(from, streakStart),
+            to: today,
+            in: zone
         )
         let lives = actions.map(\.life)
         let doneByDate = Dictionary(grouping: completions, by: \.localDate).mapValues { Set($0.map(\.actionID)) }
@@ -273,8 +272,8 @@ public struct RoutinesService: RPCService, RelayOwner {
             routineID: routineID,
             user: user,
             from: date,
-            fromStart: date.start(in: zone),
-            to: date
+            to: date,
+            in: zone
         )
         let day = RoutineRules.day(
             date,

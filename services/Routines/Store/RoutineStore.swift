@@ -201,14 +201,15 @@ struct RoutineStore: Sendable {
         }
     }
 
-    /// The actions the routine had on any day from `from` to `to` (removed ones too, unless
-    /// removed before `from` began, at `fromStart`: an owner who adds and removes actions for
-    /// years does not make every read longer) and `user`'s ticks on those days: what a day's
-    /// progress is computed from, read together.
-    func days(routineID: String, user: String, from: LocalDate, fromStart: Date, to: LocalDate) async throws -> (
+    /// The actions the routine had on any day from `from` to `to` in `zone` (removed ones too,
+    /// unless removed before `from` began: an owner who adds and removes actions for years does
+    /// not make every read longer) and `user`'s ticks on those days: what a day's progress is
+    /// computed from, read together.
+    func days(routineID: String, user: String, from: LocalDate, to: LocalDate, in zone: TimeZone) async throws -> (
         actions: [ActionRecord], completions: [CompletionRecord]
     ) {
-        try await self.db.read { db in
+        let fromStart = from.start(in: zone)
+        return try await self.db.read { db in
             let actions = try ActionRecord.filter(
                 Column("routine_id") == routineID && (Column("removed_at") == nil || Column("removed_at") >= fromStart)
             )

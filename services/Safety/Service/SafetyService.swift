@@ -190,7 +190,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             throw RPCError(
                 .resourceExhausted,
                 "more than \(SafetyRules.maxHeartbeatsPerHour) check-ins in an hour; this one still reset your timer",
-                retryAfter: .milliseconds(Int64((max(retryAfter, 1) * 1000).rounded(.up)))
+                retryAfter: .retryAfter(seconds: retryAfter, minimum: 1)
             )
         }
         return result.status.map { $0.message(now: self.store.now) } ?? Self.notArmed

@@ -461,10 +461,8 @@ struct SafetyStore: Sendable {
     /// Deletes history no rule reads any more: heartbeats older than ``heartbeatRetention``,
     /// and alerts older than ``alertRetention`` of periods before the user's last check-in (an
     /// all-clear reads every alert since it; the current period's stay whatever their age),
-    /// never one pending or under way. Users are taken `usersPerBatch` at a time, and a
-    /// transaction deletes at most `rowsPerTransaction` rows (the first pass over a store that
-    /// never pruned may hold a user's year), so the writer is never held for long. Returns how
-    /// many rows of each went.
+    /// never one pending or under way. Users in batches, a bounded number of rows a
+    /// transaction (``UserBatches``). Returns how many rows of each went.
     func pruneHistory(
         now: Date,
         usersPerBatch: Int = 500,
@@ -472,54 +470,40 @@ struct SafetyStore: Sendable {
     ) async throws -> (heartbeats: Int, alerts: Int) {
         let heartbeatsBefore = StoredDate(now.addingTimeInterval(-Self.heartbeatRetention))
         let alertsBefore = StoredDate(now.addingTimeInterval(-Self.alertRetention))
-        var deleted = (heartbeats: 0, alerts: 0)
-        // Users after this one are still to do (keyset order, through the primary key); user
-        // ids are never empty.
-        var after = ""
-        while true {
-            let users = try await self.db.read { [after] db in
+        let deleted = try await UserBatches.prune(
+            writer: self.db,
+            usersPerBatch: usersPerBatch,
+            rowsPerTransaction: rowsPerTransaction,
+            users: { db, after, limit in
+                // Through the primary key, with the epoch of each user's last check-in.
                 try Row.fetchAll(
                     db,
                     sql: "SELECT user_id, check_in_epoch FROM profile WHERE user_id > ? ORDER BY user_id LIMIT ?",
-                    arguments: [after, usersPerBatch]
+                    arguments: [after, limit]
                 ).map { (user: $0["user_id"] as String, checkInEpoch: $0["check_in_epoch"] as Int) }
+            },
+            id: \.user,
+            delete: { db, profile, budget in
+                try db.cachedStatement(
+                    sql: """
+                        DELETE FROM heartbeat WHERE user_id = ? AND request_id IN (
+                            SELECT request_id FROM heartbeat WHERE user_id = ? AND at < ? LIMIT ?)
+                        """
+                ).execute(arguments: [profile.user, profile.user, heartbeatsBefore, budget])
+                let heartbeats = db.changesCount
+                guard heartbeats < budget else { return ["heartbeats": heartbeats] }
+                try db.cachedStatement(
+                    sql: """
+                        DELETE FROM alert WHERE rowid IN (
+                            SELECT rowid FROM alert WHERE user_id = ? AND epoch < ? AND created_at < ?
+                                AND state != 'pending' AND claimed_at IS NULL
+                            LIMIT ?)
+                        """
+                ).execute(arguments: [profile.user, profile.checkInEpoch, alertsBefore, budget - heartbeats])
+                return ["heartbeats": heartbeats, "alerts": db.changesCount]
             }
-            guard !users.isEmpty else { return deleted }
-            // The last user finished in this transaction (nil: the first one is not, yet).
-            let (finished, batch) = try await self.db.write { db in
-                var budget = rowsPerTransaction
-                var batch = (heartbeats: 0, alerts: 0)
-                var finished: String?
-                for (user, checkInEpoch) in users {
-                    try db.cachedStatement(
-                        sql: """
-                            DELETE FROM heartbeat WHERE user_id = ? AND request_id IN (
-                                SELECT request_id FROM heartbeat WHERE user_id = ? AND at < ? LIMIT ?)
-                            """
-                    ).execute(arguments: [user, user, heartbeatsBefore, budget])
-                    batch.heartbeats += db.changesCount
-                    budget -= db.changesCount
-                    guard budget > 0 else { break }
-                    try db.cachedStatement(
-                        sql: """
-                            DELETE FROM alert WHERE rowid IN (
-                                SELECT rowid FROM alert WHERE user_id = ? AND epoch < ? AND created_at < ?
-                                    AND state != 'pending' AND claimed_at IS NULL
-                                LIMIT ?)
-                            """
-                    ).execute(arguments: [user, checkInEpoch, alertsBefore, budget])
-                    batch.alerts += db.changesCount
-                    budget -= db.changesCount
-                    guard budget > 0 else { break }
-                    finished = user
-                }
-                return (finished, batch)
-            }
-            deleted.heartbeats += batch.heartbeats
-            deleted.alerts += batch.alerts
-            // A user cut short is taken again, with what is left of it.
-            after = finished ?? after
-        }
+        )
+        return (deleted["heartbeats", default: 0], deleted["alerts", default: 0])
     }
 
     // MARK: The scheduler's side

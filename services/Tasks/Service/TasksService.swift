@@ -89,7 +89,7 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
                 throw RPCError(
                     .resourceExhausted,
                     "a user makes at most \(TaskRules.maxTasksPerDay) tasks a day",
-                    retryAfter: .milliseconds(Int64((max(retryAfter, 1) * 1000).rounded(.up)))
+                    retryAfter: .retryAfter(seconds: retryAfter, minimum: 1)
                 )
             }
         case .failure(let error):

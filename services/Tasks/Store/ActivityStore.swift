@@ -423,50 +423,40 @@ struct ActivityStore: Sendable {
     ]
 
     /// Deletes the rows of ``history`` older than ``historyRetention``, user by user through
-    /// their `(user_id, time)` indexes: `usersPerBatch` users found by index seeks, then one
-    /// transaction of at most `rowsPerTransaction` rows (a user cut short is taken up again).
-    /// Answers how many rows went from each table.
+    /// their `(user_id, time)` indexes (users found by index seeks), in bounded transactions
+    /// (``UserBatches``). Answers how many rows went from each table.
     func pruneHistory(now: Date, usersPerBatch: Int = 500, rowsPerTransaction: Int = 5000) async throws
         -> [String: Int]
     {
         let before = now.addingTimeInterval(-Self.historyRetention)
         var deleted: [String: Int] = [:]
         for (table, time) in Self.history {
-            // Users after this one are still to do; user ids are never empty.
-            var after = ""
-            while true {
-                let users = try await self.db.read { [after] db in
+            let gone = try await UserBatches.prune(
+                writer: self.db,
+                usersPerBatch: usersPerBatch,
+                rowsPerTransaction: rowsPerTransaction,
+                users: { db, after, limit in
                     var users: [String] = []
-                    var last = after
                     let next = try db.cachedStatement(
                         sql: "SELECT user_id FROM \(table) WHERE user_id > ? ORDER BY user_id LIMIT 1"
                     )
-                    while users.count < usersPerBatch, let user = try String.fetchOne(next, arguments: [last]) {
+                    while users.count < limit, let user = try String.fetchOne(next, arguments: [users.last ?? after]) {
                         users.append(user)
-                        last = user
                     }
                     return users
+                },
+                id: { $0 },
+                delete: { db, user, budget in
+                    try db.cachedStatement(
+                        sql: """
+                            DELETE FROM \(table) WHERE rowid IN (
+                                SELECT rowid FROM \(table) WHERE user_id = ? AND \(time) < ? LIMIT ?)
+                            """
+                    ).execute(arguments: [user, before, budget])
+                    return [table: db.changesCount]
                 }
-                guard !users.isEmpty else { break }
-                let (finished, count) = try await self.db.write { db in
-                    var budget = rowsPerTransaction
-                    var finished: String?
-                    for user in users {
-                        try db.cachedStatement(
-                            sql: """
-                                DELETE FROM \(table) WHERE rowid IN (
-                                    SELECT rowid FROM \(table) WHERE user_id = ? AND \(time) < ? LIMIT ?)
-                                """
-                        ).execute(arguments: [user, before, budget])
-                        budget -= db.changesCount
-                        guard budget > 0 else { break }
-                        finished = user
-                    }
-                    return (finished, rowsPerTransaction - budget)
-                }
-                deleted[table, default: 0] += count
-                after = finished ?? after
-            }
+            )
+            deleted.merge(gone, uniquingKeysWith: +)
         }
         return deleted
     }
