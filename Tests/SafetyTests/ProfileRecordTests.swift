@@ -32,7 +32,8 @@ struct ProfileRecordTests {
             checkInEpoch: 9,
             nextDueAt: start + 3,
             createdAt: start + 4,
-            updatedAt: start + 5
+            updatedAt: start + 5,
+            lastRequestID: "request-7"
         )
         var empty = profile
         empty.userID = "lin"

@@ -395,6 +395,11 @@ struct SafetyTests {
         system.clock.advance(by: 2)
         let collapsed = try await system.checkIn(id: "over-again")
         #expect(collapsed.lastCheckInAt.date == limitedAt)
+        // A client's retry of the limited check-in a minute later is still that check-in: it
+        // does not move the deadline later than the user last checked in.
+        system.clock.advance(by: 60)
+        let retried = try await system.checkIn(id: "over")
+        #expect(retried.lastCheckInAt.date == limitedAt, "a retry of a limited check-in counts once")
         await system.stop()
     }
 

@@ -255,6 +255,8 @@ struct SafetyStore: Sendable {
         else { return (.noProfile, nil) }
         // A repeat changes nothing and answers the status as it stands.
         let repeated = { (HeartbeatOutcome.repeated, try Self.snapshot(profile, in: db) as StatusSnapshot?) }
+        // A retry of the last check-in, even one over the rate limit that kept no row.
+        if requestID == profile.lastRequestID { return try repeated() }
         if let last = profile.lastCheckInAt, now <= last { return try repeated() }
         // An activity from before the period began (a forward delayed past a resume, or past
         // the first contact arming the switch) says nothing about this period: starting one
@@ -296,6 +298,7 @@ struct SafetyStore: Sendable {
             if db.changesCount == 0 { return try repeated() }
         }
         if let timeZone { profile.timeZone = timeZone }
+        profile.lastRequestID = requestID
         result.enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
         // The period began just now: nothing in it is decided yet, and its only messages are
