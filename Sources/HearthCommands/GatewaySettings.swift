@@ -30,6 +30,9 @@ struct GatewaySettings: ParsableArguments {
     @Option(help: "Calls each user may make in a burst.")
     var burst: Double = 100
 
+    @Option(help: "Calls each user may have in flight at once (one user's slow calls cannot fill a replica's 1,024).")
+    var maxInFlight = 100
+
     @Option(help: "Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x).")
     var eddsaPublicKey: String?
 
@@ -57,11 +60,12 @@ struct GatewaySettings: ParsableArguments {
         guard self.rateLimit > 0, self.burst >= 1 else {
             throw ValidationError("--rate-limit must be positive and --burst at least 1")
         }
+        guard self.maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be at least 1") }
         return Gateway.Configuration(
             routes: routes,
             internalCredential: internalCredential,
             routeTimeout: self.routeTimeout.duration,
-            rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst),
+            rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst, maxInFlight: self.maxInFlight),
             maxFrameSize: ProcessName.gateway.maxFrameSize,
             maxRequestFrameSizes: Self.requestFrameSizes(of: routes.keys)
         )

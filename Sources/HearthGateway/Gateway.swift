@@ -109,6 +109,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
         }
     }
 
+    /// How many calls `user` has in flight through this gateway (for tests).
+    func callsInFlight(of user: String) -> Int { self.limiter.inFlight(user) }
+
     /// Replicas out of rotation right now (`host:port`), for operators and tests.
     public var ejectedBackends: [String] {
         self.pools.flatMap { pool in pool.replicas.filter(\.isEjected).map(\.address) }
@@ -167,8 +170,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
         return call
     }
 
-    /// Applies the user's rate limit and the route's deadline, then sends the call to a replica
-    /// with the verified user and the internal credential in place of what the client sent.
+    /// Applies the user's limits (rate, calls in flight), then forwards the call; it counts as
+    /// in flight until its answer, whatever it is.
     private func admitAndForward(
         _ payload: Data,
         context: RPCContext,
@@ -176,14 +179,37 @@ public final class Gateway: Service, CallForwarder, Sendable {
         to pool: BackendPool,
         on loop: any EventLoop
     ) throws -> StartedCall {
-        if let wait = self.limiter.admit(user) {
-            let limit = self.configuration.rateLimit
+        let limit = self.configuration.rateLimit
+        switch self.limiter.admit(user) {
+        case nil:
+            break
+        case .rate(let wait):
             throw RPCError(
                 .resourceExhausted,
                 "rate limit exceeded: \(Int(limit.perSecond)) calls a second, bursts of \(Int(limit.burst))",
                 retryAfter: .retryAfter(seconds: wait)
             )
+        case .inFlight:
+            throw RPCError(
+                .resourceExhausted,
+                "too many calls in flight: at most \(limit.maxInFlight) at once; wait for an answer before the next"
+            )
         }
+        let request: ForwardedRequest
+        do {
+            request = try self.request(payload, context: context, user: user)
+        } catch {
+            self.limiter.finished(user)
+            throw error
+        }
+        let call = pool.startOnReplica(request, on: loop)
+        call.response.whenComplete { _ in self.limiter.finished(user) }
+        return call
+    }
+
+    /// The call as it goes to a replica: the route's deadline, the verified user and the
+    /// internal credential in place of what the client sent.
+    private func request(_ payload: Data, context: RPCContext, user: String) throws -> ForwardedRequest {
         let now = NIODeadline.now()
         var deadline = now + .nanoseconds(self.configuration.routeTimeout.nanoseconds)
         if let callerDeadline = context.deadline {
@@ -211,10 +237,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
                     + "at most \(Metadata.maxEntries - Self.addedMetadata) (the gateway adds \(Self.addedMetadata))"
             )
         }
-        return pool.startOnReplica(
-            ForwardedRequest(method: context.method, payload: payload, metadata: metadata, deadline: deadline),
-            on: loop
-        )
+        return ForwardedRequest(method: context.method, payload: payload, metadata: metadata, deadline: deadline)
     }
 
     /// How much sooner than its caller the gateway stops waiting for a replica's answer.

@@ -164,4 +164,15 @@ struct OptionsTests {
         #expect(routes.maxRequestFrameSizes == ["hearth.checkins.v1.": CheckinsService.maxFrameSize])
         #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
+
+    @Test("the gateway's per-user limits: 50 a second, bursts of 100, 100 in flight unless told; at least 1 in flight")
+    func gatewayLimits() throws {
+        let defaults = try GatewaySettings.parse([]).configuration(internalCredential: "secret").rateLimit
+        #expect(defaults.perSecond == 50 && defaults.burst == 100 && defaults.maxInFlight == 100)
+        let one = try GatewaySettings.parse(["--max-in-flight", "1"]).configuration(internalCredential: "secret")
+        #expect(one.rateLimit.maxInFlight == 1)
+        #expect(throws: ValidationError.self) {
+            try GatewaySettings.parse(["--max-in-flight", "0"]).configuration(internalCredential: "secret")
+        }
+    }
 }

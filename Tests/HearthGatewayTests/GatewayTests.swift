@@ -2,11 +2,12 @@ import EchoService
 import Foundation
 import HearthContracts
 import HearthCore
-import HearthGateway
 import HearthRPC
 import HearthTestSupport
 import JWTKit
 import Testing
+
+@testable import HearthGateway
 
 @Suite("Gateway", .timeLimit(.minutes(1)))
 struct GatewayTests {
@@ -245,6 +246,44 @@ struct GatewayTests {
             harness.clock.advance(by: 0.5)
             _ = try await harness.call(authorization: alice)
             await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: alice) }
+        }
+    }
+
+    @Test(
+        "calls in flight per user: the 3rd of 3 is forwarded, the 4th RESOURCE_EXHAUSTED; others unaffected; any end frees a place"
+    )
+    func callsInFlightPerUser() async throws {
+        let limits = RateLimiter.Limits(perSecond: 1, burst: 1_000, maxInFlight: 3)
+        try await GatewayHarness.run(replicas: 1, limits: limits) { harness in
+            let alice = "Bearer \(try await harness.token(for: "alice"))"
+            let bob = "Bearer \(try await harness.token(for: "bob"))"
+            var held: [Task<Hearth_Echo_V1_EchoResponse, any Error>] = []
+            for index in 0..<3 { held.append(try await harness.hold("a\(index)", for: 60_000, authorization: alice)) }
+            #expect(harness.gateway.callsInFlight(of: "alice") == 3)
+            let refused = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: alice) }
+            #expect(refused?.code == .resourceExhausted)
+            #expect(refused?.message.contains("at most 3") == true, "\(String(describing: refused))")
+            #expect(harness.gateway.callsInFlight(of: "alice") == 3, "a refused call holds no place")
+            _ = try await harness.call(authorization: bob)
+
+            // A call the client cancels frees its place, and so does one the replica refuses.
+            held[0].cancel()
+            _ = await held[0].result
+            try await eventually("the cancelled call's place is free") {
+                harness.gateway.callsInFlight(of: "alice") == 2
+            }
+            let unknown = await #expect(throws: RPCError.self) {
+                _ = try await harness.call("hearth.echo.v1.Echo/NoSuchMethod", authorization: alice)
+            }
+            #expect(unknown?.code == .unimplemented)
+            #expect(harness.gateway.callsInFlight(of: "alice") == 2)
+            _ = try await harness.call(authorization: alice)
+            #expect(harness.gateway.callsInFlight(of: "alice") == 2)
+
+            for call in held.dropFirst() { call.cancel() }
+            for call in held { _ = await call.result }
+            try await eventually("every place is free") { harness.gateway.callsInFlight(of: "alice") == 0 }
+            #expect(harness.gateway.callsInFlight(of: "bob") == 0)
         }
     }
 
