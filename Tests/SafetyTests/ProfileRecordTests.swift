@@ -32,8 +32,7 @@ struct ProfileRecordTests {
             checkInEpoch: 9,
             nextDueAt: start + 3,
             createdAt: start + 4,
-            updatedAt: start + 5,
-            lastRequestID: "request-7"
+            updatedAt: start + 5
         )
         var empty = profile
         empty.userID = "lin"

@@ -104,9 +104,11 @@ final class SafetySystem: @unchecked Sendable {
         language: String = "en",
         zone: String = "America/Los_Angeles",
         contacts: [String] = ["brother@example.com"],
-        reminder: (hour: UInt32, minute: UInt32)? = nil
+        reminder: (hour: UInt32, minute: UInt32)? = nil,
+        countActivity: Bool = false
     ) async throws {
         var request = Hearth_Safety_V1_UpsertProfileRequest()
+        request.countActivityAsCheckIn = countActivity
         if let reminder {
             request.dailyReminder = .with {
                 $0.enabled = true
@@ -367,7 +369,7 @@ struct SafetyTests {
     @Test("repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED")
     func heartbeatLimits() async throws {
         let system = try await SafetySystem()
-        try await system.profile()
+        try await system.profile(countActivity: true)
         let first = try await system.checkIn(id: "r1")
         system.clock.advance(by: 4)
         let again = try await system.checkIn(id: "r2")
@@ -395,11 +397,31 @@ struct SafetyTests {
         system.clock.advance(by: 2)
         let collapsed = try await system.checkIn(id: "over-again")
         #expect(collapsed.lastCheckInAt.date == limitedAt)
-        // A client's retry of the limited check-in a minute later is still that check-in: it
-        // does not move the deadline later than the user last checked in.
+        // A client's retry of a check-in that did not count toward the limit, a minute later, is
+        // still that check-in: it does not move the deadline later than the user last checked
+        // in. One merged into the check-in before it:
         system.clock.advance(by: 60)
-        let retried = try await system.checkIn(id: "over")
-        #expect(retried.lastCheckInAt.date == limitedAt, "a retry of a limited check-in counts once")
+        let mergedRetry = try await system.checkIn(id: "over-again")
+        #expect(mergedRetry.lastCheckInAt.date == limitedAt, "a retry of a merged check-in counts once")
+        // One over the rate limit (itself a new check-in: the last was 62 s ago), with a
+        // forwarded activity counted in between:
+        system.clock.advance(by: 6)
+        await #expect(throws: RPCError.self) { _ = try await system.checkIn(id: "late") }
+        let lateAt = system.clock.now()
+        system.clock.advance(by: 60)
+        _ = try await system.service.forwardActivity(
+            .with {
+                $0.source = "tasks"
+                $0.eventID = "answer-1"
+                $0.occurredAt = Google_Protobuf_Timestamp(date: system.clock.now() - 1)
+            },
+            callContext("mei")
+        )
+        let forwardedAt = try await system.status().lastCheckInAt.date
+        #expect(forwardedAt > lateAt, "the activity counted (over the limit: kept uncounted too)")
+        system.clock.advance(by: 60)
+        let limitedRetry = try await system.checkIn(id: "late")
+        #expect(limitedRetry.lastCheckInAt.date == forwardedAt, "a retry of a limited check-in counts once")
         await system.stop()
     }
 
@@ -453,6 +475,30 @@ struct SafetyTests {
         #expect(try await heartbeats() == ["first", "later"])
         try await system.advance(to: t0 + 31 * 86_400)
         #expect(try await heartbeats() == ["later"], "the first is over 30 days old")
+        await system.stop()
+    }
+
+    @Test(
+        "at most 64 check-ins an hour are kept uncounted: a late retry of the 64th is known, of the 65th counts again"
+    )
+    func uncountedCheckInsCap() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        let first = try await system.checkIn(id: "first")
+        system.clock.advance(by: 1)
+        for index in 1...65 {
+            let merged = try await system.checkIn(id: "merged-\(index)")
+            #expect(merged.lastCheckInAt == first.lastCheckInAt)
+        }
+        let uncounted = try await system.service.store.base.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
+        }
+        #expect(uncounted == SafetyRules.maxUncountedHeartbeatsPerHour)
+        system.clock.advance(by: 60)
+        let known = try await system.checkIn(id: "merged-64")
+        #expect(known.lastCheckInAt == first.lastCheckInAt, "the 64th was kept: its retry is a repeat")
+        let unknown = try await system.checkIn(id: "merged-65")
+        #expect(unknown.lastCheckInAt.date == system.clock.now(), "the 65th was not: its retry counts")
         await system.stop()
     }
 

@@ -382,15 +382,16 @@ struct AlertRaceTests {
             profile.email = "zed@example.com"
         }
         try await store.base.writer.write { db in
-            func heartbeat(_ user: String, _ id: String, at: Date) throws {
+            func heartbeat(_ user: String, _ id: String, at: Date, counted: Bool = true) throws {
                 try db.execute(
-                    sql: "INSERT INTO heartbeat VALUES (?, ?, 'UTC', '', 'app', ?)",
-                    arguments: [user, StoredDate(at), id]
+                    sql: "INSERT INTO heartbeat VALUES (?, ?, 'UTC', '', 'app', ?, ?)",
+                    arguments: [user, StoredDate(at), id, counted]
                 )
             }
             try heartbeat("mei", "old", at: now - 30 * day - 1)
             try heartbeat("mei", "kept", at: now - 30 * day)
             try heartbeat("zed", "old", at: now - 40 * day)
+            try heartbeat("zed", "old-merged", at: now - 40 * day, counted: false)
             try db.execute(sql: "UPDATE profile SET epoch = 5, check_in_epoch = 5 WHERE user_id = 'mei'")
             func alert(_ id: String, epoch: Int, age: TimeInterval, state: String, claimed: Bool = false) throws {
                 try db.execute(
@@ -412,7 +413,7 @@ struct AlertRaceTests {
         clock.set(now)
         // One user a batch and one row a transaction: both users are reached, each finished.
         let deleted = try await store.pruneHistory(now: now, usersPerBatch: 1, rowsPerTransaction: 1)
-        #expect(deleted.heartbeats == 2 && deleted.alerts == 2)
+        #expect(deleted.heartbeats == 3 && deleted.alerts == 2)
         let (heartbeats, alerts) = try await store.base.writer.read { db in
             (
                 try String.fetchAll(db, sql: "SELECT user_id || ':' || request_id FROM heartbeat ORDER BY 1"),

@@ -20,6 +20,10 @@ enum SafetyRules {
     /// Heartbeats this close to the previous one collapse into it.
     static let coalesceWindow: TimeInterval = 5
     static let maxHeartbeatsPerHour = 120
+    /// Check-ins kept without counting toward the rate limit (merged into the one before, or
+    /// over the limit), so that a late retry of one is still known: at most this many an hour
+    /// for each user. Past it such a check-in keeps no row, and a retry of it counts again.
+    static let maxUncountedHeartbeatsPerHour = 64
     /// Test messages a user may ask for on one channel in an hour: the profile's email is
     /// nobody's to confirm, so without a limit SendTest could flood a stranger's inbox.
     static let maxTestsPerHour = 5

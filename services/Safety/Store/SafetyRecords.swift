@@ -28,9 +28,6 @@ struct ProfileRecord: PersistableRecord, Equatable, Sendable {
     var nextDueAt: Date?
     var createdAt: Date
     var updatedAt: Date
-    /// The request id of the last check-in, counted or over the rate limit (which keeps no
-    /// heartbeat row): a client's retry of it is the same check-in, however late it comes.
-    var lastRequestID = ""
 }
 
 // Read and written by hand, not through Codable: the profile is on the heartbeat's hot path
@@ -43,7 +40,6 @@ extension ProfileRecord {
         "user_id", "name", "email", "threshold_hours", "language", "time_zone", "reminder_enabled",
         "reminder_hour", "reminder_minute", "push_token", "count_activity", "period_start", "last_check_in_at",
         "snoozes", "paused_until", "epoch", "check_in_epoch", "next_due_at", "created_at", "updated_at",
-        "last_request_id",
     ]
 
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
@@ -71,7 +67,6 @@ extension ProfileRecord {
         self.nextDueAt = try columns.optionalDate(17)
         self.createdAt = try columns.date(18)
         self.updatedAt = try columns.date(19)
-        self.lastRequestID = try columns.value(20)
     }
 
     /// The values of ``columnNames``, in their order.
@@ -80,7 +75,7 @@ extension ProfileRecord {
             self.userID, self.name, self.email, self.thresholdHours, self.language, self.timeZone, self.reminderEnabled,
             self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity, self.periodStart.stored,
             self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch, self.checkInEpoch,
-            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored, self.lastRequestID,
+            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
         ]
     }
 
@@ -94,8 +89,7 @@ extension ProfileRecord {
         try db.cachedStatement(
             sql: """
                 UPDATE profile SET time_zone = ?, period_start = ?, last_check_in_at = ?, snoozes = ?,
-                    paused_until = ?, epoch = ?, check_in_epoch = ?, next_due_at = ?, updated_at = ?,
-                    last_request_id = ?
+                    paused_until = ?, epoch = ?, check_in_epoch = ?, next_due_at = ?, updated_at = ?
                 WHERE user_id = ?
                 """
         ).execute(
@@ -108,7 +102,6 @@ extension ProfileRecord {
             self.checkInEpoch,
             self.nextDueAt?.stored,
             self.updatedAt.stored,
-            self.lastRequestID,
             self.userID
         )
     }
@@ -279,8 +272,17 @@ enum SafetyMigrations {
                     """
             )
         }
-        migrator.registerMigration("v3: the last check-in's request id") { db in
-            try db.execute(sql: "ALTER TABLE profile ADD COLUMN last_request_id TEXT NOT NULL DEFAULT ''")
+        migrator.registerMigration("v3: check-ins kept without counting") { db in
+            // A check-in merged into the one before it, or over the rate limit, is kept too (not
+            // counted), so that a retry of it is known however late it comes. The rate limit's
+            // read of the last hour tells them apart from the index alone.
+            try db.execute(
+                sql: """
+                    ALTER TABLE heartbeat ADD COLUMN counted BOOLEAN NOT NULL DEFAULT 1;
+                    DROP INDEX heartbeat_time;
+                    CREATE INDEX heartbeat_time ON heartbeat(user_id, at, counted);
+                    """
+            )
         }
         return migrator
     }

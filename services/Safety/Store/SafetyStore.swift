@@ -188,7 +188,7 @@ struct SafetyStore: Sendable {
         /// The same request id, or within 5 s of the previous heartbeat (or a forwarded activity
         /// from before the period began): nothing changed.
         case repeated
-        /// Over 120 in the last hour: the switch was reset, the heartbeat not kept.
+        /// Over 120 counted in the last hour: the switch was reset, the heartbeat kept uncounted.
         case rateLimited(retryAfter: TimeInterval)
         case noProfile
     }
@@ -255,50 +255,59 @@ struct SafetyStore: Sendable {
         else { return (.noProfile, nil) }
         // A repeat changes nothing and answers the status as it stands.
         let repeated = { (HeartbeatOutcome.repeated, try Self.snapshot(profile, in: db) as StatusSnapshot?) }
-        // A retry of the last check-in, even one over the rate limit that kept no row.
-        if requestID == profile.lastRequestID { return try repeated() }
-        if let last = profile.lastCheckInAt, now <= last { return try repeated() }
-        // An activity from before the period began (a forward delayed past a resume, or past
-        // the first contact arming the switch) says nothing about this period: starting one
-        // from it would move the deadline back, to a false alarm.
-        if forwarded, now < profile.periodStart { return try repeated() }
-        let dueBefore = profile.nextDueAt
-        // The last hour's heartbeats, for coalescing and the rate limit, and whether one of them
-        // is this request again; an older one with its id is found by the insert below.
-        var recent: [Date] = []
-        var sentBefore = false
-        try db.cachedStatement(sql: "SELECT at, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at")
-            .forEachRow(binding: requestID, user, now.addingTimeInterval(-3600).stored) { columns in
-                recent.append(try columns.date(0))
-                if try columns.value(1) as Bool { sentBefore = true }
-            }
-        if sentBefore { return try repeated() }
-        // The last check-in, not the last row: one over the rate limit resets the timer but
-        // keeps no row, and its repeats collapse into it all the same.
-        if let last = profile.lastCheckInAt, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
+        // An activity at or before the last check-in, or from before the period began (a
+        // forward delayed past a resume, or past the first contact arming the switch), says
+        // nothing about this period: starting one from it would move the deadline back, to a
+        // false alarm. A retry of it comes with the same time, so it is answered the same.
+        if forwarded, now <= (profile.lastCheckInAt ?? .distantPast) || now < profile.periodStart {
             return try repeated()
         }
-        let limited = recent.count >= SafetyRules.maxHeartbeatsPerHour
-        if limited {
-            // Not inserted, so no conflict tells an older repeat: ask (rare, and cheap by key).
-            if try db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?")
-                .fetchOne(binding: user, requestID, read: { _ in true }) != nil
-            {
-                return try repeated()
-            }
-        } else {
+        let dueBefore = profile.nextDueAt
+        // The last hour's heartbeats: the counted ones for the rate limit, how many were kept
+        // uncounted, and whether one of them is this request again; an older one with its id is
+        // found by the insert below.
+        var counted: [Date] = []
+        var uncounted = 0
+        var sentBefore = false
+        try db.cachedStatement(
+            sql: "SELECT at, counted, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"
+        )
+        .forEachRow(binding: requestID, user, now.addingTimeInterval(-3600).stored) { columns in
+            if try columns.value(1) as Bool { counted.append(try columns.date(0)) } else { uncounted += 1 }
+            if try columns.value(2) as Bool { sentBefore = true }
+        }
+        if sentBefore { return try repeated() }
+        let keep = { (countsTowardLimit: Bool) throws -> Bool in
+            guard countsTowardLimit || uncounted < SafetyRules.maxUncountedHeartbeatsPerHour else { return true }
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id, counted)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (user_id, request_id) DO NOTHING
                     """
-            ).execute(binding: user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID)
+            ).execute(
+                binding: user,
+                now.stored,
+                timeZone ?? profile.timeZone,
+                deviceInfo,
+                source,
+                requestID,
+                countsTowardLimit
+            )
             // Nothing inserted: this request id was recorded more than an hour ago.
-            if db.changesCount == 0 { return try repeated() }
+            return db.changesCount > 0
         }
+        // Within 5 s of the last check-in (not the last row: one over the rate limit resets the
+        // timer too), or at a time not after it: merged into it. Kept uncounted, so that a late
+        // retry of it is known as this check-in.
+        if let last = profile.lastCheckInAt, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
+            _ = try keep(false)
+            return try repeated()
+        }
+        // Over the rate limit it still resets the timer, kept uncounted.
+        let limited = counted.count >= SafetyRules.maxHeartbeatsPerHour
+        guard try keep(!limited) else { return try repeated() }
         if let timeZone { profile.timeZone = timeZone }
-        profile.lastRequestID = requestID
         result.enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
         // The period began just now: nothing in it is decided yet, and its only messages are
@@ -310,7 +319,7 @@ struct SafetyStore: Sendable {
             clock: clock,
             alerts: result.enqueued ? try Self.periodAlerts(profile, in: db) : []
         )
-        if limited, let oldest = recent.first {
+        if limited, let oldest = counted.first {
             return (.rateLimited(retryAfter: oldest.addingTimeInterval(3600).timeIntervalSince(now)), status)
         }
         return (.recorded, status)
