@@ -62,7 +62,7 @@ static double wall_seconds(void) {
     return now.tv_sec + now.tv_nsec / 1e9;
 }
 
-// The safety store's schema as migrated (services/Safety/Store/SafetyRecords.swift).
+// The safety store's schema as migrated, v3 (services/Safety/Store/SafetyRecords.swift).
 static const char *schema =
     "CREATE TABLE profile (user_id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, email TEXT NOT NULL,"
     " threshold_hours INTEGER NOT NULL, language TEXT NOT NULL, time_zone TEXT NOT NULL,"
@@ -77,8 +77,8 @@ static const char *schema =
     " email_key TEXT NOT NULL, name TEXT NOT NULL, created_at DATETIME NOT NULL, UNIQUE (user_id, email_key));"
     "CREATE TABLE heartbeat (user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,"
     " at DATETIME NOT NULL, time_zone TEXT NOT NULL, device_info TEXT NOT NULL, source TEXT NOT NULL,"
-    " request_id TEXT NOT NULL, PRIMARY KEY (user_id, request_id)) WITHOUT ROWID;"
-    "CREATE INDEX heartbeat_time ON heartbeat(user_id, at);"
+    " request_id TEXT NOT NULL, counted BOOLEAN NOT NULL DEFAULT 1, PRIMARY KEY (user_id, request_id)) WITHOUT ROWID;"
+    "CREATE INDEX heartbeat_time ON heartbeat(user_id, at, counted);"
     "CREATE TABLE alert (id TEXT PRIMARY KEY NOT NULL,"
     " user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE, epoch INTEGER NOT NULL,"
     " kind TEXT NOT NULL, channel TEXT NOT NULL, contact_id TEXT NOT NULL, address TEXT NOT NULL,"
@@ -156,10 +156,11 @@ int main(int argc, char **argv) {
     sqlite3_stmt *begin = prepare("BEGIN IMMEDIATE"), *commit = prepare("COMMIT");
     sqlite3_stmt *savepoint = prepare("SAVEPOINT batched_write"), *release = prepare("RELEASE SAVEPOINT batched_write");
     sqlite3_stmt *read_profile = prepare("SELECT * FROM profile WHERE user_id = ?1");
-    sqlite3_stmt *recent = prepare("SELECT at, request_id = ?1 FROM heartbeat WHERE user_id = ?2 AND at > ?3 ORDER BY at");
+    sqlite3_stmt *recent =
+        prepare("SELECT at, counted, request_id = ?1 FROM heartbeat WHERE user_id = ?2 AND at > ?3 ORDER BY at");
     sqlite3_stmt *insert = prepare(
-        "INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id) VALUES (?1, ?2, 'Europe/Berlin',"
-        " 'bench', 'app', ?3) ON CONFLICT (user_id, request_id) DO NOTHING");
+        "INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id, counted) VALUES (?1, ?2,"
+        " 'Europe/Berlin', 'bench', 'app', ?3, 1) ON CONFLICT (user_id, request_id) DO NOTHING");
     sqlite3_stmt *alerts = prepare("SELECT kind, state, contact_id, may_have_arrived FROM alert WHERE user_id = ?1 AND epoch >= ?2");
     sqlite3_stmt *contacts = prepare("SELECT COUNT(*) FROM contact WHERE user_id = ?1");
     sqlite3_stmt *save = prepare(
