@@ -84,7 +84,7 @@ struct Up: AsyncParsableCommand {
                 Then, through the gateway:
                   hearth call hearth.echo.v1.Echo/Echo '{"text": "hello"}'
                   hearth bench --target \(self.host):\(ProcessName.gateway.defaultPort) --rps 40 --duration 5s hearth.echo.v1.Echo/Echo '{}'
-                (The gateway allows each user 50 calls a second, bursts of 100.)
+                (The gateway allows each user 50 calls a second, bursts of 100, 100 in flight at once.)
                 """
             )
             try await tasks.next()
