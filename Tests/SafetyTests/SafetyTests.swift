@@ -393,7 +393,7 @@ struct SafetyTests {
         let limitedAt = system.clock.now()
         let status = try await system.status()
         #expect(status.lastCheckInAt.date == limitedAt, "the limited check-in still reset the timer")
-        // Its repeat within 5 s collapses into it, though it kept no row: answered, not refused.
+        // Its repeat within 5 s collapses into it (it is kept uncounted): answered, not refused.
         system.clock.advance(by: 2)
         let collapsed = try await system.checkIn(id: "over-again")
         #expect(collapsed.lastCheckInAt.date == limitedAt)
@@ -418,7 +418,7 @@ struct SafetyTests {
             callContext("mei")
         )
         let forwardedAt = try await system.status().lastCheckInAt.date
-        #expect(forwardedAt > lateAt, "the activity counted (over the limit: kept uncounted too)")
+        #expect(forwardedAt > lateAt, "the activity counted (over the limit, as a check-in does)")
         system.clock.advance(by: 60)
         let limitedRetry = try await system.checkIn(id: "late")
         #expect(limitedRetry.lastCheckInAt.date == forwardedAt, "a retry of a limited check-in counts once")
@@ -519,6 +519,18 @@ struct SafetyTests {
         // Over the limit (120 in the last hour), and still a repeat, not a new check-in.
         let overLimit = try await system.checkIn(id: "old")
         #expect(overLimit.lastCheckInAt == before.lastCheckInAt)
+        // Also once no more are kept uncounted this hour (the first of these is over the limit,
+        // the rest merge into it): looked up.
+        system.clock.advance(by: 1)
+        for index in 0..<SafetyRules.maxUncountedHeartbeatsPerHour { _ = try? await system.checkIn(id: "m\(index)") }
+        let uncounted = try await system.service.store.base.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
+        }
+        #expect(uncounted == SafetyRules.maxUncountedHeartbeatsPerHour)
+        let full = try await system.status()
+        system.clock.advance(by: 6)
+        let overBoth = try await system.checkIn(id: "old")
+        #expect(overBoth.lastCheckInAt == full.lastCheckInAt)
         await system.stop()
     }
 

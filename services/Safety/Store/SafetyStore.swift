@@ -277,36 +277,38 @@ struct SafetyStore: Sendable {
             if try columns.value(2) as Bool { sentBefore = true }
         }
         if sentBefore { return try repeated() }
-        let keep = { (countsTowardLimit: Bool) throws -> Bool in
-            guard countsTowardLimit || uncounted < SafetyRules.maxUncountedHeartbeatsPerHour else { return true }
+        let insert = { (counted: Bool) in
             try db.cachedStatement(
                 sql: """
                     INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id, counted)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (user_id, request_id) DO NOTHING
                     """
-            ).execute(
-                binding: user,
-                now.stored,
-                timeZone ?? profile.timeZone,
-                deviceInfo,
-                source,
-                requestID,
-                countsTowardLimit
-            )
-            // Nothing inserted: this request id was recorded more than an hour ago.
-            return db.changesCount > 0
+            ).execute(binding: user, now.stored, timeZone ?? profile.timeZone, deviceInfo, source, requestID, counted)
         }
+        // Check-ins that do not count toward the rate limit are kept too (uncounted), so that a
+        // late retry of one is known as that check-in: those from the app, at most 64 an hour.
+        // (A forwarded activity's retry comes with its own time, which the checks above answer
+        // as they did the first time.)
+        let keepsUncounted = !forwarded && uncounted < SafetyRules.maxUncountedHeartbeatsPerHour
         // Within 5 s of the last check-in (not the last row: one over the rate limit resets the
-        // timer too), or at a time not after it: merged into it. Kept uncounted, so that a late
-        // retry of it is known as this check-in.
+        // timer too), or at a time not after it: merged into it.
         if let last = profile.lastCheckInAt, now.timeIntervalSince(last) < SafetyRules.coalesceWindow {
-            _ = try keep(false)
+            if keepsUncounted { try insert(false) }
             return try repeated()
         }
-        // Over the rate limit it still resets the timer, kept uncounted.
+        // Over the rate limit it still resets the timer.
         let limited = counted.count >= SafetyRules.maxHeartbeatsPerHour
-        guard try keep(!limited) else { return try repeated() }
+        if !limited || keepsUncounted {
+            try insert(!limited)
+            // Nothing inserted: this request id was recorded more than an hour ago.
+            if db.changesCount == 0 { return try repeated() }
+        } else if try db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?")
+            .fetchOne(binding: user, requestID, read: { _ in true }) != nil
+        {
+            // Not kept, so no conflict tells an older repeat: asked (rare, and cheap by key).
+            return try repeated()
+        }
         if let timeZone { profile.timeZone = timeZone }
         result.enqueued = try Self.startPeriod(&profile, at: now, checkIn: true, allClear: allClear, in: db) > 0
         let clock: SwitchClock
