@@ -131,6 +131,13 @@ final class SafetySystem: @unchecked Sendable {
     }
 
     @discardableResult
+    /// Heartbeat rows kept without counting toward the rate limit.
+    func uncountedHeartbeats() async throws -> Int {
+        try await self.service.store.base.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
+        }
+    }
+
     func checkIn(_ user: String = "mei", id: String = UUID().uuidString) async throws -> Hearth_Safety_V1_Status {
         var request = Hearth_Safety_V1_RecordHeartbeatRequest()
         request.clientRequestID = id
@@ -490,9 +497,7 @@ struct SafetyTests {
             let merged = try await system.checkIn(id: "merged-\(index)")
             #expect(merged.lastCheckInAt == first.lastCheckInAt)
         }
-        let uncounted = try await system.service.store.base.writer.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
-        }
+        let uncounted = try await system.uncountedHeartbeats()
         #expect(uncounted == SafetyRules.maxUncountedHeartbeatsPerHour)
         system.clock.advance(by: 60)
         let known = try await system.checkIn(id: "merged-64")
@@ -523,9 +528,7 @@ struct SafetyTests {
         // the rest merge into it): looked up.
         system.clock.advance(by: 1)
         for index in 0..<SafetyRules.maxUncountedHeartbeatsPerHour { _ = try? await system.checkIn(id: "m\(index)") }
-        let uncounted = try await system.service.store.base.writer.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
-        }
+        let uncounted = try await system.uncountedHeartbeats()
         #expect(uncounted == SafetyRules.maxUncountedHeartbeatsPerHour)
         let full = try await system.status()
         system.clock.advance(by: 6)

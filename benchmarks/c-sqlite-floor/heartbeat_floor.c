@@ -14,6 +14,7 @@
 //   heartbeat_floor DB-PATH [--workload full|min] [--users N] [--heartbeats N] [--batch N]
 #define _GNU_SOURCE
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,14 @@ static int run(sqlite3_stmt *statement) {
     if (code != SQLITE_DONE) die(sqlite3_sql(statement));
     sqlite3_reset(statement);
     return rows;
+}
+
+// Binds COUNT texts to a statement's parameters 1 ... COUNT, each kept as `lifetime` says.
+static void bind_texts(sqlite3_stmt *statement, sqlite3_destructor_type lifetime, int count, ...) {
+    va_list texts;
+    va_start(texts, count);
+    for (int i = 1; i <= count; i++) sqlite3_bind_text(statement, i, va_arg(texts, const char *), -1, lifetime);
+    va_end(texts);
 }
 
 static double cpu_seconds(void) {
@@ -142,13 +151,9 @@ int main(int argc, char **argv) {
     for (long i = 0; i < users; i++) {
         snprintf(user, sizeof user, "bench-%ld", i);
         snprintf(id, sizeof id, "contact-%ld", i);
-        sqlite3_bind_text(add_profile, 1, user, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(add_profile, 2, now_text, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(add_profile, 3, due_text, -1, SQLITE_TRANSIENT);
+        bind_texts(add_profile, SQLITE_TRANSIENT, 3, user, now_text, due_text);
         run(add_profile);
-        sqlite3_bind_text(add_contact, 1, id, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(add_contact, 2, user, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(add_contact, 3, now_text, -1, SQLITE_TRANSIENT);
+        bind_texts(add_contact, SQLITE_TRANSIENT, 3, id, user, now_text);
         run(add_contact);
     }
     exec("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);");
@@ -180,27 +185,21 @@ int main(int argc, char **argv) {
             snprintf(id, sizeof id, "request-%ld", done);
             if (full) {
                 run(savepoint);
-                sqlite3_bind_text(read_profile, 1, user, -1, SQLITE_STATIC);
+                bind_texts(read_profile, SQLITE_STATIC, 1, user);
                 run(read_profile);
-                sqlite3_bind_text(recent, 1, id, -1, SQLITE_STATIC);
-                sqlite3_bind_text(recent, 2, user, -1, SQLITE_STATIC);
-                sqlite3_bind_text(recent, 3, hour_ago, -1, SQLITE_STATIC);
+                bind_texts(recent, SQLITE_STATIC, 3, id, user, hour_ago);
                 run(recent);
             }
-            sqlite3_bind_text(insert, 1, user, -1, SQLITE_STATIC);
-            sqlite3_bind_text(insert, 2, now_text, -1, SQLITE_STATIC);
-            sqlite3_bind_text(insert, 3, id, -1, SQLITE_STATIC);
+            bind_texts(insert, SQLITE_STATIC, 3, user, now_text, id);
             run(insert);
             if (full) {
-                sqlite3_bind_text(alerts, 1, user, -1, SQLITE_STATIC);
+                bind_texts(alerts, SQLITE_STATIC, 1, user);
                 sqlite3_bind_int64(alerts, 2, 1);
                 run(alerts);
-                sqlite3_bind_text(contacts, 1, user, -1, SQLITE_STATIC);
+                bind_texts(contacts, SQLITE_STATIC, 1, user);
                 run(contacts);
             }
-            sqlite3_bind_text(save, 1, user, -1, SQLITE_STATIC);
-            sqlite3_bind_text(save, 2, now_text, -1, SQLITE_STATIC);
-            sqlite3_bind_text(save, 3, due_text, -1, SQLITE_STATIC);
+            bind_texts(save, SQLITE_STATIC, 3, user, now_text, due_text);
             run(save);
             if (full) run(release);
         }

@@ -15,6 +15,13 @@ wait_healthy() {
   return 1
 }
 
+# The port a program started on port 0 printed first in FILE ("port N"), once it has (10 s at
+# most; nothing printed when it never does): peer_port FILE
+peer_port() {
+  for _ in $(seq 100); do grep -q '^port ' "$1" 2>/dev/null && break; sleep 0.1; done
+  awk '/^port / {print $2; exit}' "$1"
+}
+
 # A release build of PRODUCT made now, or OVERRIDE when set (a binary built elsewhere, to
 # compare builds). Use: probe=$(release_product hearth-safety-probe "${HEARTH_PROBE:-}")
 release_product() {
