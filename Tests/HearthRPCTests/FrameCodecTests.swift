@@ -60,11 +60,16 @@ struct FrameCodecTests {
         return frame
     }
 
-    /// The hand decoder's answer and swift-protobuf's, as comparable values.
-    static func bothDecodings(_ bytes: [UInt8]) -> (hand: WireFrame?, reference: WireFrame?) {
+    /// The hand decoder's answer and swift-protobuf's, as comparable values. The hand decoder
+    /// must answer the same whatever frame it may reuse strings of.
+    static func bothDecodings(_ bytes: [UInt8], reusingStringsOf previous: WireFrame? = nil) -> (
+        hand: WireFrame?, reference: WireFrame?
+    ) {
         var buffer = ByteBufferAllocator().buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
-        return (try? WireFrame(decoding: buffer), try? WireFrame(serializedBytes: bytes))
+        let hand = try? WireFrame(decoding: buffer)
+        #expect((try? WireFrame(decoding: buffer, reusingStringsOf: previous)) == hand)
+        return (hand, try? WireFrame(serializedBytes: bytes))
     }
 
     static func referenceBytes(_ frame: WireFrame) throws -> [UInt8] {
@@ -77,6 +82,7 @@ struct FrameCodecTests {
     func randomFrames() async throws {
         let seed = UInt64.random(in: 0...UInt64.max)
         var random = SplitMix64(state: seed)
+        var previous: WireFrame?
         for round in 0..<1_000 {
             // Gives the test pool's thread back often: other tests' clients wait on it, and a
             // debug build takes milliseconds per frame. (The fuzz target checks millions.)
@@ -87,6 +93,9 @@ struct FrameCodecTests {
             #expect(written.readInteger(as: UInt32.self) == UInt32(expected.count), "seed \(seed)")
             #expect(Array(written.readableBytesView) == expected, "seed \(seed)")
             #expect(try WireFrame(decoding: written) == frame, "seed \(seed)")
+            // Half the texts come from a short list: strings of the frame before are often reused.
+            #expect(try WireFrame(decoding: written, reusingStringsOf: previous) == frame, "seed \(seed)")
+            previous = frame
         }
     }
 
@@ -99,7 +108,8 @@ struct FrameCodecTests {
         var refused = 0
         for round in 0..<5_000 {
             if round % 20 == 0 { await Task.yield() }
-            var bytes = try Self.referenceBytes(Self.randomFrame(&random))
+            let undamaged = Self.randomFrame(&random)
+            var bytes = try Self.referenceBytes(undamaged)
             guard !bytes.isEmpty else { continue }
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let at = Int.random(in: 0..<bytes.count, using: &random)
@@ -110,7 +120,9 @@ struct FrameCodecTests {
                 }
                 if bytes.isEmpty { break }
             }
-            let (hand, reference) = Self.bothDecodings(bytes)
+            // The frame before the damage: its strings match the damaged ones byte for byte,
+            // in length only, or not at all.
+            let (hand, reference) = Self.bothDecodings(bytes, reusingStringsOf: undamaged)
             #expect(hand == reference, "seed \(seed), bytes \(bytes)")
             if reference == nil { refused += 1 }
         }
@@ -181,5 +193,38 @@ struct FrameCodecTests {
         frame.metadata = Metadata.entries(of: ["x-名前": "時間 🏠"])
         let written = try ByteBufferAllocator().buffer(framing: frame)
         #expect(try WireFrame(decoding: written.getSlice(at: 4, length: written.readableBytes - 4)!) == frame)
+    }
+
+    @Test("a frame reuses the strings of the frame before only where the bytes are the same")
+    func reusedStrings() throws {
+        func request(_ method: String, _ entries: [(String, String)]) -> WireFrame {
+            var frame = WireFrame()
+            frame.callID = 7
+            frame.kind = .request
+            frame.method = method
+            frame.metadata = entries.map { key, value in
+                var entry = WireFrame.MetadataEntry()
+                entry.key = key
+                entry.value = value
+                return entry
+            }
+            return frame
+        }
+        let before = request("hearth.a.v1.A/Get", [("x-hearth-user", "ann"), ("x-request-id", "r1")])
+        let afters = [
+            before,
+            // The same length, one byte apart.
+            request("hearth.a.v1.A/Put", [("x-hearth-user", "bob"), ("x-request-id", "r2")]),
+            // Entries in another order, one more, one fewer, none; an empty method.
+            request("hearth.a.v1.A/Get", [("x-request-id", "r1"), ("x-hearth-user", "ann"), ("k", "")]),
+            request("hearth.a.v1.A/Get", [("x-hearth-user", "ann")]),
+            request("", []),
+            request("時間", [("x-hearth-user", "時間")]),
+        ]
+        for after in afters {
+            let written = try ByteBufferAllocator().buffer(framing: after)
+            let body = written.getSlice(at: 4, length: written.readableBytes - 4)!
+            #expect(try WireFrame(decoding: body, reusingStringsOf: before) == after)
+        }
     }
 }

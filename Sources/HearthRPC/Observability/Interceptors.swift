@@ -33,7 +33,7 @@ extension RPCContext {
     public func recordServed(
         code: StatusCode,
         since start: NIODeadline,
-        user: String?,
+        user: @autoclosure () -> String?,
         in metrics: MethodMetrics,
         countsApart: Bool = true
     ) {
@@ -48,7 +48,7 @@ extension RPCContext {
                     "method": "\(self.method)",
                     "code": "\(code.name)",
                     "duration_us": "\(micros)",
-                    "user": "\(user ?? "-")",
+                    "user": "\(user() ?? "-")",
                 ]
             )
         }

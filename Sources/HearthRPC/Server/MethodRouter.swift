@@ -42,7 +42,7 @@ struct MethodRouter: Sendable {
     func route(for method: String, metadata: Metadata) -> Result<Route, RPCError> {
         if let credential = self.credential, !self.publicMethods.contains(method) {
             guard let presented = metadata[TrustedMetadata.credential],
-                constantTimeEqual(Array(presented.utf8), credential)
+                constantTimeEqual(presented, credential)
             else {
                 return .failure(RPCError(.unauthenticated, "missing or invalid internal credential"))
             }
@@ -53,10 +53,16 @@ struct MethodRouter: Sendable {
     }
 }
 
+/// Compares a string's UTF-8 with `b` in time that depends only on their lengths, without
+/// copying the string's bytes (a native string's are contiguous).
+func constantTimeEqual(_ a: String, _ b: [UInt8]) -> Bool {
+    a.utf8.withContiguousStorageIfAvailable { constantTimeEqual($0, b) } ?? constantTimeEqual(Array(a.utf8), b)
+}
+
 /// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+func constantTimeEqual(_ a: some RandomAccessCollection<UInt8>, _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     var difference: UInt8 = 0
-    for i in a.indices { difference |= a[i] ^ b[i] }
+    for (x, y) in zip(a, b) { difference |= x ^ y }
     return difference == 0
 }

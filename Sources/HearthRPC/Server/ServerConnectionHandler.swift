@@ -79,6 +79,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var idleCheck: Scheduled<Void>?
     /// Set once a protocol error closes the connection: later frames are ignored.
     private var closing = false
+    /// The last REQUEST's method and metadata (its payload dropped): the next frame's decoder
+    /// reuses its strings where the bytes are the same.
+    private var lastRequest: WireFrame?
     /// Made up per connection so that request ids are unique without coordination.
     private let connectionTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
 
@@ -120,13 +123,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let buffer = Self.unwrapInboundIn(data)
         let frame: WireFrame
         do {
-            frame = try WireFrame(decoding: buffer)
+            frame = try WireFrame(decoding: buffer, reusingStringsOf: self.lastRequest)
         } catch {
             self.goAway(.invalidArgument, "undecodable frame: \(error)", close: true)
             return
         }
         switch frame.kind {
         case .request:
+            self.lastRequest = frame
+            self.lastRequest?.payload = Data()
             self.startCall(frame)
         case .cancel:
             self.cancelCall(frame.callID)

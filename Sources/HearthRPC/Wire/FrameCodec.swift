@@ -18,9 +18,14 @@ extension WireFrame {
     /// more than the limit and no others: a 4 MiB frame of empty entries would otherwise be two
     /// million of them before anything looked. A frame with too many that must go to
     /// swift-protobuf is refused whole.
-    init(decoding body: ByteBuffer) throws {
+    ///
+    /// `previous` is a frame decoded before on the same connection: its method and metadata
+    /// strings are taken again where this frame carries the same bytes in the same place (a
+    /// connection calls the same method with the same keys and credential, call after call),
+    /// instead of allocating and checking new ones.
+    init(decoding body: ByteBuffer, reusingStringsOf previous: WireFrame? = nil) throws {
         if let frame = body.withUnsafeReadableBytes({ bytes in
-            var reader = FrameReader(bytes: bytes)
+            var reader = FrameReader(bytes: bytes, previous: previous)
             return reader.readFrame()
         }) {
             self = frame
@@ -113,9 +118,12 @@ private enum WireType: UInt64 {
 private struct FrameReader {
     let bytes: UnsafeRawBufferPointer
     var index = 0
+    /// Whose strings are reused when the bytes are the same (see `WireFrame(decoding:reusingStringsOf:)`).
+    let previous: WireFrame?
 
-    init(bytes: UnsafeRawBufferPointer) {
+    init(bytes: UnsafeRawBufferPointer, previous: WireFrame? = nil) {
         self.bytes = bytes
+        self.previous = previous
     }
 
     mutating func readFrame() -> WireFrame? {
@@ -131,11 +139,13 @@ private struct FrameReader {
                 guard let value = self.readVarint() else { return nil }
                 frame.kind = WireFrame.Kind(rawValue: Int(Int32(truncatingIfNeeded: value))) ?? .unspecified
             case (3, .lengthDelimited):
-                guard let method = self.readString() else { return nil }
+                guard let method = self.readString(reusing: self.previous?.method) else { return nil }
                 frame.method = method
             case (4, .lengthDelimited):
-                guard let field = self.readField(), let entry = Self.readEntry(field) else { return nil }
-                if frame.metadata.count <= Metadata.maxEntries { frame.metadata.append(entry) }
+                let index = frame.metadata.count
+                let like = self.previous.flatMap { index < $0.metadata.count ? $0.metadata[index] : nil }
+                guard let field = self.readField(), let entry = Self.readEntry(field, like: like) else { return nil }
+                if index <= Metadata.maxEntries { frame.metadata.append(entry) }
             case (5, .varint):
                 guard let value = self.readVarint() else { return nil }
                 frame.timeoutMs = UInt32(truncatingIfNeeded: value)
@@ -190,17 +200,20 @@ private struct FrameReader {
         return true
     }
 
-    private static func readEntry(_ field: UnsafeRawBufferPointer) -> WireFrame.MetadataEntry? {
+    /// A metadata entry; `like` is the entry in the same place of the previous frame.
+    private static func readEntry(_ field: UnsafeRawBufferPointer, like: WireFrame.MetadataEntry?) -> WireFrame
+        .MetadataEntry?
+    {
         var reader = FrameReader(bytes: field)
         var entry = WireFrame.MetadataEntry()
         while reader.index < field.count {
             guard let tag = reader.readVarint() else { return nil }
             switch (tag >> 3, WireType(rawValue: tag & 7)) {
             case (1, .lengthDelimited):
-                guard let key = reader.readString() else { return nil }
+                guard let key = reader.readString(reusing: like?.key) else { return nil }
                 entry.key = key
             case (2, .lengthDelimited):
-                guard let value = reader.readString() else { return nil }
+                guard let value = reader.readString(reusing: like?.value) else { return nil }
                 entry.value = value
             default:
                 return nil
@@ -233,10 +246,18 @@ private struct FrameReader {
         return UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.index])
     }
 
-    /// A string field. Metadata and method names are ASCII nearly always: those skip the
-    /// generic UTF-8 validation, which is several times slower.
-    private mutating func readString() -> String? {
+    /// A string field: `candidate` when it has the same bytes (no allocation, no validation).
+    /// Metadata and method names are ASCII nearly always: those skip the generic UTF-8
+    /// validation, which is several times slower.
+    private mutating func readString(reusing candidate: String? = nil) -> String? {
         guard let field = self.readField() else { return nil }
+        if let candidate, !field.isEmpty, candidate.utf8.count == field.count,
+            candidate.utf8.withContiguousStorageIfAvailable({
+                memcmp($0.baseAddress!, field.baseAddress!, field.count) == 0
+            }) == true
+        {
+            return candidate
+        }
         let utf8 = field.assumingMemoryBound(to: UInt8.self)
         guard utf8.allSatisfy({ $0 < 0x80 }) else { return String(validating: utf8, as: UTF8.self) }
         return String(decoding: utf8, as: UTF8.self)

@@ -120,6 +120,19 @@ extension FrameFuzzer {
         }
         precondition(hand == reference, "the frame decoder disagrees with swift-protobuf")
         guard let frame = hand else { return }
+        // Read again reusing its own strings (every one matches) and a one-byte-shorter
+        // frame's (each matches or not): the same frame either way.
+        precondition(
+            (try? WireFrame(decoding: body, reusingStringsOf: frame)) == frame,
+            "the frame decoder reusing strings disagrees"
+        )
+        if bytes.count > 1 {
+            let shorter = try? WireFrame(decoding: body.getSlice(at: body.readerIndex, length: bytes.count - 1)!)
+            precondition(
+                (try? WireFrame(decoding: body, reusingStringsOf: shorter)) == frame,
+                "the frame decoder reusing strings disagrees"
+            )
+        }
         var options = BinaryEncodingOptions()
         options.useDeterministicOrdering = true
         var written = try! ByteBufferAllocator().buffer(framing: frame)
