@@ -32,6 +32,18 @@ enum SafetyRules {
     /// Longer device info is cut, not refused: a check-in is never refused for it.
     static let maxDeviceInfoCharacters = 512
 
+    /// The id a heartbeat is kept under (unique per user), so that a retry is known: each
+    /// source's ids apart, so that an app's request id can never be taken for a forwarded
+    /// activity's (`tasks:e1`) or the other way round.
+    enum HeartbeatID {
+        /// A check-in from the app, by the id its client sent.
+        static func app(_ clientRequestID: String) -> String { "app:\(clientRequestID)" }
+        /// A check-in from the app that came without an id: one of its own, never repeated.
+        static func unnamed() -> String { "server:\(UUID().uuidString)" }
+        /// An activity another service forwarded (`checkins`, `tasks`, `routines`).
+        static func forwarded(source: String, eventID: String) -> String { "\(source):\(eventID)" }
+    }
+
     /// Every invalid field of a profile at once.
     static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {
         var violations: [FieldViolation] = []

@@ -181,7 +181,8 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             user,
             timeZone: zone,
             deviceInfo: FieldChecks.cut(request.deviceInfo, characters: SafetyRules.maxDeviceInfoCharacters),
-            requestID: request.clientRequestID.isEmpty ? "server:\(UUID().uuidString)" : request.clientRequestID,
+            requestID: request.clientRequestID.isEmpty
+                ? SafetyRules.HeartbeatID.unnamed() : SafetyRules.HeartbeatID.app(request.clientRequestID),
             source: "app",
             allClear: AlertWords.allClear
         )
@@ -292,7 +293,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             user,
             timeZone: nil,
             deviceInfo: "",
-            requestID: "\(request.source):\(request.eventID)",
+            requestID: SafetyRules.HeartbeatID.forwarded(source: request.source, eventID: request.eventID),
             source: request.source,
             occurredAt: occurredAt,
             allClear: AlertWords.allClear

@@ -284,6 +284,14 @@ enum SafetyMigrations {
                     """
             )
         }
+        migrator.registerMigration("v4: the app's request ids apart from forwarded ones") { db in
+            // Kept as the client sent them until now, an app's id could be a forwarded one
+            // (`tasks:e1`) and make that activity a repeat, or the other way round. Ids are now
+            // kept by source (`SafetyRules.HeartbeatID`); the app's move under `app:`. A row
+            // whose new id is taken already (the app sent both `x` and `app:x` in the last 30
+            // days) stays as it is: only a very late retry of it would count once more.
+            try db.execute(sql: "UPDATE OR IGNORE heartbeat SET request_id = 'app:' || request_id WHERE source = 'app'")
+        }
         return migrator
     }
 }
