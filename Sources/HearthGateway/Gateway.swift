@@ -160,12 +160,18 @@ public final class Gateway: Service, CallForwarder, Sendable {
             call = .answered(.failure(error), on: loop)
         }
         call.response.whenComplete { [user] result in
-            // A token verified in the task is known by now.
-            let user = user ?? (try? self.verifier.knownUserID(authorization: authorization))
             var code = StatusCode.ok
             if case .failure(let error) = result { code = RPCError(answering: error).code }
             // Method names are the caller's: only one a service answered OK is shown to exist.
-            context.recordServed(code: code, since: start, user: user, in: self.metrics, countsApart: code == .ok)
+            // The user is looked up only for the access log (a token verified in the task is
+            // known by now).
+            context.recordServed(
+                code: code,
+                since: start,
+                user: user ?? (try? self.verifier.knownUserID(authorization: authorization)),
+                in: self.metrics,
+                countsApart: code == .ok
+            )
         }
         return call
     }

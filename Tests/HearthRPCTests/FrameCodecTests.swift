@@ -210,21 +210,61 @@ struct FrameCodecTests {
             }
             return frame
         }
-        let before = request("hearth.a.v1.A/Get", [("x-hearth-user", "ann"), ("x-request-id", "r1")])
+        let before = request("hearth.a.v1.A/Get", [("x-hearth-internal", "ann"), ("x-request-id", "r1")])
         let afters = [
             before,
             // The same length, one byte apart.
-            request("hearth.a.v1.A/Put", [("x-hearth-user", "bob"), ("x-request-id", "r2")]),
+            request("hearth.a.v1.A/Put", [("x-hearth-internal", "bob"), ("x-request-id", "r2")]),
             // Entries in another order, one more, one fewer, none; an empty method.
-            request("hearth.a.v1.A/Get", [("x-request-id", "r1"), ("x-hearth-user", "ann"), ("k", "")]),
-            request("hearth.a.v1.A/Get", [("x-hearth-user", "ann")]),
+            request("hearth.a.v1.A/Get", [("x-request-id", "r1"), ("x-hearth-internal", "ann"), ("k", "")]),
+            request("hearth.a.v1.A/Get", [("x-hearth-internal", "ann")]),
             request("", []),
-            request("時間", [("x-hearth-user", "時間")]),
+            request("時間", [("x-hearth-internal", "時間")]),
         ]
         for after in afters {
             let written = try ByteBufferAllocator().buffer(framing: after)
             let body = written.getSlice(at: 4, length: written.readableBytes - 4)!
             #expect(try WireFrame(decoding: body, reusingStringsOf: before) == after)
         }
+        // The same bytes give the very strings of the frame before (their storage, for strings
+        // too long to be stored inline), not copies.
+        let written = try ByteBufferAllocator().buffer(framing: before)
+        let again = try WireFrame(
+            decoding: written.getSlice(at: 4, length: written.readableBytes - 4)!,
+            reusingStringsOf: before
+        )
+        let storage = { (text: String) in text.utf8.withContiguousStorageIfAvailable { $0.baseAddress } ?? nil }
+        #expect(storage(again.method) == storage(before.method))
+        #expect(storage(again.metadata[0].key) == storage(before.metadata[0].key))
+    }
+
+    @Test("a request is kept for reuse only when it is small and holds nothing but strings")
+    func worthReusing() throws {
+        var frame = WireFrame()
+        frame.method = "hearth.a.v1.A/Get"
+        frame.metadata = (0..<WireFrame.maxReusedEntries).map { index in
+            var entry = WireFrame.MetadataEntry()
+            entry.key = "k\(index)"
+            entry.value = "v"
+            return entry
+        }
+        #expect(frame.isWorthReusing)
+        var more = frame
+        more.metadata.append(frame.metadata[0])
+        #expect(!more.isWorthReusing, "one entry too many")
+        var large = frame
+        large.metadata[0].value = String(repeating: "x", count: WireFrame.maxReusedBytes)
+        #expect(!large.isWorthReusing, "too many bytes")
+        var fitting = frame
+        let used = frame.method.utf8.count + frame.metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        fitting.metadata[0].value = String(repeating: "x", count: WireFrame.maxReusedBytes - used + 1)
+        #expect(fitting.isWorthReusing, "exactly the bytes allowed")
+        var withStatus = frame
+        withStatus.status.code = .ok
+        #expect(!withStatus.isWorthReusing)
+        var unknown = frame
+        // Key "a", then field 3 (unknown to an entry) as a varint.
+        unknown.metadata[1] = try WireFrame.MetadataEntry(serializedBytes: [0x0A, 0x01, 0x61, 0x18, 0x07])
+        #expect(!unknown.isWorthReusing)
     }
 }

@@ -56,6 +56,32 @@ struct ProtocolTests {
         }
     }
 
+    @Test("on one connection each call's credential is checked, also one that differs from the last by a byte")
+    func credentialPerCall() async throws {
+        let secret = "credential-0123456789abcdef"
+        func call(_ id: UInt64, credential: String) throws -> WireFrame {
+            var frame = try WireFrame.request(id, self.echo, echoRequest(text: "hi"))
+            var entry = WireFrame.MetadataEntry()
+            entry.key = "x-hearth-internal"
+            entry.value = credential
+            frame.metadata = [entry]
+            return frame
+        }
+        // The server's decoder reuses the last request's strings where the bytes are the same:
+        // a credential of the same length, one byte apart, must not pass as the one before.
+        let wrong = String(secret.dropLast()) + "0"
+        try await withTestServer(configuration: ServerConfiguration(internalCredential: secret)) { _, port in
+            let connection = try await RawConnection.connect(port: port)
+            let codes = [secret, wrong, secret, secret + "0", secret]
+            for (index, credential) in codes.enumerated() {
+                try await connection.send(try call(UInt64(index + 1), credential: credential))
+                let answer = try #require(try await connection.waitFor { $0.isResponse(to: UInt64(index + 1)) })
+                #expect(answer.status.code == (credential == secret ? .ok : .unauthenticated), "call \(index + 1)")
+            }
+            await connection.close()
+        }
+    }
+
     @Test(
         "protocol violations get GOAWAY with the reason and a close; other connections are untouched",
         arguments: [

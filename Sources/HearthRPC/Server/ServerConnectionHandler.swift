@@ -79,8 +79,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var idleCheck: Scheduled<Void>?
     /// Set once a protocol error closes the connection: later frames are ignored.
     private var closing = false
-    /// The last REQUEST's method and metadata (its payload dropped): the next frame's decoder
-    /// reuses its strings where the bytes are the same.
+    /// The last REQUEST's method and metadata (its payload dropped), when small: the next
+    /// frame's decoder reuses its strings where the bytes are the same.
     private var lastRequest: WireFrame?
     /// Made up per connection so that request ids are unique without coordination.
     private let connectionTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -130,8 +130,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         switch frame.kind {
         case .request:
-            self.lastRequest = frame
-            self.lastRequest?.payload = Data()
+            if frame.isWorthReusing {
+                self.lastRequest = frame
+                self.lastRequest?.payload = Data()
+            } else {
+                self.lastRequest = nil
+            }
             self.startCall(frame)
         case .cancel:
             self.cancelCall(frame.callID)

@@ -41,6 +41,29 @@ extension WireFrame {
 }
 
 extension WireFrame {
+    /// Whether a connection may keep this request for its next frame's decoder to reuse its
+    /// strings: only strings in it (no status, no unknown fields), and few of them. A connection
+    /// keeps it between calls, so a peer must not be able to pin a large frame's metadata on
+    /// each of its connections.
+    var isWorthReusing: Bool {
+        guard self.unknownFields.data.isEmpty, !self.hasStatus, self.metadata.count <= Self.maxReusedEntries else {
+            return false
+        }
+        var bytes = self.method.utf8.count
+        for entry in self.metadata {
+            guard entry.unknownFields.data.isEmpty else { return false }
+            bytes += entry.key.utf8.count + entry.value.utf8.count
+        }
+        return bytes <= Self.maxReusedBytes
+    }
+
+    /// Up to this many metadata entries, and string bytes in all (a bearer token and a few
+    /// keys fit), a request is kept for reuse.
+    static let maxReusedEntries = 16
+    static let maxReusedBytes = 2048
+}
+
+extension WireFrame {
     /// The bytes of this frame's body on the wire (without its length prefix), given its status
     /// already serialized (nil without one).
     func encodedSize(status: [UInt8]?) -> Int {

@@ -102,6 +102,9 @@ final class FuzzForwarder: CallForwarder, @unchecked Sendable {
 }
 
 extension FrameFuzzer {
+    /// The last input read as a frame (libFuzzer runs inputs one at a time, on one thread).
+    nonisolated(unsafe) static var previousFrame: WireFrame?
+
     /// The input as one frame body: the hand-written decoder must read it exactly as
     /// swift-protobuf does (or refuse it likewise), and a frame it reads must be written back
     /// to the bytes swift-protobuf writes for it.
@@ -109,6 +112,23 @@ extension FrameFuzzer {
         var body = ByteBufferAllocator().buffer(capacity: bytes.count)
         body.writeBytes(bytes)
         let hand = try? WireFrame(decoding: body)
+        // Read again reusing the strings of frames read before, as a connection does: its own
+        // (every one matches), the input one byte shorter's (most match or differ in length)
+        // and the previous input's (some the same length with other bytes). The same answer
+        // each time.
+        let shorter: WireFrame? =
+            if bytes.count > 1 {
+                try? WireFrame(decoding: body.getSlice(at: body.readerIndex, length: bytes.count - 1)!)
+            } else {
+                nil
+            }
+        for previous in [hand, shorter, Self.previousFrame] where previous != nil {
+            precondition(
+                (try? WireFrame(decoding: body, reusingStringsOf: previous)) == hand,
+                "the frame decoder reusing strings disagrees"
+            )
+        }
+        if let hand { Self.previousFrame = hand }
         let reference = try? WireFrame(serializedBytes: Array(bytes))
         if let reference, reference.metadata.count > Metadata.maxEntries {
             // Too many for any call: the decoder keeps the first one past the limit and no
@@ -120,19 +140,6 @@ extension FrameFuzzer {
         }
         precondition(hand == reference, "the frame decoder disagrees with swift-protobuf")
         guard let frame = hand else { return }
-        // Read again reusing its own strings (every one matches) and a one-byte-shorter
-        // frame's (each matches or not): the same frame either way.
-        precondition(
-            (try? WireFrame(decoding: body, reusingStringsOf: frame)) == frame,
-            "the frame decoder reusing strings disagrees"
-        )
-        if bytes.count > 1 {
-            let shorter = try? WireFrame(decoding: body.getSlice(at: body.readerIndex, length: bytes.count - 1)!)
-            precondition(
-                (try? WireFrame(decoding: body, reusingStringsOf: shorter)) == frame,
-                "the frame decoder reusing strings disagrees"
-            )
-        }
         var options = BinaryEncodingOptions()
         options.useDeterministicOrdering = true
         var written = try! ByteBufferAllocator().buffer(framing: frame)

@@ -41,7 +41,10 @@ enum SafetyRules {
         /// A check-in from the app that came without an id: one of its own, never repeated.
         static func unnamed() -> String { "server:\(UUID().uuidString)" }
         /// An activity another service forwarded (`checkins`, `tasks`, `routines`).
-        static func forwarded(source: String, eventID: String) -> String { "\(source):\(eventID)" }
+        static func forwarded(source: String, eventID: String) -> String {
+            precondition(source != "app" && source != "server", "a forwarded activity's source is another service")
+            return "\(source):\(eventID)"
+        }
     }
 
     /// Every invalid field of a profile at once.

@@ -289,7 +289,9 @@ enum SafetyMigrations {
             // (`tasks:e1`) and make that activity a repeat, or the other way round. Ids are now
             // kept by source (`SafetyRules.HeartbeatID`); the app's move under `app:`. A row
             // whose new id is taken already (the app sent both `x` and `app:x` in the last 30
-            // days) stays as it is: only a very late retry of it would count once more.
+            // days) stays as it is: only a very late retry of it would count once more. The
+            // server's own ids for check-ins sent without one (`server:UUID`, source `app` too)
+            // move as well: a client could have sent one that looked the same.
             try db.execute(sql: "UPDATE OR IGNORE heartbeat SET request_id = 'app:' || request_id WHERE source = 'app'")
         }
         return migrator
