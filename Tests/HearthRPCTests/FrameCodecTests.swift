@@ -238,33 +238,34 @@ struct FrameCodecTests {
         #expect(storage(again.metadata[0].key) == storage(before.metadata[0].key))
     }
 
-    @Test("a request is kept for reuse only when it is small and holds nothing but strings")
+    @Test("a request is kept for reuse only with few entries and few bytes besides its payload")
     func worthReusing() throws {
         var frame = WireFrame()
+        frame.callID = 1
+        frame.kind = .request
         frame.method = "hearth.a.v1.A/Get"
+        frame.payload = Data(repeating: 7, count: 10_000)
         frame.metadata = (0..<WireFrame.maxReusedEntries).map { index in
             var entry = WireFrame.MetadataEntry()
             entry.key = "k\(index)"
             entry.value = "v"
             return entry
         }
-        #expect(frame.isWorthReusing)
+        let bodyBytes = { (frame: WireFrame) in try ByteBufferAllocator().buffer(framing: frame).readableBytes - 4 }
+        #expect(frame.isWorthReusing(bodyBytes: try bodyBytes(frame)), "a large payload does not count")
         var more = frame
         more.metadata.append(frame.metadata[0])
-        #expect(!more.isWorthReusing, "one entry too many")
-        var large = frame
-        large.metadata[0].value = String(repeating: "x", count: WireFrame.maxReusedBytes)
-        #expect(!large.isWorthReusing, "too many bytes")
+        #expect(!more.isWorthReusing(bodyBytes: try bodyBytes(more)), "one entry too many")
+        // Grown to exactly the bytes allowed besides the payload, then one more.
         var fitting = frame
-        let used = frame.method.utf8.count + frame.metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        fitting.metadata[0].value = String(repeating: "x", count: WireFrame.maxReusedBytes - used + 1)
-        #expect(fitting.isWorthReusing, "exactly the bytes allowed")
-        var withStatus = frame
-        withStatus.status.code = .ok
-        #expect(!withStatus.isWorthReusing)
-        var unknown = frame
-        // Key "a", then field 3 (unknown to an entry) as a varint.
-        unknown.metadata[1] = try WireFrame.MetadataEntry(serializedBytes: [0x0A, 0x01, 0x61, 0x18, 0x07])
-        #expect(!unknown.isWorthReusing)
+        let room = WireFrame.maxReusedBytes - (try bodyBytes(frame) - frame.payload.count)
+        fitting.metadata[0].value = String(repeating: "x", count: room)
+        // The length prefixes grow by a byte past 127: cut back to the bound.
+        fitting.metadata[0].value.removeLast(try bodyBytes(fitting) - fitting.payload.count - WireFrame.maxReusedBytes)
+        #expect(try bodyBytes(fitting) - fitting.payload.count == WireFrame.maxReusedBytes)
+        #expect(fitting.isWorthReusing(bodyBytes: try bodyBytes(fitting)))
+        var over = fitting
+        over.metadata[1].value += "x"
+        #expect(!over.isWorthReusing(bodyBytes: try bodyBytes(over)), "one byte over")
     }
 }

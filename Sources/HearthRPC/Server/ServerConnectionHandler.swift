@@ -130,7 +130,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         switch frame.kind {
         case .request:
-            if frame.isWorthReusing {
+            if frame.isWorthReusing(bodyBytes: buffer.readableBytes) {
                 self.lastRequest = frame
                 self.lastRequest?.payload = Data()
             } else {

@@ -41,24 +41,16 @@ extension WireFrame {
 }
 
 extension WireFrame {
-    /// Whether a connection may keep this request for its next frame's decoder to reuse its
-    /// strings: only strings in it (no status, no unknown fields), and few of them. A connection
-    /// keeps it between calls, so a peer must not be able to pin a large frame's metadata on
-    /// each of its connections.
-    var isWorthReusing: Bool {
-        guard self.unknownFields.data.isEmpty, !self.hasStatus, self.metadata.count <= Self.maxReusedEntries else {
-            return false
-        }
-        var bytes = self.method.utf8.count
-        for entry in self.metadata {
-            guard entry.unknownFields.data.isEmpty else { return false }
-            bytes += entry.key.utf8.count + entry.value.utf8.count
-        }
-        return bytes <= Self.maxReusedBytes
+    /// Whether a connection may keep this request, decoded from a body of `bodyBytes`, for its
+    /// next frame's decoder to reuse its strings: few entries, and few bytes besides the payload
+    /// (which the connection drops). A connection keeps it between calls, so a peer must not be
+    /// able to pin a large frame's metadata (or unknown fields) on each of its connections.
+    func isWorthReusing(bodyBytes: Int) -> Bool {
+        self.metadata.count <= Self.maxReusedEntries && bodyBytes - self.payload.count <= Self.maxReusedBytes
     }
 
-    /// Up to this many metadata entries, and string bytes in all (a bearer token and a few
-    /// keys fit), a request is kept for reuse.
+    /// Up to this many metadata entries, and bytes besides the payload (a bearer token and a
+    /// few keys fit), a request is kept for reuse.
     static let maxReusedEntries = 16
     static let maxReusedBytes = 2048
 }
