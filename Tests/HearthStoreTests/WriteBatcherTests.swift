@@ -75,6 +75,64 @@ struct WriteBatcherTests {
         #expect(stored == Set(outcomes.filter(\.value).map(\.key)), "its own insert rolled back with it")
     }
 
+    @Test("each closure runs once when none throws; when one does, its batch runs again in savepoints")
+    func runsAgainOnlyAfterAThrow() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        struct Refused: Error {}
+        /// How often each closure ran, and whether the writer is held.
+        final class Runs: Sendable {
+            let counts = Mutex<[Int: Int]>([:])
+            let holding = Atomic(false)
+        }
+        let runs = Runs()
+        /// Eight writes in one batch: the writer is held until all eight have queued.
+        func batch(_ ids: Range<Int>, refusing refused: Int?) async throws -> [Int: Bool] {
+            runs.holding.store(false, ordering: .relaxed)
+            let hold = Task {
+                try await store.writer.writeWithoutTransaction { _ in
+                    runs.holding.store(true, ordering: .relaxed)
+                    while batcher.queued < ids.count { usleep(1000) }
+                }
+            }
+            while !runs.holding.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(1)) }
+            let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+                for n in ids {
+                    group.addTask {
+                        do {
+                            try await batcher.write { db in
+                                runs.counts.withLock { $0[n, default: 0] += 1 }
+                                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                                if n == refused { throw Refused() }
+                            }
+                            return (n, true)
+                        } catch {
+                            return (n, false)
+                        }
+                    }
+                }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            try await hold.result.get()
+            return outcomes
+        }
+
+        let refused = try await batch(0..<8, refusing: 5)
+        #expect(refused.filter { !$0.value }.map(\.key) == [5])
+        let stored = try await store.writer.read { db in try Int.fetchAll(db, sql: "SELECT id FROM item ORDER BY id") }
+        #expect(stored == [0, 1, 2, 3, 4, 6, 7], "each kept once, the refused one not at all")
+        // Those queued before 5 ran without savepoints, 5 threw, and then all ran again in
+        // savepoints; those queued after it, once.
+        let counts = runs.counts.withLock { $0 }
+        #expect(counts[5] == 2 && counts.values.allSatisfy { (1...2).contains($0) }, "\(counts)")
+
+        runs.counts.withLock { $0 = [:] }
+        let accepted = try await batch(10..<18, refusing: nil)
+        #expect(accepted.values.allSatisfy { $0 })
+        #expect(runs.counts.withLock { $0 }.values.allSatisfy { $0 == 1 }, "nothing threw: each once")
+    }
+
     @Test("a batch whose commit fails fails every caller in it, and keeps none of their writes")
     func commitFails() async throws {
         let (store, folder) = try self.store()
