@@ -5,11 +5,14 @@ import Synchronization
 /// queue their closures; the first one queues a drain on the writer, which runs everything
 /// queued in a single transaction, commits once, answers every caller, and then takes what
 /// queued meanwhile, batch after batch with no hop between them. A closure that throws fails
-/// only its caller: the batch first runs without savepoints (two statements a closure saved),
-/// and if a closure throws, it is rolled back and run again with each closure in a savepoint of
-/// its own. So a closure may run twice, and must change nothing but the database. A commit that
-/// fails fails the whole batch, and nothing of it is kept. A caller's answer comes only after
-/// the commit, so an acknowledged write is as durable as with ``DatabaseWriter/write(_:)``.
+/// only its caller (unless its error made SQLite roll the transaction back itself: then the whole
+/// batch fails with it). The batch first runs without savepoints (two statements a closure
+/// saved); if a closure throws, the batch is rolled back and run again with each closure in a
+/// savepoint of its own. So a closure may run twice, and must change nothing but the database.
+/// A commit that fails fails the whole batch, and nothing of it is kept; so does the second
+/// run's BEGIN when another process takes the write lock between the two (a store is one
+/// process's). A caller's answer comes only after the commit, so an acknowledged write is as
+/// durable as with ``DatabaseWriter/write(_:)``.
 ///
 /// Worth it on a hot write path with many calls in flight: the hops to the writer's queue, the
 /// BEGIN/COMMIT and the WAL frames of a commit are paid once per batch instead of once per call.
@@ -48,7 +51,8 @@ public final class WriteBatcher: Sendable {
     var queued: Int { self.state.withLock { $0.queue.count } }
 
     /// Runs `body` in a write transaction shared with other callers' and returns its value once
-    /// that transaction has committed.
+    /// that transaction has committed. `body` may run twice (only the last run counts, see
+    /// above): it must change nothing outside the database.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let pending = Pending(
@@ -78,7 +82,7 @@ public final class WriteBatcher: Sendable {
     /// writer). A throwing `body` rolls back only its own writes.
     private static func inSavepoint<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
         // Outside a transaction SAVEPOINT would open a deferred one of its own. A batch stops
-        // at the closure whose failure rolled its transaction back (`drain`), so none runs after.
+        // at the closure whose failure rolled its transaction back (`commit`), so none runs after.
         precondition(db.isInsideTransaction, "a batched write runs inside the batch's transaction")
         try db.cachedStatement(sql: "SAVEPOINT batched_write").execute()
         do {

@@ -81,9 +81,9 @@ struct WriteBatcherTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let batcher = WriteBatcher(writer: store.writer)
         struct Refused: Error {}
-        /// How often each closure ran, and whether the writer is held.
+        /// Each closure's runs in order, and whether the writer is held.
         final class Runs: Sendable {
-            let counts = Mutex<[Int: Int]>([:])
+            let order = Mutex<[Int]>([])
             let holding = Atomic(false)
         }
         let runs = Runs()
@@ -102,7 +102,7 @@ struct WriteBatcherTests {
                     group.addTask {
                         do {
                             try await batcher.write { db in
-                                runs.counts.withLock { $0[n, default: 0] += 1 }
+                                runs.order.withLock { $0.append(n) }
                                 try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
                                 if n == refused { throw Refused() }
                             }
@@ -122,15 +122,17 @@ struct WriteBatcherTests {
         #expect(refused.filter { !$0.value }.map(\.key) == [5])
         let stored = try await store.writer.read { db in try Int.fetchAll(db, sql: "SELECT id FROM item ORDER BY id") }
         #expect(stored == [0, 1, 2, 3, 4, 6, 7], "each kept once, the refused one not at all")
-        // Those queued before 5 ran without savepoints, 5 threw, and then all ran again in
-        // savepoints; those queued after it, once.
-        let counts = runs.counts.withLock { $0 }
-        #expect(counts[5] == 2 && counts.values.allSatisfy { (1...2).contains($0) }, "\(counts)")
+        // Those queued before 5 ran without savepoints, 5 threw, and then all eight ran again
+        // in savepoints, in the same order: exactly those before 5 twice, the rest once.
+        let order = runs.order.withLock { $0 }
+        let firstRun = Array(order.prefix(through: try #require(order.firstIndex(of: 5))))
+        let secondRun = Array(order.dropFirst(firstRun.count))
+        #expect(secondRun.sorted() == Array(0..<8) && Array(secondRun.prefix(firstRun.count)) == firstRun, "\(order)")
 
-        runs.counts.withLock { $0 = [:] }
+        runs.order.withLock { $0 = [] }
         let accepted = try await batch(10..<18, refusing: nil)
         #expect(accepted.values.allSatisfy { $0 })
-        #expect(runs.counts.withLock { $0 }.values.allSatisfy { $0 == 1 }, "nothing threw: each once")
+        #expect(runs.order.withLock { $0 }.sorted() == Array(10..<18), "nothing threw: each once")
     }
 
     @Test("a batch whose commit fails fails every caller in it, and keeps none of their writes")
