@@ -264,7 +264,7 @@ private struct FrameReader {
     /// A string field: `candidate` when it has the same bytes (no allocation, no validation).
     /// Metadata and method names are ASCII nearly always: those skip the generic UTF-8
     /// validation, which is several times slower.
-    private mutating func readString(reusing candidate: String? = nil) -> String? {
+    private mutating func readString(reusing candidate: String?) -> String? {
         guard let field = self.readField() else { return nil }
         if let candidate, !field.isEmpty, candidate.utf8.count == field.count,
             candidate.utf8.withContiguousStorageIfAvailable({
