@@ -72,6 +72,27 @@ struct FrameCodecTests {
         return (hand, try? WireFrame(serializedBytes: bytes))
     }
 
+    /// A REQUEST for `method` with `entries`, in order.
+    static func request(_ method: String, _ entries: [(String, String)] = []) -> WireFrame {
+        var frame = WireFrame()
+        frame.callID = 1
+        frame.kind = .request
+        frame.method = method
+        frame.metadata = entries.map { key, value in
+            var entry = WireFrame.MetadataEntry()
+            entry.key = key
+            entry.value = value
+            return entry
+        }
+        return frame
+    }
+
+    /// `frame` as the writer frames it, without its length prefix: what the decoder reads.
+    static func body(of frame: WireFrame) throws -> ByteBuffer {
+        let written = try ByteBufferAllocator().buffer(framing: frame)
+        return written.getSlice(at: 4, length: written.readableBytes - 4)!
+    }
+
     static func referenceBytes(_ frame: WireFrame) throws -> [UInt8] {
         var options = BinaryEncodingOptions()
         options.useDeterministicOrdering = true
@@ -186,30 +207,13 @@ struct FrameCodecTests {
 
     @Test("a non-ASCII method and metadata round-trip")
     func nonASCII() throws {
-        var frame = WireFrame()
-        frame.callID = 1
-        frame.kind = .request
-        frame.method = "hearth.tâches.v1/Créer"
-        frame.metadata = Metadata.entries(of: ["x-名前": "時間 🏠"])
-        let written = try ByteBufferAllocator().buffer(framing: frame)
-        #expect(try WireFrame(decoding: written.getSlice(at: 4, length: written.readableBytes - 4)!) == frame)
+        let frame = Self.request("hearth.tâches.v1/Créer", [("x-名前", "時間 🏠")])
+        #expect(try WireFrame(decoding: Self.body(of: frame)) == frame)
     }
 
     @Test("a frame reuses the strings of the frame before only where the bytes are the same")
     func reusedStrings() throws {
-        func request(_ method: String, _ entries: [(String, String)]) -> WireFrame {
-            var frame = WireFrame()
-            frame.callID = 7
-            frame.kind = .request
-            frame.method = method
-            frame.metadata = entries.map { key, value in
-                var entry = WireFrame.MetadataEntry()
-                entry.key = key
-                entry.value = value
-                return entry
-            }
-            return frame
-        }
+        let request = Self.request
         let before = request("hearth.a.v1.A/Get", [("x-hearth-internal", "ann"), ("x-request-id", "r1")])
         let afters = [
             before,
@@ -222,17 +226,11 @@ struct FrameCodecTests {
             request("時間", [("x-hearth-internal", "時間")]),
         ]
         for after in afters {
-            let written = try ByteBufferAllocator().buffer(framing: after)
-            let body = written.getSlice(at: 4, length: written.readableBytes - 4)!
-            #expect(try WireFrame(decoding: body, reusingStringsOf: before) == after)
+            #expect(try WireFrame(decoding: Self.body(of: after), reusingStringsOf: before) == after)
         }
         // The same bytes give the very strings of the frame before (their storage, for strings
         // too long to be stored inline), not copies.
-        let written = try ByteBufferAllocator().buffer(framing: before)
-        let again = try WireFrame(
-            decoding: written.getSlice(at: 4, length: written.readableBytes - 4)!,
-            reusingStringsOf: before
-        )
+        let again = try WireFrame(decoding: Self.body(of: before), reusingStringsOf: before)
         let storage = { (text: String) in text.utf8.withContiguousStorageIfAvailable { $0.baseAddress } ?? nil }
         #expect(storage(again.method) == storage(before.method))
         #expect(storage(again.metadata[0].key) == storage(before.metadata[0].key))
@@ -240,18 +238,9 @@ struct FrameCodecTests {
 
     @Test("a request is kept for reuse only with few entries and few bytes besides its payload")
     func worthReusing() throws {
-        var frame = WireFrame()
-        frame.callID = 1
-        frame.kind = .request
-        frame.method = "hearth.a.v1.A/Get"
+        var frame = Self.request("hearth.a.v1.A/Get", (0..<WireFrame.maxReusedEntries).map { ("k\($0)", "v") })
         frame.payload = Data(repeating: 7, count: 10_000)
-        frame.metadata = (0..<WireFrame.maxReusedEntries).map { index in
-            var entry = WireFrame.MetadataEntry()
-            entry.key = "k\(index)"
-            entry.value = "v"
-            return entry
-        }
-        let bodyBytes = { (frame: WireFrame) in try ByteBufferAllocator().buffer(framing: frame).readableBytes - 4 }
+        let bodyBytes = { (frame: WireFrame) in try Self.body(of: frame).readableBytes }
         #expect(frame.isWorthReusing(bodyBytes: try bodyBytes(frame)), "a large payload does not count")
         var more = frame
         more.metadata.append(frame.metadata[0])

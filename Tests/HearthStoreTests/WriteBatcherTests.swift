@@ -27,6 +27,36 @@ struct WriteBatcherTests {
         return (store, folder)
     }
 
+    struct Refused: Error {}
+
+    /// Inserts an item for each of `ids` through `batcher`, all at once; a closure whose id
+    /// `refuse` names throws after its insert. `ran` hears each run of a closure. Returns whether
+    /// each call succeeded.
+    private func insertAll(
+        _ ids: Range<Int>,
+        through batcher: WriteBatcher,
+        refusing refuse: @escaping @Sendable (Int) -> Bool,
+        ran: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async -> [Int: Bool] {
+        await withTaskGroup(of: (Int, Bool).self) { group in
+            for n in ids {
+                group.addTask {
+                    do {
+                        try await batcher.write { db in
+                            ran(n)
+                            try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                            if refuse(n) { throw Refused() }
+                        }
+                        return (n, true)
+                    } catch {
+                        return (n, false)
+                    }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+    }
+
     @Test("concurrent writes all commit, each answered with its own value")
     func concurrentWrites() async throws {
         let (store, folder) = try self.store()
@@ -53,23 +83,7 @@ struct WriteBatcherTests {
         let (store, folder) = try self.store()
         defer { try? FileManager.default.removeItem(at: folder) }
         let batcher = WriteBatcher(writer: store.writer)
-        struct Refused: Error {}
-        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
-            for n in 0..<100 {
-                group.addTask {
-                    do {
-                        try await batcher.write { db in
-                            try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
-                            if n % 10 == 0 { throw Refused() }
-                        }
-                        return (n, true)
-                    } catch {
-                        return (n, false)
-                    }
-                }
-            }
-            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
-        }
+        let outcomes = await self.insertAll(0..<100, through: batcher, refusing: { $0 % 10 == 0 })
         #expect(outcomes.filter { !$0.value }.map(\.key).sorted() == Array(stride(from: 0, to: 100, by: 10)))
         let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
         #expect(stored == Set(outcomes.filter(\.value).map(\.key)), "its own insert rolled back with it")
@@ -80,7 +94,6 @@ struct WriteBatcherTests {
         let (store, folder) = try self.store()
         defer { try? FileManager.default.removeItem(at: folder) }
         let batcher = WriteBatcher(writer: store.writer)
-        struct Refused: Error {}
         /// Each closure's runs in order, and whether the writer is held.
         final class Runs: Sendable {
             let order = Mutex<[Int]>([])
@@ -97,23 +110,12 @@ struct WriteBatcherTests {
                 }
             }
             while !runs.holding.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(1)) }
-            let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
-                for n in ids {
-                    group.addTask {
-                        do {
-                            try await batcher.write { db in
-                                runs.order.withLock { $0.append(n) }
-                                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
-                                if n == refused { throw Refused() }
-                            }
-                            return (n, true)
-                        } catch {
-                            return (n, false)
-                        }
-                    }
-                }
-                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
-            }
+            let outcomes = await self.insertAll(
+                ids,
+                through: batcher,
+                refusing: { $0 == refused },
+                ran: { n in runs.order.withLock { $0.append(n) } }
+            )
             try await hold.result.get()
             return outcomes
         }

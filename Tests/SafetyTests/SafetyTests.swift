@@ -145,6 +145,19 @@ final class SafetySystem: @unchecked Sendable {
         return try await self.service.recordHeartbeat(request, callContext(user))
     }
 
+    /// An answered task prompt, as the tasks service forwards it; whether it counted.
+    @discardableResult
+    func forwardTaskAnswer(_ eventID: String, at: Date, user: String = "mei") async throws -> Bool {
+        try await self.service.forwardActivity(
+            .with {
+                $0.source = "tasks"
+                $0.eventID = eventID
+                $0.occurredAt = Google_Protobuf_Timestamp(date: at)
+            },
+            callContext(user)
+        ).counted
+    }
+
     func status(_ user: String = "mei") async throws -> Hearth_Safety_V1_Status {
         try await self.service.getStatus(Hearth_Safety_V1_GetStatusRequest(), callContext(user))
     }
@@ -416,14 +429,7 @@ struct SafetyTests {
         await #expect(throws: RPCError.self) { _ = try await system.checkIn(id: "late") }
         let lateAt = system.clock.now()
         system.clock.advance(by: 60)
-        _ = try await system.service.forwardActivity(
-            .with {
-                $0.source = "tasks"
-                $0.eventID = "answer-1"
-                $0.occurredAt = Google_Protobuf_Timestamp(date: system.clock.now() - 1)
-            },
-            callContext("mei")
-        )
+        try await system.forwardTaskAnswer("answer-1", at: system.clock.now() - 1)
         let forwardedAt = try await system.status().lastCheckInAt.date
         #expect(forwardedAt > lateAt, "the activity counted (over the limit, as a check-in does)")
         system.clock.advance(by: 60)
@@ -541,16 +547,7 @@ struct SafetyTests {
     func requestIDsBySource() async throws {
         let system = try await SafetySystem()
         try await system.profile(countActivity: true)
-        let forward = { (eventID: String) in
-            try await system.service.forwardActivity(
-                .with {
-                    $0.source = "tasks"
-                    $0.eventID = eventID
-                    $0.occurredAt = Google_Protobuf_Timestamp(date: system.clock.now())
-                },
-                callContext("mei")
-            ).counted
-        }
+        let forward = { (eventID: String) in try await system.forwardTaskAnswer(eventID, at: system.clock.now()) }
         // The app sends what looks like a forwarded id; the activity with that id still counts.
         try await system.checkIn(id: "tasks:answer-9")
         system.clock.advance(by: 60)

@@ -37,5 +37,9 @@ release_product() {
 # else a release build made now. Use: bin=$(hearth_bin)
 hearth_bin() { release_product hearth "${HEARTH_BIN:-}"; }
 
+# CPU time (user + system, in clock ticks) of a process, or of one of its threads:
+# cpu_ticks PID, or cpu_ticks PID/task/TID
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # A process's resident memory in KiB: rss_kib PID [FIELD] (VmRSS unless FIELD, e.g. VmHWM).
 rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; }

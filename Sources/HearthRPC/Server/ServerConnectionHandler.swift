@@ -130,12 +130,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         switch frame.kind {
         case .request:
-            if frame.isWorthReusing(bodyBytes: buffer.readableBytes) {
-                self.lastRequest = frame
-                self.lastRequest?.payload = Data()
-            } else {
-                self.lastRequest = nil
-            }
+            self.lastRequest = frame.isWorthReusing(bodyBytes: buffer.readableBytes) ? frame : nil
+            self.lastRequest?.payload = Data()
             self.startCall(frame)
         case .cancel:
             self.cancelCall(frame.callID)

@@ -36,16 +36,23 @@ enum SafetyRules {
     /// source's ids apart, so that an app's request id can never be taken for a forwarded
     /// activity's (`tasks:e1`) or the other way round.
     enum HeartbeatID {
-        /// A check-in from the app, by the id its client sent.
-        static func app(_ clientRequestID: String) -> String { "app:\(clientRequestID)" }
-        /// A check-in from the app that came without an id: one of its own, never repeated.
-        static func unnamed() -> String { "server:\(UUID().uuidString)" }
-        /// An activity another service forwarded (`checkins`, `tasks`, `routines`).
+        /// A check-in from the app, by the id its client sent; one sent without an id gets one of
+        /// its own, never repeated.
+        static func app(_ clientRequestID: String) -> String {
+            clientRequestID.isEmpty ? "server:\(UUID().uuidString)" : "app:\(clientRequestID)"
+        }
+        /// An activity another service forwarded (one of ``activitySources``).
         static func forwarded(source: String, eventID: String) -> String {
-            precondition(source != "app" && source != "server", "a forwarded activity's source is another service")
+            precondition(
+                SafetyRules.activitySources.contains(source),
+                "a forwarded activity's source is another service"
+            )
             return "\(source):\(eventID)"
         }
     }
+
+    /// The services whose activity counts as a check-in for users who opted in.
+    static let activitySources: Set<String> = ["checkins", "tasks", "routines"]
 
     /// Every invalid field of a profile at once.
     static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {

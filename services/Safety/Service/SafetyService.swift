@@ -181,8 +181,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
             user,
             timeZone: zone,
             deviceInfo: FieldChecks.cut(request.deviceInfo, characters: SafetyRules.maxDeviceInfoCharacters),
-            requestID: request.clientRequestID.isEmpty
-                ? SafetyRules.HeartbeatID.unnamed() : SafetyRules.HeartbeatID.app(request.clientRequestID),
+            requestID: SafetyRules.HeartbeatID.app(request.clientRequestID),
             source: "app",
             allClear: AlertWords.allClear
         )
@@ -276,7 +275,7 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         async throws -> Hearth_Safety_V1_ForwardActivityResponse
     {
         let user = try context.verifiedUser()
-        guard ["checkins", "tasks", "routines"].contains(request.source) else {
+        guard SafetyRules.activitySources.contains(request.source) else {
             throw FieldViolation(field: "source", description: "must be checkins, tasks or routines")
         }
         guard !request.eventID.isEmpty, request.eventID.count <= SafetyActivity.maxEventIDCharacters else {
