@@ -290,6 +290,10 @@ struct SafetyTests {
         try await system.settle()
         try await system.advance(to: t0 + 4 * 86_400)
         #expect(try system.pushes().isEmpty && system.emails().isEmpty, "nothing fires while paused")
+        // While paused the deadline shown is the one the pause's end brings, not the one it stopped.
+        let whilePaused = try await system.status()
+        #expect(whilePaused.deadline.date == t0 + 5 * 86_400 + 24 * hour)
+        #expect(whilePaused.remainingSeconds == Int64(2 * 86_400))
         let resumed = try await system.service.resume(Hearth_Safety_V1_ResumeRequest(), callContext("mei"))
         #expect(resumed.state == .normal)
         #expect(resumed.deadline.date == t0 + 4 * 86_400 + 24 * hour)
@@ -632,7 +636,13 @@ struct SafetyTests {
         contact.email = "c11@example.com"
         await expectCode(.failedPrecondition) { _ = try await system.service.addContact(contact, callContext("mei")) }
         contact.email = "not an email"
-        await expectCode(.invalidArgument) { _ = try await system.service.addContact(contact, callContext("mei")) }
+        contact.name = String(repeating: "n", count: 101)
+        do {
+            _ = try await system.service.addContact(contact, callContext("mei"))
+            Issue.record("accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument && Set(error.violations.map(\.field)) == ["email", "name"])
+        }
         #expect(try await system.status().state == .normal)
         _ = try await system.service.deleteAccount(Hearth_Safety_V1_DeleteAccountRequest(), callContext("mei"))
         #expect(try await system.status().state == .notArmed)

@@ -150,6 +150,48 @@ struct SwitchEdgeTests {
         await system.stop()
     }
 
+    @Test("an activity from before the alarm, forwarded after it went out, neither clears it nor sends it again")
+    func lateForwardAfterTheAlarm() async throws {
+        let system = try await SafetySystem()
+        try await system.profile(threshold: 24, countActivity: true)
+        let t0 = system.clock.now()
+        try await system.settle()
+        try await system.advance(to: t0 + 24 * hour)
+        try await eventually("the alarm") { try system.emails().count == 1 }
+        // A prompt answered at 1 h reaches safety only now (the tasks service was down).
+        system.clock.set(t0 + 25 * hour)
+        #expect(try await system.forwardTaskAnswer("answer-1", at: t0 + 1 * hour) == false)
+        try await system.settle()
+        try await system.advance(to: t0 + 26 * hour)
+        #expect(try system.emails().count == 1, "no all-clear, and not the alarm again")
+        #expect(try await system.status().state == .expired)
+        // One from after the alarm went out ends it.
+        #expect(try await system.forwardTaskAnswer("answer-2", at: t0 + 25.5 * hour))
+        try await system.settle()
+        try await eventually("the all-clear") { try system.emails().count == 2 }
+        #expect(try system.emails()[1].subject.hasPrefix("All clear"))
+        #expect(try await system.status().deadline.date == t0 + 49.5 * hour)
+        await system.stop()
+    }
+
+    @Test("no daily reminder before the switch is armed; armed after the day's time, the first comes the next day")
+    func noReminderUntilArmed() async throws {
+        let system = try await SafetySystem()
+        // 2026-03-10 05:00 in Los Angeles, the reminder at 06:00, no contact yet.
+        try await system.profile(threshold: 72, contacts: [], reminder: (6, 0))
+        let t0 = system.clock.now()
+        let reminders = { try system.pushes().filter { $0 == "safety.reminder" }.count }
+        try await system.advance(to: t0 + 2 * hour)
+        try await system.advance(to: t0 + 25 * hour)
+        #expect(try reminders() == 0, "not armed: nothing is scheduled")
+        _ = try await system.service.addContact(.with { $0.email = "brother@example.com" }, callContext("mei"))
+        try await system.settle()
+        #expect(try reminders() == 0, "armed at the day's time: not at once")
+        try await system.advance(to: t0 + 49 * hour)
+        try await eventually("the first reminder, the next day") { try reminders() == 1 }
+        await system.stop()
+    }
+
     @Test("a reminder moved to a time still ahead today comes today")
     func reminderMovedLaterToday() async throws {
         let system = try await SafetySystem()
@@ -572,6 +614,38 @@ struct AlertRaceTests {
         #expect(try await self.pending(store).map(\.address) == ["b@example.com"])
         _ = try await store.pause("mei", until: clock.now() + 86_400)
         #expect(try await self.pending(store).isEmpty)
+    }
+
+    @Test("a check-in after a pause ran out, before the decider saw it end, keeps its period: no early alarm")
+    func checkInAfterThePauseRanOut() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        _ = try await store.pause("mei", until: self.t0 + 2 * hour)
+        clock.set(self.t0 + 5 * hour)
+        _ = try await self.checkIn(store)
+        // The decider's first pass since comes at the check-in's 3 h warning.
+        clock.set(self.t0 + 26 * hour)
+        try await self.decide(store, at: clock.now())
+        #expect(try await self.claim(store, at: clock.now()).isEmpty, "no alarm 24 h after the pause's end")
+        let status = try #require(try await store.status("mei"))
+        #expect(status.clock.deadline == self.t0 + 29 * hour && status.profile.pausedUntil == nil)
+    }
+
+    @Test("a contact alerted, then removed and added again, still gets the all-clear")
+    func contactAddedAgainGetsTheAllClear() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        clock.set(self.t0 + 24 * hour)
+        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        // The user fixes the contact's name the only way there is.
+        #expect(try await store.removeContact("mei", id: alert.contactID))
+        guard case .added = try await store.addContact("mei", email: "A@example.com", name: "Al") else {
+            Issue.record("not added again")
+            return
+        }
+        clock.set(self.t0 + 25 * hour)
+        #expect(try await self.checkIn(store).enqueued)
+        let due = try await self.claim(store, at: clock.now())
+        #expect(due.map(\.kind) == [AlertRecord.Kind.allClear] && due.map(\.address) == ["A@example.com"])
     }
 
     @Test("a claimed message is not claimed again before its lease ends; each claim counts an attempt")

@@ -136,6 +136,13 @@ struct SwitchClock: Sendable, Equatable {
 
     func isPaused(at now: Date) -> Bool { self.pausedUntil.map { $0 > now } ?? false }
 
+    /// The deadline as a user should read it at `now`: while paused, the one the pause's end
+    /// brings if it runs its course (the threshold counted from then; nothing fires before).
+    func shownDeadline(at now: Date) -> Date {
+        guard let pausedUntil, pausedUntil > now else { return self.deadline }
+        return pausedUntil.addingTimeInterval(Double(self.thresholdHours) * 3600)
+    }
+
     func state(at now: Date) -> Hearth_Safety_V1_SwitchState {
         if !self.armed { return .notArmed }
         if self.isPaused(at: now) { return .paused }

@@ -119,9 +119,11 @@ public struct SafetyService: RPCService, ScheduledWorkOwner {
         -> Hearth_Safety_V1_Contact
     {
         let user = try context.verifiedUser()
-        let email = try SafetyRules.contactEmail(request.email).get()
-        let name = try FieldChecks.trimmed(request.name, field: "name", characters: 0...SafetyRules.maxNameCharacters)
-            .get()
+        var violations: [FieldViolation] = []
+        let email = SafetyRules.contactEmail(request.email).value(collecting: &violations)
+        let name = FieldChecks.trimmed(request.name, field: "name", characters: 0...SafetyRules.maxNameCharacters)
+            .value(collecting: &violations)
+        guard violations.isEmpty, let email, let name else { throw RPCError.invalidArgument(violations) }
         switch try await self.store.addContact(user, email: email, name: name) {
         case .added(let contact):
             self.decider.wake()

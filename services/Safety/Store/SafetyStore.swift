@@ -141,6 +141,8 @@ struct SafetyStore: Sendable {
                 try Self.newEpoch(&profile, at: now, in: db)
                 profile.periodStart = now
             }
+            // Reminders begin with the switch: armed after today's time, the first is tomorrow's.
+            if existing.isEmpty, profile.reminderEnabled { try Self.reconsiderTodaysReminder(profile, at: now, in: db) }
             _ = try Self.reschedule(profile, at: now, in: db)
             return .added(contact)
         }
@@ -260,6 +262,13 @@ struct SafetyStore: Sendable {
         // nothing about this period: starting one from it would move the deadline back, to a
         // false alarm. A retry of it comes with the same time, so it is answered the same.
         if forwarded, now <= (profile.lastCheckInAt ?? .distantPast) || now < profile.periodStart {
+            return try repeated()
+        }
+        // Once the alarm may have reached the contacts, only a sign of life from after it was
+        // decided ends it. An activity from before (delayed on its way here) says nothing of the
+        // person since: a period started from it would send the all-clear and then, its deadline
+        // passed or near, the alarm again.
+        if forwarded, let alarmed = try Self.alarmDecidedAt(profile, in: db), now < alarmed {
             return try repeated()
         }
         let dueBefore = profile.nextDueAt
@@ -570,9 +579,12 @@ struct SafetyStore: Sendable {
             ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
             for var profile in due {
                 if let pausedUntil = profile.pausedUntil, pausedUntil <= now {
-                    // The pause ran out: a new period starts when it ended.
+                    // The pause ran out: a new period starts when it ended, unless a check-in since
+                    // began a later one (never moved back to the pause's end: an early alarm).
                     profile.pausedUntil = nil
-                    try Self.startPeriod(&profile, at: pausedUntil, checkIn: false, allClear: nil, in: db)
+                    if profile.periodStart < pausedUntil {
+                        try Self.startPeriod(&profile, at: pausedUntil, checkIn: false, allClear: nil, in: db)
+                    }
                 }
                 let clock = try Self.switchClock(profile, in: db)
                 let decided = try Self.decidedItems(profile, in: db)
@@ -596,7 +608,7 @@ struct SafetyStore: Sendable {
                         }
                     }
                 }
-                if let reminder = try Self.reminderDue(profile, at: now, in: db), reminder.time <= now {
+                if let reminder = try Self.reminderDue(profile, clock, at: now, in: db), reminder.time <= now {
                     try Self.enqueue(
                         profile,
                         kind: AlertRecord.Kind.reminder,
@@ -747,7 +759,7 @@ struct SafetyStore: Sendable {
     ) throws {
         guard alert.kind == AlertRecord.Kind.alert, let profile = try Self.profile(alert.userID, in: db),
             profile.checkInEpoch > alert.epoch,
-            let contact = try ContactRecord.fetchOne(db, key: alert.contactID),
+            let contact = try Self.contacts(alert.userID, alerted: [(alert.contactID, alert.address)], in: db).first,
             // A check-in since may have sent it one already (the attempt was known then).
             try db.cachedStatement(
                 sql: "SELECT 1 FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND epoch > ? LIMIT 1"
@@ -762,6 +774,19 @@ struct SafetyStore: Sendable {
             at: now,
             in: db
         )
+    }
+
+    /// The user's contacts now that `alerted` names: by id, or by address (case aside) for one
+    /// removed and added again since, who still holds the alarm.
+    private static func contacts(
+        _ user: String,
+        alerted: [(contactID: String, address: String)],
+        in db: Database
+    ) throws -> [ContactRecord] {
+        let ids = Set(alerted.map(\.contactID))
+        let keys = Set(alerted.map { $0.address.lowercased() })
+        return try ContactRecord.filter(Column("user_id") == user).fetchAll(db)
+            .filter { ids.contains($0.id) || keys.contains($0.emailKey) }
     }
 
     private static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
@@ -780,6 +805,18 @@ struct SafetyStore: Sendable {
             pausedUntil: profile.pausedUntil,
             armed: contacts > 0
         )
+    }
+
+    /// When the latest alarm since the last check-in was decided, of those that may have
+    /// reached a contact (sent, tried, or under way); nil when none.
+    private static func alarmDecidedAt(_ profile: ProfileRecord, in db: Database) throws -> Date? {
+        try db.cachedStatement(
+            sql: """
+                SELECT MAX(created_at) FROM alert WHERE user_id = ? AND epoch >= ? AND kind = ?
+                    AND (state = 'sent' OR may_have_arrived OR claimed_at IS NOT NULL)
+                """
+        ).fetchOne(binding: profile.userID, profile.checkInEpoch, AlertRecord.Kind.alert) { try $0.optionalDate(0) }
+            ?? nil
     }
 
     private static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
@@ -805,18 +842,19 @@ struct SafetyStore: Sendable {
         var profile = profile
         let clock = try Self.switchClock(profile, in: db)
         let next = clock.nextDue(after: now, decided: decided)
-        let reminder = try Self.reminderDue(profile, at: now, in: db).map { max($0.time, now) }
+        let reminder = try Self.reminderDue(profile, clock, at: now, in: db).map { max($0.time, now) }
         profile.nextDueAt = [next, reminder].compactMap { $0 }.min()
         try profile.saveSwitch(in: db)
         return (profile, clock)
     }
 
-    /// The next daily reminder (nil when off or paused): a day needs none once the user
-    /// checked in that day or was reminded.
-    private static func reminderDue(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> (
-        date: LocalDate, time: Date
-    )? {
-        guard profile.reminderEnabled, !(profile.pausedUntil.map { $0 > now } ?? false) else { return nil }
+    /// The next daily reminder (nil when off, paused or not armed: nothing is scheduled for a
+    /// switch without contacts): a day needs none once the user checked in that day or was
+    /// reminded.
+    private static func reminderDue(_ profile: ProfileRecord, _ clock: SwitchClock, at now: Date, in db: Database)
+        throws -> (date: LocalDate, time: Date)?
+    {
+        guard profile.reminderEnabled, clock.armed, !clock.isPaused(at: now) else { return nil }
         let zone = TimeZone(iana: profile.timeZone) ?? .gmt
         let rule = DailyReminderRule(hour: profile.reminderHour, minute: profile.reminderMinute, zone: zone)
         let sent = Set(
@@ -880,9 +918,9 @@ struct SafetyStore: Sendable {
         // contacts were alerted. (Pending warnings and alerts are never older than the last
         // check-in: each check-in cancels them all.)
         var hasPending = false
-        var alerted: [String] = []
+        var alerted: [(contactID: String, address: String)] = []
         try db.cachedStatement(
-            sql: "SELECT kind, state, contact_id, may_have_arrived FROM alert WHERE user_id = ? AND epoch >= ?"
+            sql: "SELECT kind, state, contact_id, may_have_arrived, address FROM alert WHERE user_id = ? AND epoch >= ?"
         )
         .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
             let kind: String = try columns.value(0)
@@ -896,8 +934,7 @@ struct SafetyStore: Sendable {
             // it gets the all-clear too. One under way gets it when its outcome is known.
             let mayHaveArrived: Bool = try columns.value(3)
             if kind == AlertRecord.Kind.alert, state == AlertRecord.State.sent.rawValue || mayHaveArrived {
-                let contact: String = try columns.value(2)
-                if !alerted.contains(contact) { alerted.append(contact) }
+                alerted.append((try columns.value(2), try columns.value(4)))
             }
         }
         if hasPending { try Self.cancelPending(profile, onlyWarnings: false, in: db) }
@@ -911,7 +948,7 @@ struct SafetyStore: Sendable {
         if let allClear {
             guard !alerted.isEmpty else { return 0 }
             let text = allClear(profile, start)
-            let contacts = try ContactRecord.filter(alerted.contains(Column("id"))).fetchAll(db)
+            let contacts = try Self.contacts(profile.userID, alerted: alerted, in: db)
             for contact in contacts {
                 try Self.enqueueEmail(profile, AlertRecord.Kind.allClear, to: contact, text: text, at: start, in: db)
             }
