@@ -83,4 +83,39 @@ struct CheckinBoundaryTests {
         }
         #expect(fields == ["page_size"])
     }
+
+    @Test("ListCheckIns: a page of the longest texts ends early to fit half a frame; paging still gives every one once")
+    func listPageFitsItsFrame() async throws {
+        let fixture = try Fixture()
+        let (_, session) = try await fixture.nestAndSession(hours: 240)
+        // 280 characters of 63 bytes each (a letter and 31 combining accents), and a request id
+        // of 128 such: about 25 KB a check-in, so a page of 100 would be 2.5 MB.
+        let heavy = "e" + String(repeating: "\u{301}", count: 31)
+        let caption = String(repeating: heavy, count: 280)
+        var ids: Set<String> = []
+        for day in 0..<10 {  // at most 10 a day
+            for i in 0..<10 {
+                let id = "\(day)-\(i)-" + String(repeating: heavy, count: 120)
+                ids.insert(
+                    try await fixture.checkIn(session, caption: caption, at: fixture.clock.now(), requestID: id).id
+                )
+                fixture.clock.advance(by: 1)
+            }
+            fixture.clock.advance(by: 86_400)
+        }
+        var request = Hearth_Checkins_V1_ListCheckInsRequest()
+        request.sessionID = session.id
+        request.pageSize = 100
+        var seen: [String] = []
+        var pages = 0
+        repeat {
+            let page = try await fixture.service.listCheckIns(request, fixture.context("olivia"))
+            #expect(page.encodedSize <= ServerConfiguration.defaultMaxFrameSize / 2 + 64 * 1024)
+            seen += page.checkIns.map(\.id)
+            pages += 1
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        #expect(pages == 2, "the first page ends early")
+        #expect(seen.count == 100 && Set(seen) == ids)
+    }
 }

@@ -489,6 +489,11 @@ struct CheckinsTests {
         templates.nestID = nest.id
         _ = try await fixture.service.getNest(get, fixture.context("sam"))
         _ = try await fixture.service.listTemplates(templates, fixture.context("sam"))
+        // ListMyNests shows exactly the nests GetNest lets him see.
+        let myNests = { (user: String) in
+            try await fixture.service.listMyNests(.init(), fixture.context(user)).nests.map(\.id)
+        }
+        #expect(try await myNests("sam") == [nest.id])
 
         var end = Hearth_Checkins_V1_EndSessionRequest()
         end.sessionID = session.id
@@ -497,7 +502,9 @@ struct CheckinsTests {
         // For the day late check-ins are still taken, to its last second, the nest stays in sight.
         fixture.clock.advance(by: 86_400)
         _ = try await fixture.service.listTemplates(templates, fixture.context("sam"))
+        #expect(try await myNests("sam") == [nest.id])
         fixture.clock.advance(by: 1)
+        #expect(try await myNests("sam").isEmpty)
         // Then let go: the nest's name and its captions (an owner may keep a gate code there) no more.
         await expectCode(.notFound) { _ = try await fixture.service.getNest(get, fixture.context("sam")) }
         await expectCode(.notFound) { _ = try await fixture.service.listTemplates(templates, fixture.context("sam")) }
@@ -524,8 +531,10 @@ struct CheckinsTests {
         let calledOff = try await fixture.service.createSession(next, fixture.context("olivia"))
         _ = try await fixture.service.getNest(get, fixture.context("tom"))
         end.sessionID = calledOff.id
+        #expect(try await myNests("tom") == [nest.id])
         _ = try await fixture.service.endSession(end, fixture.context("olivia"))
         await expectCode(.notFound) { _ = try await fixture.service.getNest(get, fixture.context("tom")) }
+        #expect(try await myNests("tom").isEmpty, "nor lists it (its name, its owner)")
     }
 
     @Test("timeline pages, newest first, never carry photo bytes; the owner's view is a read receipt")

@@ -38,7 +38,7 @@ enum CheckinRules {
     }
 
     /// A photo's description for screen readers, trimmed; at most 1,000 user-perceived
-    /// characters (so that a timeline page of them stays well inside a frame).
+    /// characters (each may take many bytes: a timeline page ends early to fit its frame).
     static func altText(_ raw: String) -> Result<String, FieldViolation> {
         FieldChecks.trimmed(raw, field: "photo_alt_text", characters: 0...Self.maxAltTextCharacters)
     }

@@ -18,6 +18,9 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
     public static let maxFrameSize = PhotoNormalizer.maxUploadBytes + 1024 * 1024
 
     public static let package = "hearth.checkins.v1.Checkins"
+    /// The most bytes of check-ins a ListCheckIns page holds: half of DESIGN's frame, which
+    /// any client takes (this process takes larger ones, for photos).
+    static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2
     let store: CheckinStore
 
     /// Opens (and migrates) the service's store.
@@ -309,7 +312,14 @@ public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
             after: page.after,
             limit: page.limit
         )
-        let (checkIns, nextToken) = page.page(of: rows) { PageCursor(time: $0.capturedAt, id: $0.id) }
+        // Captions and alt texts are counted in characters, not bytes: a page of 100 could
+        // outgrow DESIGN's 4 MiB frame, so it ends early instead.
+        let (checkIns, nextToken) = page.page(
+            of: rows.map { (record: $0, message: $0.message) },
+            cursor: { PageCursor(time: $0.record.capturedAt, id: $0.record.id) },
+            bytes: { $0.message.encodedSize },
+            budget: Self.listBudget
+        )
         var response = Hearth_Checkins_V1_ListCheckInsResponse()
         response.checkIns = checkIns.map(\.message)
         response.nextPageToken = nextToken

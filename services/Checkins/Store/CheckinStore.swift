@@ -53,10 +53,11 @@ struct CheckinStore: Sendable {
         try await self.db.read { db in try NestRecord.fetchOne(db, key: id) }
     }
 
-    /// A page of the nests `user` owns or has a session in that has not ended, by creation:
-    /// after `cursor`, at most `limit`.
+    /// A page of the nests `user` may see (``CheckinRules/canSee(user:owner:sitterSessions:now:)``:
+    /// owned, or with a session of theirs not called off and not ended more than a day ago), by
+    /// creation: after `cursor`, at most `limit`.
     func nests(of user: String, after cursor: PageCursor?, limit: Int) async throws -> [NestRecord] {
-        let now = self.now
+        let seenSince = self.now.addingTimeInterval(-CheckinRules.lateArrival)
         return try await self.db.read { db in
             try NestRecord.fetchAll(
                 db,
@@ -65,12 +66,13 @@ struct CheckinStore: Sendable {
                         SELECT * FROM nest WHERE owner_user_id = ?
                         UNION
                         SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
-                        WHERE session.sitter_user_id = ? AND session.ends_at > ?
+                        WHERE session.sitter_user_id = ? AND session.ends_at > session.starts_at
+                            AND session.ends_at >= ?
                     )
                     WHERE ? OR (created_at, id) > (?, ?)
                     ORDER BY created_at, id LIMIT ?
                     """,
-                arguments: [user, user, now, cursor == nil, cursor?.time, cursor?.id, limit]
+                arguments: [user, user, seenSince, cursor == nil, cursor?.time, cursor?.id, limit]
             )
         }
     }
@@ -202,12 +204,14 @@ struct CheckinStore: Sendable {
                 )
             }
             try Outbox.enqueue(notify, in: db)
-            // A check-in is a sign of life: safety counts it when the sitter opted in.
+            // A check-in is a sign of life: safety counts it when the sitter opted in, from when it
+            // was taken (an upload queue may hold it for hours; counted from its arrival, it
+            // would put off the alarm of someone hurt meanwhile), never from ahead of now.
             try Relay.forwardActivity(
                 source: "checkins",
                 eventID: checkIn.id,
                 user: checkIn.submitterUserID,
-                at: checkIn.createdAt,
+                at: min(checkIn.capturedAt, checkIn.createdAt),
                 in: db
             )
             return .created(checkIn)
