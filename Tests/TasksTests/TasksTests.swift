@@ -342,6 +342,11 @@ struct PromptAnswerTests {
         #expect(first.questionType.count == 50)
         extra.clientRequestID = String(repeating: "r", count: 101)
         await expectCode(.invalidArgument) { _ = try await system.service.recordCheckIn(extra, callContext("ana")) }
+        // Every bad field at once, the answer's and the request id's.
+        extra.responseText = ""
+        let fields = await violatedFields { _ = try await system.service.recordCheckIn(extra, callContext("ana")) }
+        #expect(fields == ["response_text", "client_request_id"])
+        extra.responseText = "noted"
         extra.clientRequestID = ""
         for _ in 1..<TaskRules.maxExtraCheckIns {
             _ = try await system.service.recordCheckIn(extra, callContext("ana"))
@@ -479,11 +484,13 @@ struct PromptAnswerTests {
         try await system.advance(to: at("2026-06-01T13:00:00Z"))
         _ = try await system.respond(prompts[0].id)
         await expectCode(.failedPrecondition) { _ = try await dismiss(prompts[0].id) }
+        #expect(try await system.task(created.task.id).summary.responseRate == 1)
         try await system.advance(to: at("2026-06-02T13:00:00Z"))
         await expectCode(.failedPrecondition) { _ = try await system.respond(prompts[1].id) }
         #expect(try system.pushes().map(\.promptID) == [prompts[0].id])
+        // Dismissed ahead of its time, it never counts against the rate, also once its time came.
         let summary = try await system.task(created.task.id).summary
-        #expect(summary.answered == 1 && summary.dismissed == 1 && summary.responseRate == 0.5)
+        #expect(summary.answered == 1 && summary.dismissed == 1 && summary.responseRate == 1)
     }
 }
 

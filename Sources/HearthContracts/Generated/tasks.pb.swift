@@ -598,7 +598,8 @@ public nonisolated struct Hearth_Tasks_V1_TaskSummary: Sendable {
 
   public var dismissed: UInt32 = 0
 
-  /// answered / prompts whose time has come (not cancelled); 0 when none has.
+  /// answered / prompts whose time has come (not cancelled, nor dismissed ahead of it); 0 when
+  /// none has.
   public var responseRate: Double = 0
 
   /// Days with at least one check-in, in date order.

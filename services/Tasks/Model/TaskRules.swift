@@ -421,9 +421,15 @@ enum TaskRules {
         var days: [Day] = []
     }
 
+    /// Whether a prompt's time has come, for the response rate: never for one dismissed ahead
+    /// of it (the user said beforehand they would not answer it), not even once it passed.
+    static func timeHasCome(scheduledAt: Date, dismissedAt: Date?, now: Date) -> Bool {
+        scheduledAt <= now && !(dismissedAt.map { $0 < scheduledAt } ?? false)
+    }
+
     /// Counts over the prompts' states, and per local day the average of each score given.
-    /// The response rate is answered over prompts whose time has come (not cancelled): one
-    /// dismissed before its time does not count against it.
+    /// The response rate is answered over prompts whose time has come (``timeHasCome(scheduledAt:dismissedAt:now:)``,
+    /// not cancelled): one dismissed before its time does not count against it.
     static func summary(
         prompts: [(state: Hearth_Tasks_V1_PromptState, timeHasCome: Bool)],
         checkIns: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]

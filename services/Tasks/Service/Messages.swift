@@ -56,6 +56,10 @@ extension PromptRecord {
     func state(now: Date) -> Hearth_Tasks_V1_PromptState {
         TaskRules.state(self.promptStatus, scheduledAt: self.scheduledAt, expiresAt: self.expiresAt, now: now)
     }
+
+    func timeHasCome(at now: Date) -> Bool {
+        TaskRules.timeHasCome(scheduledAt: self.scheduledAt, dismissedAt: self.dismissedAt, now: now)
+    }
 }
 
 extension CheckInRecord {

@@ -130,7 +130,7 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         else { throw RPCError.notFound("task", request.taskID) }
         let now = self.store.now
         let summary = TaskRules.summary(
-            prompts: detail.prompts.map { ($0.state(now: now), $0.scheduledAt <= now) },
+            prompts: detail.prompts.map { ($0.state(now: now), $0.timeHasCome(at: now)) },
             checkIns: detail.scores
         )
         // A check-in's text is counted in characters, not bytes: a page ends early rather than
@@ -276,11 +276,18 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
         -> Hearth_Tasks_V1_CheckIn
     {
         let user = try context.verifiedUser()
-        let answer = try TaskRules.answer(request).get()
+        // Every bad field at once: the answer's, then the request id's.
+        var violations: [FieldViolation] = []
+        let checked = TaskRules.answer(request)
+        if case .failure(let error) = checked { violations = error.violations }
         let clientRequestID =
             request.clientRequestID.isEmpty
             ? nil
-            : try FieldChecks.trimmed(request.clientRequestID, field: "client_request_id", characters: 1...100).get()
+            : FieldChecks.trimmed(request.clientRequestID, field: "client_request_id", characters: 1...100)
+                .value(collecting: &violations)
+        guard violations.isEmpty, case .success(let answer) = checked else {
+            throw RPCError.invalidArgument(violations)
+        }
         let now = self.store.now
         switch try await self.store.recordCheckIn(
             taskID: request.taskID,
