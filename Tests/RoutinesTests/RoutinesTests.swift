@@ -116,10 +116,12 @@ struct System {
         from: String,
         to: String,
         zone: String = "Asia/Taipei",
+        of user: String = "",
         as caller: String = "sam"
     ) async throws -> Hearth_Routines_V1_GetHistoryResponse {
         var request = Hearth_Routines_V1_GetHistoryRequest()
         request.routineID = routine.id
+        request.userID = user
         request.fromDate = from
         request.toDate = to
         request.timeZone = zone
@@ -383,6 +385,51 @@ struct RoutinesTests {
             #expect(try await system.routines.listRoutines(list, callContext("sam")).routines.isEmpty)
             _ = try await system.routines.deleteRoutine(delete, callContext("olivia"))
             await expectCode(.notFound) { _ = try await system.routines.getRoutine(get, callContext("olivia")) }
+        }
+    }
+
+    @Test("the owner reads a sitter's days in the sitter's zone, wherever the owner is; answers name their zone")
+    func ownerInAnotherZone() async throws {
+        try await System.with { system in
+            let (nest, _) = try await system.nest()
+            let routine = try await system.routine(in: nest)
+            let evening = try await system.routine(in: nest)
+            // 2026-03-12 08:00 in Taipei is 03-11 17:00 in Los Angeles, where the owner is.
+            system.set("2026-03-12 08:00", in: "Asia/Taipei")
+            _ = try await system.tick(routine, 0)
+            let la = "America/Los_Angeles"
+            let today = try await system.progress(routine, zone: la, of: "sam", as: "olivia")
+            #expect(today.date == "2026-03-12" && today.doneCount == 1 && today.timeZone == "Asia/Taipei")
+            let named = try await system.progress(routine, zone: la, date: "2026-03-12", of: "sam", as: "olivia")
+            #expect(named.doneCount == 1, "the sitter's date, though not begun where the owner is")
+            let history = try await system.history(
+                routine,
+                from: "2026-03-11",
+                to: "2026-03-12",
+                zone: la,
+                of: "sam",
+                as: "olivia"
+            )
+            #expect(history.days.map(\.doneCount) == [0, 1] && history.timeZone == "Asia/Taipei")
+            // Their own progress stays in the zone they ask in.
+            let own = try await system.progress(routine, zone: la, as: "olivia")
+            #expect(own.date == "2026-03-11" && own.timeZone == la)
+
+            // A sitter in Los Angeles, the owner in Taipei: the streak counts the sitter's days.
+            for day in ["2026-03-10", "2026-03-11"] {
+                system.set("\(day) 20:00", in: la)
+                for action in 0..<3 { _ = try await system.tick(evening, action, zone: la) }
+            }
+            system.set("2026-03-12 18:00", in: la)  // 03-13 10:00 in Taipei
+            _ = try await system.tick(evening, 0, zone: la)
+            let streak = try await system.history(
+                evening,
+                from: "2026-03-10",
+                to: "2026-03-12",
+                of: "sam",
+                as: "olivia"
+            )
+            #expect(streak.currentStreak == 2 && streak.days.map(\.doneCount) == [3, 3, 1] && streak.timeZone == la)
         }
     }
 

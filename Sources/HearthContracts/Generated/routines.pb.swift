@@ -296,6 +296,9 @@ public nonisolated struct Hearth_Routines_V1_Progress: Sendable {
 
   public var total: UInt32 = 0
 
+  /// The IANA zone `date` is a day of (see GetProgressRequest.time_zone).
+  public var timeZone: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -308,10 +311,12 @@ public nonisolated struct Hearth_Routines_V1_GetProgressRequest: Sendable {
 
   public var routineID: String = String()
 
-  /// Decides which date is today.
+  /// Decides which date is today. When the owner reads another user's progress, that user's
+  /// own zone decides instead (the zone of their latest tick on this routine), once they have
+  /// ticked: their days are theirs, wherever the owner is.
   public var timeZone: String = String()
 
-  /// Default: today in time_zone.
+  /// Default: today (see time_zone).
   public var date: String = String()
 
   /// Default: the caller. The owner may read anyone's; a sitter only their own.
@@ -336,7 +341,8 @@ public nonisolated struct Hearth_Routines_V1_GetHistoryRequest: Sendable {
 
   public var toDate: String = String()
 
-  /// Decides which date is today (for the streak and for today's live count).
+  /// Decides which date is today (for the streak and for today's live count); the same rule
+  /// as GetProgress when the owner reads another user's.
   public var timeZone: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -370,6 +376,9 @@ public nonisolated struct Hearth_Routines_V1_GetHistoryResponse: Sendable {
 
   /// Consecutive days, up to today, with every action done (today counts once complete).
   public var currentStreak: UInt32 = 0
+
+  /// The IANA zone the dates are days of.
+  public var timeZone: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -897,7 +906,7 @@ nonisolated extension Hearth_Routines_V1_Completion: SwiftProtobuf.Message, Swif
 
 nonisolated extension Hearth_Routines_V1_Progress: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Progress"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}routine_id\0\u{3}user_id\0\u{1}date\0\u{1}done\0\u{3}done_count\0\u{1}total\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}routine_id\0\u{3}user_id\0\u{1}date\0\u{1}done\0\u{3}done_count\0\u{1}total\0\u{3}time_zone\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -911,6 +920,7 @@ nonisolated extension Hearth_Routines_V1_Progress: SwiftProtobuf.Message, SwiftP
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.done) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.doneCount) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.total) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
       default: break
       }
     }
@@ -935,6 +945,9 @@ nonisolated extension Hearth_Routines_V1_Progress: SwiftProtobuf.Message, SwiftP
     if self.total != 0 {
       try visitor.visitSingularUInt32Field(value: self.total, fieldNumber: 6)
     }
+    if !self.timeZone.isEmpty {
+      try visitor.visitSingularStringField(value: self.timeZone, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -945,6 +958,7 @@ nonisolated extension Hearth_Routines_V1_Progress: SwiftProtobuf.Message, SwiftP
     if lhs.done != rhs.done {return false}
     if lhs.doneCount != rhs.doneCount {return false}
     if lhs.total != rhs.total {return false}
+    if lhs.timeZone != rhs.timeZone {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1087,7 +1101,7 @@ nonisolated extension Hearth_Routines_V1_DayProgress: SwiftProtobuf.Message, Swi
 
 nonisolated extension Hearth_Routines_V1_GetHistoryResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetHistoryResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}days\0\u{3}current_streak\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}days\0\u{3}current_streak\0\u{3}time_zone\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1097,6 +1111,7 @@ nonisolated extension Hearth_Routines_V1_GetHistoryResponse: SwiftProtobuf.Messa
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.days) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.currentStreak) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
       default: break
       }
     }
@@ -1109,12 +1124,16 @@ nonisolated extension Hearth_Routines_V1_GetHistoryResponse: SwiftProtobuf.Messa
     if self.currentStreak != 0 {
       try visitor.visitSingularUInt32Field(value: self.currentStreak, fieldNumber: 2)
     }
+    if !self.timeZone.isEmpty {
+      try visitor.visitSingularStringField(value: self.timeZone, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Routines_V1_GetHistoryResponse, rhs: Hearth_Routines_V1_GetHistoryResponse) -> Bool {
     if lhs.days != rhs.days {return false}
     if lhs.currentStreak != rhs.currentStreak {return false}
+    if lhs.timeZone != rhs.timeZone {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

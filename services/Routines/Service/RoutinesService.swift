@@ -195,14 +195,19 @@ public struct RoutinesService: RPCService, RelayOwner {
         -> Hearth_Routines_V1_Progress
     {
         let user = try context.verifiedUser()
-        let zone = try FieldChecks.zone(request.timeZone).get()
-        let today = LocalDate(self.store.now, in: zone)
-        let date = request.date.isEmpty ? today : try FieldChecks.date(request.date, field: "date").get()
-        guard date <= today else {
-            throw FieldViolation(field: "date", description: "\(date) has not begun yet in \(request.timeZone)")
-        }
+        var violations: [FieldViolation] = []
+        let asked = FieldChecks.zone(request.timeZone).value(collecting: &violations)
+        let requested =
+            request.date.isEmpty ? nil : FieldChecks.date(request.date, field: "date").value(collecting: &violations)
+        guard violations.isEmpty, let asked else { throw RPCError.invalidArgument(violations) }
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: user)
         let subject = try Self.subject(request.userID, caller: user, role: role)
+        let zone = try await self.dayZone(of: subject, caller: user, asked: asked, routineID: routine.routine.id)
+        let today = LocalDate(self.store.now, in: zone)
+        let date = requested ?? today
+        guard date <= today else {
+            throw FieldViolation(field: "date", description: "\(date) has not begun yet in \(zone.identifier)")
+        }
         return try await self.progress(routine.routine.id, user: subject, date: date, zone: zone)
     }
 
@@ -211,21 +216,17 @@ public struct RoutinesService: RPCService, RelayOwner {
     {
         let user = try context.verifiedUser()
         var violations: [FieldViolation] = []
-        let zone = FieldChecks.zone(request.timeZone)
-        let from = FieldChecks.date(request.fromDate, field: "from_date")
-        let to = FieldChecks.date(request.toDate, field: "to_date")
-        for case .failure(let violation) in [zone.map { _ in () }, from.map { _ in () }, to.map { _ in () }] {
-            violations.append(violation)
-        }
-        guard case .success(let zone) = zone, case .success(let from) = from, case .success(let to) = to else {
-            throw RPCError.invalidArgument(violations)
-        }
+        let asked = FieldChecks.zone(request.timeZone).value(collecting: &violations)
+        let from = FieldChecks.date(request.fromDate, field: "from_date").value(collecting: &violations)
+        let to = FieldChecks.date(request.toDate, field: "to_date").value(collecting: &violations)
+        guard violations.isEmpty, let asked, let from, let to else { throw RPCError.invalidArgument(violations) }
         guard from <= to else { throw FieldViolation(field: "to_date", description: "is before from_date") }
         guard from.days(to: to) < RoutineRules.maxHistoryDays else {
             throw FieldViolation(field: "to_date", description: "at most \(RoutineRules.maxHistoryDays) days at once")
         }
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: user)
         let subject = try Self.subject(request.userID, caller: user, role: role)
+        let zone = try await self.dayZone(of: subject, caller: user, asked: asked, routineID: routine.routine.id)
 
         let today = LocalDate(self.store.now, in: zone)
         let streakStart = today.adding(days: -RoutineRules.maxHistoryDays)
@@ -255,6 +256,7 @@ public struct RoutinesService: RPCService, RelayOwner {
             )
             date = date.adding(days: 1)
         }
+        response.timeZone = zone.identifier
         response.currentStreak = UInt32(
             RoutineRules.streak(today: today) { date in
                 let progress = day(date)
@@ -286,6 +288,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         progress.routineID = routineID
         progress.userID = user
         progress.date = date.description
+        progress.timeZone = zone.identifier
         progress.done = completions.filter { counted.contains($0.actionID) }.map(\.message)
         progress.doneCount = UInt32(day.done.count)
         progress.total = UInt32(day.total)
@@ -321,6 +324,19 @@ public struct RoutinesService: RPCService, RelayOwner {
     }
 
     /// Whose progress a call reads: the owner may name anyone; a sitter only themselves.
+    /// The zone whose days `subject`'s progress is read in: the caller's own ask for their own;
+    /// for another user's, that user's zone (of their latest tick on the routine), so that the
+    /// owner sees the sitter's today wherever each is; the asked zone until they have ticked.
+    private func dayZone(of subject: String, caller: String, asked: TimeZone, routineID: String) async throws
+        -> TimeZone
+    {
+        guard subject != caller,
+            let latest = try await self.store.latestZone(routineID: routineID, user: subject),
+            let zone = TimeZone(iana: latest)
+        else { return asked }
+        return zone
+    }
+
     private static func subject(_ requested: String, caller: String, role: Hearth_Checkins_V1_NestRole) throws
         -> String
     {

@@ -228,6 +228,20 @@ struct RoutineStore: Sendable {
         }
     }
 
+    /// The zone of `user`'s latest tick on the routine (its latest local date), if any.
+    func latestZone(routineID: String, user: String) async throws -> String? {
+        try await self.db.read { db in
+            try String.fetchOne(
+                db,
+                sql: """
+                    SELECT time_zone FROM completion WHERE routine_id = ? AND user_id = ?
+                    ORDER BY local_date DESC, done_at DESC LIMIT 1
+                    """,
+                arguments: [routineID, user]
+            )
+        }
+    }
+
     // MARK: Queries in a transaction
 
     private static func routine(_ id: String, in db: Database) throws -> RoutineWithActions? {
