@@ -44,6 +44,18 @@ int hearth_image_probe(const void *bytes, size_t length, int *format, int *width
     return 0;
 }
 
+/// Whether the image carries an ICC profile (its header only is read).
+static int has_icc_profile(const void *bytes, size_t length) {
+    VipsImage *image = vips_image_new_from_buffer(bytes, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) {
+        forget_error();
+        return 0;
+    }
+    int has = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+    g_object_unref(image);
+    return has;
+}
+
 int hearth_image_normalize(
     const void *bytes, size_t length, int max_edge, int format, int quality,
     void **out, size_t *out_length, int *out_width, int *out_height)
@@ -52,12 +64,19 @@ int hearth_image_normalize(
     // vips_thumbnail_buffer applies the EXIF orientation and never enlarges with VIPS_SIZE_DOWN.
     // A file cut short fails (libvips would fill the missing rows with grey): an upload that
     // broke off is refused, so that the client sends it again, not kept half grey.
-    if (vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge,
-            "height", max_edge, "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", NULL) != 0) {
+    // The profile is stripped below, and a viewer takes an image without one as sRGB: pixels
+    // in an embedded profile's space (a phone's Display P3, Adobe RGB) are moved to sRGB
+    // first, or their colours would shift (P3's red, 232 51 34, shown as a dull sRGB red).
+    // One without a profile is sRGB already and left as it is.
+    int status = has_icc_profile(bytes, length)
+        ? vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,
+            "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", "export_profile", "srgb", NULL)
+        : vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,
+            "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", NULL);
+    if (status != 0) {
         forget_error();
         return -1;
     }
-    int status;
     if (format == HEARTH_IMAGE_PNG) {
         status = vips_pngsave_buffer(shrunk, out, out_length, "strip", TRUE, "compression", 9, NULL);
     } else {

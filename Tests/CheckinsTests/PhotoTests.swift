@@ -236,6 +236,54 @@ struct PhotoTests {
         #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "left: \(after.stdout)")
     }
 
+    @Test("a Display P3 photo (a phone's) keeps its colours: moved to sRGB before its profile is stripped")
+    func displayP3() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-photo-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let srgb = folder.appendingPathComponent("red.png")
+        let p3 = folder.appendingPathComponent("red-p3.png")
+        try Images.png(width: 64, height: 64) { _, _ in (255, 0, 0) }.write(to: srgb)
+        // The same red in Display P3's numbers, with libvips' P3 profile embedded.
+        let made = try await self.vips(["icc_transform", srgb.path, p3.path, "p3", "--input-profile", "srgb"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let numbers = try await self.pixel(p3)
+        #expect(numbers.count == 3 && numbers[0] < 240 && numbers[1] > 40, "P3's numbers for sRGB red: \(numbers)")
+        let p3JPEG = folder.appendingPathComponent("red-p3.jpg")
+        let copied = try await self.vips(["copy", p3.path, "\(p3JPEG.path)[Q=95]"])  // the profile kept
+        try #require(copied.status == 0, "\(copied.stderr)")
+        for (format, upload) in [("png", p3), ("jpeg", p3JPEG)] {
+            let photo = try PhotoNormalizer.normalize(try Data(contentsOf: upload))
+            for (name, image) in [("full", photo.full), ("thumbnail", photo.thumbnail)] {
+                let stored = folder.appendingPathComponent("\(format)-\(name)")
+                try image.data.write(to: stored)
+                let rgb = try await self.pixel(stored)
+                #expect(rgb[0] >= 245 && rgb[1] <= 12 && rgb[2] <= 12, "\(format) \(name): \(rgb), not red")
+            }
+        }
+        // An image without a profile keeps its numbers.
+        let plain = try PhotoNormalizer.normalize(try Data(contentsOf: srgb))
+        let stored = folder.appendingPathComponent("plain.png")
+        try plain.full.data.write(to: stored)
+        #expect(try await self.pixel(stored) == [255, 0, 0])
+    }
+
+    private func vips(_ arguments: [String]) async throws -> ProcessOutput {
+        let tool = URL(fileURLWithPath: "/usr/bin/vips")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: tool.path),
+            "vips is missing: scripts/bootstrap installs it"
+        )
+        return try await runProcess(tool, arguments)
+    }
+
+    /// The pixel at (10, 10), as libvips reads it.
+    private func pixel(_ file: URL) async throws -> [Int] {
+        let read = try await self.vips(["getpoint", file.path, "10", "10"])
+        try #require(read.status == 0, "\(read.stderr)")
+        return read.stdout.split(whereSeparator: \.isWhitespace).compactMap { Double($0).map { Int($0) } }
+    }
+
     @Test("a PNG stays a PNG, shrunk to a 2048 px long edge")
     func png() throws {
         let png = Images.png(width: 2500, height: 100) { x, y in (UInt8(x % 256), UInt8(y % 256), 128) }

@@ -14,9 +14,9 @@ int hearth_vips_start(void);
 /// Returns 0 on success, -1 if the bytes are no image libvips knows.
 int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height);
 
-/// Decodes, applies the EXIF orientation to the pixels, shrinks so the long edge is at most
-/// `max_edge`, and encodes as `format` (JPEG at `quality`, or PNG) with every metadata block
-/// stripped. `*out` is allocated by libvips: release it with hearth_image_free.
+/// Decodes, applies the EXIF orientation to the pixels, moves them to sRGB when the image
+/// has an ICC profile, shrinks so the long edge is at most `max_edge`, and encodes as `format`
+/// (JPEG at `quality`, or PNG) with every metadata block stripped. `*out` is allocated by libvips: release it with hearth_image_free.
 /// Returns 0 on success.
 int hearth_image_normalize(
     const void *bytes, size_t length, int max_edge, int format, int quality,

@@ -23,8 +23,9 @@ struct NormalizedPhoto: Sendable, Equatable {
 }
 
 /// Turns an uploaded photo into what is stored (libvips, Debian's libvips-dev): the EXIF
-/// orientation applied to the pixels, every metadata block removed (EXIF with GPS, XMP, IPTC,
-/// comments, ICC), the long edge at most 2048 px, at most 1 MB, plus a 320 px thumbnail. The
+/// orientation applied to the pixels, colours moved to sRGB from an embedded ICC profile (a
+/// phone's Display P3), every metadata block removed (EXIF with GPS, XMP, IPTC, comments, ICC),
+/// the long edge at most 2048 px, at most 1 MB, plus a 320 px thumbnail. The
 /// format comes from the bytes, never from the caller; the size limits are checked from the
 /// header before anything is decoded.
 ///
