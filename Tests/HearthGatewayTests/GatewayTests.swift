@@ -87,7 +87,11 @@ struct GatewayTests {
                 ("alg RS256", "Bearer \(algRS256)", "unsupported token algorithm 'RS256'"),
                 ("expired within the 60 s leeway", "Bearer \(withinLeeway)", nil),
                 ("valid", "Bearer \(valid)", nil),
+                ("valid, again (known now)", "Bearer \(valid)", nil),
                 ("scheme in lower case", "bearer \(valid)", nil),
+                ("blanks around the token", "Bearer  \(valid)\t", nil),
+                ("the known token and a byte more", "Bearer \(valid)x", "token"),
+                ("the known token a byte short", "Bearer \(valid.dropLast())", "token"),
             ]
             for (name, authorization, failure) in cases {
                 do {
