@@ -45,8 +45,7 @@ struct Call: AsyncParsableCommand {
     func run() async throws {
         // Like the server would answer, and with its exit code: UNIMPLEMENTED, INVALID_ARGUMENT.
         guard let descriptor = MethodCatalog.method(named: self.method) else {
-            let known = MethodCatalog.all.keys.sorted().joined(separator: "\n  ")
-            throw fail(RPCError(.unimplemented, "unknown method \(self.method); known methods:\n  \(known)"))
+            throw fail(RPCError(.unimplemented, MethodCatalog.unknown(self.method)))
         }
         let target = self.target ?? self.caller.defaultTarget(for: self.method)
         let json =

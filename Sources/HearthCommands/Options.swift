@@ -90,6 +90,16 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
     }
 
     var seconds: Double { self.duration.seconds }
+
+    /// As it is written: `5s`, `250ms`, `1h` (for `--help`'s defaults).
+    var defaultValueDescription: String {
+        let milliseconds = Int64((self.seconds * 1000).rounded())
+        for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000)]
+        where milliseconds >= size && milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
+    }
 }
 
 /// Repeated `--metadata key=value`.

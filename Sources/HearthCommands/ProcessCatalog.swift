@@ -117,6 +117,20 @@ enum MethodCatalog {
         Self.all[name]
     }
 
+    /// What to say of a method no service has: the methods of its service when that exists,
+    /// else the services.
+    static func unknown(_ name: String) -> String {
+        let service = name.split(separator: "/", maxSplits: 1).first.map(String.init) ?? name
+        let siblings = Self.all.keys.filter { $0.hasPrefix(service + "/") }.sorted()
+        if !siblings.isEmpty {
+            return "unknown method \(name); \(service) has: "
+                + siblings.map { $0.dropFirst(service.count + 1) }.joined(separator: ", ")
+        }
+        let services = Set(Self.all.keys.compactMap { $0.split(separator: "/").first.map(String.init) }).sorted()
+        return "unknown method \(name): methods are named package.Service/Method; the services are "
+            + services.joined(separator: ", ")
+    }
+
     static let all: [String: RPCMethod] = {
         let health = HealthService(state: HealthState(serving: []))
         // An in-memory store: the catalog only reads the methods' message types.

@@ -55,12 +55,11 @@ public enum FieldChecks {
     /// The zone a request names; a violation unless it is an IANA zone.
     public static func zone(_ identifier: String, field: String = "time_zone") -> Result<TimeZone, FieldViolation> {
         guard let zone = TimeZone(iana: identifier) else {
-            return .failure(
-                FieldViolation(
-                    field: field,
-                    description: "'\(identifier)' is not an IANA time zone such as Asia/Taipei"
-                )
-            )
+            let description =
+                identifier.isEmpty
+                ? "is required: an IANA time zone such as Asia/Taipei"
+                : "'\(identifier)' is not an IANA time zone such as Asia/Taipei"
+            return .failure(FieldViolation(field: field, description: description))
         }
         return .success(zone)
     }

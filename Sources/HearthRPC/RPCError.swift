@@ -116,8 +116,14 @@ extension FieldViolation: RPCErrorConvertible {
 
 extension RPCError {
     /// NOT_FOUND naming what was asked for; also the answer for what the caller may not see.
+    /// An empty id was never asked for: INVALID_ARGUMENT on the request's `KIND_id` field
+    /// (`check-in` names `check_in_id`).
     public static func notFound(_ kind: String, _ id: String) -> RPCError {
-        RPCError(.notFound, "\(kind) \(id) not found")
+        guard !id.isEmpty else {
+            let field = String(kind.map { $0 == "-" ? "_" : $0 }) + "_id"
+            return .invalidArgument([FieldViolation(field: field, description: "is required")])
+        }
+        return RPCError(.notFound, "\(kind) \(id) not found")
     }
 
     /// What any error thrown by a handler answers with. A storage failure that may pass (a full

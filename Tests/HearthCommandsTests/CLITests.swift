@@ -74,6 +74,10 @@ struct CLITests {
             let unknown = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
             #expect(unknown.status == 12)
             #expect(unknown.stderr.hasPrefix("UNIMPLEMENTED: unknown method hearth.echo.v1.Echo/Nope"))
+            #expect(unknown.stderr.contains("hearth.echo.v1.Echo has: Echo"), "its service's methods, not all 67")
+            let nowhere = try await self.hearth("call", "--target", target, "hearth.nope.v1.Nope/Nope")
+            #expect(nowhere.status == 12 && nowhere.stderr.contains("the services are"))
+            #expect(nowhere.stderr.contains("hearth.safety.v1.Safety"))
 
             // A malformed option is a usage error, named as such (it was INTERNAL, exit 13).
             let metadata = try await self.hearth(
@@ -230,6 +234,8 @@ struct CLITests {
             let result = try await self.hearth(command, "--help")
             #expect(result.status == 0)
             #expect(result.stdout.contains("hearth \(command)"))
+            #expect(!result.stdout.contains("DurationArgument"), "durations shown as written: \(command)")
         }
+        #expect(try await self.hearth("call", "--help").stdout.contains("5s)"))
     }
 }

@@ -92,6 +92,14 @@ struct GatewayTests {
                 ("blanks around the token", "Bearer  \(valid)\t", nil),
                 ("the known token and a byte more", "Bearer \(valid)x", "token"),
                 ("the known token a byte short", "Bearer \(valid.dropLast())", "token"),
+                (
+                    "at the length limit",
+                    "Bearer \(valid)" + String(repeating: " ", count: 8192 - 7 - valid.utf8.count), nil
+                ),
+                (
+                    "a byte over it", "Bearer \(valid)" + String(repeating: " ", count: 8193 - 7 - valid.utf8.count),
+                    "too long"
+                ),
             ]
             for (name, authorization, failure) in cases {
                 do {
@@ -103,6 +111,22 @@ struct GatewayTests {
                 }
             }
         }
+    }
+
+    @Test("a token is kept once whatever the spelling of the authorization that carries it")
+    func oneEntryPerToken() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
+        let secret = "a-test-secret-of-at-least-thirty-two-bytes"
+        let verifier = try await TokenVerifier(hmacSecret: secret, clock: clock)
+        let signer = try await TokenSigner(hmacSecret: secret)
+        let token = try await signer.token(
+            for: HearthClaims(subject: "alice", issuedAt: clock.now(), expiresAt: clock.now() + 3600)
+        )
+        for spelling in ["Bearer \(token)", "bearer \(token)", "BEARER  \(token) ", "Bearer \t\(token)\t\t"] {
+            #expect(try await verifier.userID(authorization: spelling) == "alice")
+            #expect(try verifier.knownUserID(authorization: spelling) == "alice")
+        }
+        #expect(verifier.knownTokens == 1)
     }
 
     @Test("a token accepted once is still refused once it expires")

@@ -48,6 +48,23 @@ struct RPCErrorTests {
         )
     }
 
+    @Test("an empty id is INVALID_ARGUMENT on its field, not NOT_FOUND; an empty zone is required, not unknown")
+    func emptyRequiredFields() {
+        let missing = RPCError.notFound("check-in", "")
+        #expect(missing.code == .invalidArgument && missing.violations.map(\.field) == ["check_in_id"])
+        #expect(RPCError.notFound("task", "t1").code == .notFound)
+        guard case .failure(let violation) = FieldChecks.zone("") else {
+            Issue.record("an empty zone was taken")
+            return
+        }
+        #expect(violation.description.hasPrefix("is required"))
+        guard case .failure(let unknown) = FieldChecks.zone("Mars/Base") else {
+            Issue.record("an unknown zone was taken")
+            return
+        }
+        #expect(unknown.description.hasPrefix("'Mars/Base' is not an IANA time zone"))
+    }
+
     @Test("identifiers fit in characters and bytes; text cut to fit keeps whole characters")
     func fitsAndCut() {
         #expect(FieldChecks.fits(String(repeating: "é", count: 128), characters: 128))

@@ -464,7 +464,12 @@ struct OfferLifecycleTests {
         #expect(snoozed.offer.state == .answered && snoozed.offer.action == .snooze15)
         #expect(snoozed.snoozedOffer.deliverAt.date == noon.addingTimeInterval(900) && snoozed.snoozedOffer.snoozed)
         #expect(try await a.respond(first.offerID, .snooze15) == snoozed, "the same answer again")
-        await expectCode(.failedPrecondition) { _ = try await a.respond(first.offerID, .dismiss) }
+        do {
+            _ = try await a.respond(first.offerID, .dismiss)
+            Issue.record("answered twice")
+        } catch let error as RPCError {
+            #expect(error.code == .failedPrecondition && error.message.hasSuffix("already answered with SNOOZE_15"))
+        }
         #expect(try await a.pending().isEmpty)
         try await system.advance(by: 900)
         #expect(try await a.pending().map(\.offerID) == [snoozed.snoozedOffer.offerID])

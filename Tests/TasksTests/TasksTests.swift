@@ -148,8 +148,15 @@ struct TaskCreationTests {
         let system = try await TasksSystem(now: earlyMonday)
         defer { Task { await system.stop() } }
         let first = try await system.create(start: "2026-06-01", requestID: "new-task-1")
-        let again = try await system.create(title: "another title", start: "2026-06-01", requestID: "new-task-1")
+        let again = try await system.create(start: "2026-06-01", requestID: "new-task-1")
         #expect(again == first)
+        // The id again with another title, length or zone is a mistake, not a retry.
+        await expectCode(.alreadyExists) {
+            _ = try await system.create(title: "another title", start: "2026-06-01", requestID: "new-task-1")
+        }
+        await expectCode(.alreadyExists) {
+            _ = try await system.create(days: 3, start: "2026-06-01", requestID: "new-task-1")
+        }
         // A day later its start date is in the past: the retry still gets the task.
         try await system.advance(by: 2 * 86_400)
         let late = try await system.create(start: "2026-06-01", requestID: "new-task-1")

@@ -475,7 +475,8 @@ public nonisolated struct Hearth_Tasks_V1_CreateTaskRequest: Sendable {
   public var startDate: String = String()
 
   /// Up to 128 characters; empty: none. The same id from the same user again answers with the
-  /// task it made (a client retrying after a lost answer gets no second task).
+  /// task it made (a client retrying after a lost answer gets no second task); with another
+  /// title, duration or zone it is ALREADY_EXISTS (an id reused, not a retry).
   public var clientRequestID: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -137,6 +137,17 @@ enum TaskRules {
         var endsAt: Date { self.endDate.adding(days: 1).start(in: self.zone) }
     }
 
+    /// Whether `request` can be a retry of the CreateTask that made a task with this title,
+    /// length and zone (under the same client_request_id): a request that differs in them is a
+    /// client reusing an id, not retrying, and gets no task it did not ask for.
+    static func canBeRetry(
+        _ request: Hearth_Tasks_V1_CreateTaskRequest,
+        of task: (title: String, durationDays: Int, timeZone: String)
+    ) -> Bool {
+        request.title.trimmingCharacters(in: .whitespacesAndNewlines) == task.title
+            && Int(request.durationDays) == task.durationDays && request.timeZone == task.timeZone
+    }
+
     /// Every violation of a CreateTask request at once; `now` gives "today" in its zone.
     static func newTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, now: Date) -> Result<NewTask, RPCError> {
         var violations: [FieldViolation] = []

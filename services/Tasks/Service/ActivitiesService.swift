@@ -248,7 +248,7 @@ public struct ActivitiesService: RPCService {
             return response
         case .answeredDifferently(let offer):
             let earlier = Hearth_Tasks_V1_OfferAction(rawValue: offer.action ?? 0) ?? .unspecified
-            throw RPCError(.failedPrecondition, "offer \(offer.id) was already answered with \(earlier)")
+            throw RPCError(.failedPrecondition, "offer \(offer.id) was already answered with \(earlier.protoName)")
         case .notDelivered(let offer):
             throw RPCError(
                 .failedPrecondition,

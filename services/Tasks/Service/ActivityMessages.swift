@@ -82,3 +82,18 @@ extension OfferRules.Preferences {
         return preferences
     }
 }
+
+extension Hearth_Tasks_V1_OfferAction {
+    /// As the contract spells it (and a client sends it in JSON).
+    var protoName: String {
+        switch self {
+        case .unspecified: "OFFER_ACTION_UNSPECIFIED"
+        case .markDone: "MARK_DONE"
+        case .snooze15: "SNOOZE_15"
+        case .snooze60: "SNOOZE_60"
+        case .disable: "DISABLE"
+        case .dismiss: "DISMISS"
+        case .UNRECOGNIZED(let value): "\(value)"
+        }
+    }
+}

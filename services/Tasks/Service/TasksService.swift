@@ -101,6 +101,9 @@ public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOw
             made = earlier
         }
         let (task, prompts) = made
+        if let requestID, !TaskRules.canBeRetry(request, of: (task.title, task.durationDays, task.timeZone)) {
+            throw RPCError(.alreadyExists, "client_request_id \(requestID) was already used for a different task")
+        }
         self.scheduler.wake()
         var response = Hearth_Tasks_V1_CreateTaskResponse()
         response.task = task.message(now: now)
