@@ -428,6 +428,34 @@ struct ProtocolTests {
     }
 
     @Test(
+        "a call still running when the drain's time runs out is answered UNAVAILABLE, not dropped with the connection"
+    )
+    func drainTimeoutAnswers() async throws {
+        let signals = Signals()
+        var configuration = ServerConfiguration()
+        configuration.drainTimeout = .milliseconds(300)
+        let server = RPCServer(
+            configuration: configuration,
+            services: [EchoService(), TestService(signals: signals)],
+            logger: testLogger
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = try await server.localAddress.port!
+            let connection = try await RawConnection.connect(port: port)
+            try await connection.send(.request(1, "hearth.test.v1.Test/Gate", echoRequest(text: "held")))
+            try await eventually("the call is in flight") { signals.contains("started:held") }
+            server.beginShutdown()
+            let answer = try #require(try await connection.waitFor(within: .seconds(10)) { $0.isResponse(to: 1) })
+            #expect(answer.status.code == .unavailable)
+            #expect(answer.status.message.contains("stopped before the call finished"))
+            #expect(try await connection.waitUntilClosed())
+            signals.send("open:held")
+            try await group.waitForAll()
+        }
+    }
+
+    @Test(
         "a request that crosses the draining server's GOAWAY is answered: the connection waits for the PONG behind it"
     )
     func drainAnswersCrossingRequests() async throws {

@@ -134,7 +134,11 @@ public final class RPCServer: Service, Sendable {
             if !left.isEmpty {
                 self.logger.warning("drain timeout: closing connections", metadata: ["connections": "\(left.count)"])
             }
-            for connection in left { connection.close(promise: nil) }
+            for connection in left {
+                connection.eventLoop.execute {
+                    connection.pipeline.fireUserInboundEventTriggered(DrainTimeoutEvent())
+                }
+            }
         }
     }
 

@@ -19,6 +19,10 @@ final class CallCounter: Sendable {
 /// Tells a connection to drain: send GOAWAY, refuse new calls, close once in-flight calls end.
 struct DrainEvent: Sendable {}
 
+/// The drain's time ran out: calls still running are answered UNAVAILABLE, then the
+/// connection closes.
+struct DrainTimeoutEvent: Sendable {}
+
 /// One server connection: decodes frames, runs each call's handler in its own task on the
 /// connection's event loop (or has the forwarder send it on, without a task), and answers
 /// every REQUEST exactly once (unless cancelled).
@@ -197,6 +201,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 this.value.awaitingDrainPong = false
                 this.value.closeIfDrained()
             }
+        case is DrainTimeoutEvent:
+            // Each REQUEST still gets its one RESPONSE: a call cut off is answered, not dropped
+            // with the connection (its client learns why, and that it may try elsewhere).
+            guard !self.closing else { return }
+            self.closing = true
+            let unfinished = self.calls.keys
+            self.cancelAll()
+            for callID in unfinished {
+                self.respond(callID, .failure(RPCError(.unavailable, "the server stopped before the call finished")))
+            }
+            _ = self.flushes.takeUnflushed()
+            self.closeAfterFlush(context: context)
         default:
             context.fireUserInboundEventTriggered(event)
         }
