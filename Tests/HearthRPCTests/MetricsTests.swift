@@ -1,10 +1,11 @@
 import EchoService
 import Foundation
-import HearthRPC
 import NIOCore
 import NIOPosix
 import Synchronization
 import Testing
+
+@testable import HearthRPC
 
 @Suite("Prometheus metrics", .timeLimit(.minutes(1)))
 struct MetricsTests {
@@ -134,5 +135,29 @@ private final class ByteCollector: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = Self.unwrapInboundIn(data)
         self.bytes.withLock { $0 += buffer.readableBytesView }
+    }
+}
+
+@Suite("What callers put in log lines")
+struct LogTextTests {
+    @Test("a request id is the caller's only when it is 1-128 bytes of printable ASCII")
+    func requestIDs() {
+        #expect(RPCContext.isUsableRequestID(String(repeating: "a", count: 128)))
+        #expect(RPCContext.isUsableRequestID("0123456789abcdef"))
+        #expect(!RPCContext.isUsableRequestID(String(repeating: "a", count: 129)))
+        #expect(!RPCContext.isUsableRequestID(""))
+        #expect(!RPCContext.isUsableRequestID("abc\nfake=line"))
+        #expect(!RPCContext.isUsableRequestID("with space"))
+        #expect(!RPCContext.isUsableRequestID("é"))
+    }
+
+    @Test("a method name in a log line has its control characters escaped and is cut at 256 bytes")
+    func methods() {
+        #expect(LogText.safe("hearth.echo.v1.Echo/Echo") == "hearth.echo.v1.Echo/Echo")
+        let forged = LogText.safe("a.B/C\n2026-11-26 info call method=x")
+        #expect(!forged.contains("\n") && forged.hasPrefix("a.B/C\\n"))
+        let long = LogText.safe(String(repeating: "m", count: 1_000_000))
+        #expect(long.utf8.count <= LogText.maxBytes + 3 && long.hasSuffix("..."))
+        #expect(LogText.safe(String(repeating: "m", count: 256)) == String(repeating: "m", count: 256))
     }
 }

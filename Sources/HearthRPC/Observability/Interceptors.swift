@@ -45,7 +45,7 @@ extension RPCContext {
             self.logger.info(
                 "call",
                 metadata: [
-                    "method": "\(self.method)",
+                    "method": "\(LogText.safe(self.method))",
                     "code": "\(code.name)",
                     "duration_us": "\(micros)",
                     "user": "\(user() ?? "-")",
@@ -87,5 +87,24 @@ public struct ClientObservabilityInterceptor: ClientInterceptor {
             code = RPCError(answering: error).code
             throw error
         }
+    }
+}
+
+/// Text a caller chose, made fit for a log line: control characters escaped (a newline would
+/// forge a line), and at most 256 bytes.
+enum LogText {
+    static let maxBytes = 256
+
+    static func safe(_ text: String) -> String {
+        let bytes = text.utf8
+        if bytes.count <= Self.maxBytes, !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            let piece =
+                scalar.value < 0x20 || scalar.value == 0x7F ? scalar.escaped(asASCII: true) : String(scalar)
+            guard escaped.utf8.count + piece.utf8.count <= Self.maxBytes else { return escaped + "..." }
+            escaped += piece
+        }
+        return escaped
     }
 }

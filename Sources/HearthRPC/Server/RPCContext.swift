@@ -14,9 +14,18 @@ public struct RPCContext: Sendable {
     /// The user the call acts for, as the gateway verified it (`x-hearth-user`); nil when the
     /// caller named none. Trust it only on a server that requires the internal credential.
     public var userID: String? { self.metadata[TrustedMetadata.user] }
-    /// The call's request id: `x-request-id` when the caller sent one, else made up by the server.
+    /// The call's request id: `x-request-id` when the caller sent one that is
+    /// ``isUsableRequestID(_:)``, else made up by the server. It goes into log lines and on to
+    /// the services a call reaches, so a client cannot forge lines with it or make them huge.
     public var requestID: String {
-        self.metadata["x-request-id"] ?? "\(self.connectionTag)-\(self.callID)"
+        if let sent = self.metadata["x-request-id"], Self.isUsableRequestID(sent) { return sent }
+        return "\(self.connectionTag)-\(self.callID)"
+    }
+
+    /// 1 to 128 bytes of printable ASCII, no spaces.
+    public static func isUsableRequestID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        return !bytes.isEmpty && bytes.count <= 128 && bytes.allSatisfy { (0x21...0x7E).contains($0) }
     }
     /// A logger carrying the request id (built when asked for: most calls never log).
     public var logger: Logger {
