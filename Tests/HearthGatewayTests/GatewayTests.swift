@@ -5,6 +5,7 @@ import HearthCore
 import HearthRPC
 import HearthTestSupport
 import JWTKit
+import SwiftProtobuf
 import Testing
 
 @testable import HearthGateway
@@ -399,6 +400,37 @@ struct GatewayTests {
             // more on a starved machine) waited for the hole.
             #expect(deadlines <= 3, "\(deadlines) of \(calls) calls waited for the hole")
         }
+    }
+
+    @Test(
+        "a call a draining replica ran none of (it crossed the GOAWAY) goes to another replica, not back as UNAVAILABLE"
+    )
+    func notRunGoesElsewhere() async throws {
+        // A replica that answers every call as a draining one answers a call that crossed its
+        // GOAWAY: GOAWAY, then UNAVAILABLE marked as not run.
+        let draining = try await ScriptedServer { request in
+            var goAway = WireFrame()
+            goAway.kind = .goaway
+            goAway.status = RPCError(.unavailable, "server is shutting down").wireStatus
+            var refusal = WireFrame()
+            refusal.kind = .response
+            refusal.callID = request.callID
+            refusal.status = RPCError(.unavailable, "server is shutting down; call another").wireStatus
+            refusal.metadata = [
+                .with {
+                    $0.key = TrustedMetadata.notRun
+                    $0.value = "1"
+                }
+            ]
+            return [goAway, refusal]
+        }
+        try await GatewayHarness.run(replicas: 1, unservedPorts: [draining.port]) { harness in
+            let token = "Bearer \(try await harness.token())"
+            for _ in 0..<20 {
+                _ = try await harness.call(EchoService.echoMethod, authorization: token)
+            }
+        }
+        await draining.close()
     }
 
     @Test("a replica that takes calls but never answers is health-checked after a deadline passes, and ejected")

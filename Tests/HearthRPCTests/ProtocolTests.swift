@@ -480,6 +480,7 @@ struct ProtocolTests {
             try await connection.send(.request(1, self.echo, echoRequest(text: "crossing")))
             let answer = try #require(try await connection.waitFor(within: .seconds(5)) { $0.isResponse(to: 1) })
             #expect(answer.status.code == .unavailable)
+            #expect(answer.metadata.contains { $0.key == TrustedMetadata.notRun }, "marked as not run")
             #expect(!connection.isClosed)
             try await connection.send(.control(.pong, ping.callID))
             #expect(
@@ -488,5 +489,37 @@ struct ProtocolTests {
             )
             try await group.waitForAll()
         }
+    }
+
+    @Test("a client tells a call the server ran none of (it crossed a GOAWAY) from one it answered UNAVAILABLE")
+    func notRunMayBeSentElsewhere() async throws {
+        let server = try await ScriptedServer { request in
+            var goAway = WireFrame.control(.goaway)
+            goAway.status = RPCError(.unavailable, "server is shutting down").wireStatus
+            var answer = WireFrame.control(.response, request.callID)
+            answer.status =
+                RPCError(.unavailable, request.method.hasSuffix("NotRun") ? "shutting down" : "disk full")
+                .wireStatus
+            if request.method.hasSuffix("NotRun") {
+                answer.metadata = [
+                    .with {
+                        $0.key = TrustedMetadata.notRun
+                        $0.value = "1"
+                    }
+                ]
+            }
+            return [goAway, answer]
+        }
+        for (method, notRun) in [("hearth.test.v1.Test/NotRun", true), ("hearth.test.v1.Test/Ran", false)] {
+            let connection = try await RPCConnection.connect(host: "127.0.0.1", port: server.port).get()
+            do {
+                _ = try await connection.call(method: method, payload: Data(), timeout: .seconds(5))
+                Issue.record("\(method) succeeded")
+            } catch let error as RPCError {
+                #expect(error.code == .unavailable && error.wasNeverSent == notRun, "\(method): \(error)")
+            }
+            try? await connection.channel.close()
+        }
+        await server.close()
     }
 }

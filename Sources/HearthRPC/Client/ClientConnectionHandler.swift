@@ -15,7 +15,8 @@ final class PendingCall: @unchecked Sendable {
 }
 
 /// The cause of an ``RPCError`` for a call that certainly never left this process (no
-/// connection could be had, or it had already stopped taking calls): safe to try elsewhere.
+/// connection could be had, or it had already stopped taking calls), or that a server answered
+/// it ran none of (``TrustedMetadata/notRun``): safe to try elsewhere.
 public struct CallNotSent: Error {
     /// What kept it from being sent (a connect error), if anything more than a refusal.
     public var underlying: (any Error)?
@@ -183,7 +184,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
             if frame.hasStatus, frame.status.code != .ok {
-                call.promise.fail(RPCError(status: frame.status))
+                var error = RPCError(status: frame.status)
+                if frame.metadata.contains(where: { $0.key == TrustedMetadata.notRun }) { error.cause = CallNotSent() }
+                call.promise.fail(error)
             } else {
                 call.promise.succeed(frame.payload)
             }

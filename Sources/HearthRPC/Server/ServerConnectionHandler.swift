@@ -284,7 +284,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             return
         }
         if self.draining {
-            self.respond(callID, .failure(RPCError(.unavailable, "server is shutting down; call another")))
+            // It crossed our GOAWAY. Marked as not run, so that the caller may send it elsewhere.
+            self.respond(
+                callID,
+                .failure(RPCError(.unavailable, "server is shutting down; call another")),
+                metadata: [TrustedMetadata.notRun: "1"]
+            )
             return
         }
         guard self.unfinishedCalls < self.configuration.maxConcurrentCallsPerConnection else {
@@ -431,10 +436,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Outbound
 
-    private func respond(_ callID: UInt64, _ result: Result<Data, any Error>) {
+    private func respond(_ callID: UInt64, _ result: Result<Data, any Error>, metadata: Metadata = [:]) {
         var frame = WireFrame()
         frame.callID = callID
         frame.kind = .response
+        frame.metadata = metadata.entries
         switch result {
         case .success(let payload) where payload.count > self.configuration.maxFrameSize - Self.envelopeAllowance:
             let limit = self.configuration.maxFrameSize
