@@ -436,11 +436,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Outbound
 
-    private func respond(_ callID: UInt64, _ result: Result<Data, any Error>, metadata: Metadata = [:]) {
+    private func respond(_ callID: UInt64, _ result: Result<Data, any Error>, metadata: Metadata? = nil) {
         var frame = WireFrame()
         frame.callID = callID
         frame.kind = .response
-        frame.metadata = metadata.entries
+        if let metadata { frame.metadata = metadata.entries }
         switch result {
         case .success(let payload) where payload.count > self.configuration.maxFrameSize - Self.envelopeAllowance:
             let limit = self.configuration.maxFrameSize
