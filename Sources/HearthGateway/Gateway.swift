@@ -37,6 +37,16 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// takes. A larger request is answered RESOURCE_EXHAUSTED by the gateway and never
         /// sent: the replica would close the connection that other callers' calls share.
         public var maxRequestFrameSizes: [String: Int]
+        /// Methods for Hearth's own services, which reach each other directly (their contracts
+        /// say "Internal"): refused to clients, PERMISSION_DENIED.
+        public var internalMethods: Set<String>
+
+        /// ForwardActivity (a service reports a user's activity to safety) and GetNestRole
+        /// (routines asks checkins who may do what).
+        public static let servicesOnly: Set<String> = [
+            "hearth.safety.v1.Safety/ForwardActivity",
+            "hearth.checkins.v1.Checkins/GetNestRole",
+        ]
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -48,7 +58,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             probeInterval: Duration = .seconds(1),
             connectTimeout: Duration = .seconds(2),
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-            maxRequestFrameSizes: [String: Int] = [:]
+            maxRequestFrameSizes: [String: Int] = [:],
+            internalMethods: Set<String> = Self.servicesOnly
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -60,6 +71,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.connectTimeout = connectTimeout
             self.maxFrameSize = maxFrameSize
             self.maxRequestFrameSizes = maxRequestFrameSizes
+            self.internalMethods = internalMethods
         }
     }
 
@@ -143,6 +155,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
         do {
             guard let pool = self.pools.first(where: { context.method.hasPrefix($0.prefix) }) else {
                 throw RPCError(.unimplemented, "no service serves \(context.method)")
+            }
+            guard !self.configuration.internalMethods.contains(context.method) else {
+                throw RPCError(.permissionDenied, "\(context.method) is for Hearth's own services, not for clients")
             }
             user = try self.verifier.knownUserID(authorization: authorization)
             if let user {

@@ -169,6 +169,7 @@ struct GatewayHarness {
         connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        internalMethods: Set<String> = Gateway.Configuration.servicesOnly,
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -188,7 +189,8 @@ struct GatewayHarness {
                 connectionsPerBackend: 1,
                 probeInterval: .milliseconds(20),
                 connectTimeout: connectTimeout,
-                maxFrameSize: gatewayFrameSize
+                maxFrameSize: gatewayFrameSize,
+                internalMethods: internalMethods
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,

@@ -130,6 +130,22 @@ struct GatewayTests {
         #expect(verifier.knownTokens == 1)
     }
 
+    @Test("a method for Hearth's own services is refused to clients, PERMISSION_DENIED, and never forwarded")
+    func servicesOnlyMethods() async throws {
+        #expect(Gateway.Configuration.servicesOnly.contains("hearth.safety.v1.Safety/ForwardActivity"))
+        #expect(Gateway.Configuration.servicesOnly.contains("hearth.checkins.v1.Checkins/GetNestRole"))
+        try await GatewayHarness.run(replicas: 1, internalMethods: [EchoService.echoMethod]) { harness in
+            let token = "Bearer \(try await harness.token())"
+            do {
+                _ = try await harness.call(EchoService.echoMethod, authorization: token)
+                Issue.record("forwarded")
+            } catch let error as RPCError {
+                #expect(error.code == .permissionDenied && error.message.contains("Hearth's own services"))
+            }
+            _ = try await harness.call(authorization: token)  // the route's other methods pass
+        }
+    }
+
     @Test("a token accepted once is still refused once it expires")
     func expiryAfterFirstUse() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in
