@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthContracts
 import HearthGateway
 
 /// The gateway's routes and limits, from flags or a JSON file.
@@ -67,9 +68,14 @@ struct GatewaySettings: ParsableArguments {
             routeTimeout: self.routeTimeout.duration,
             rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst, maxInFlight: self.maxInFlight),
             maxFrameSize: ProcessName.gateway.maxFrameSize,
-            maxRequestFrameSizes: Self.requestFrameSizes(of: routes.keys)
+            maxRequestFrameSizes: Self.requestFrameSizes(of: routes.keys),
+            internalMethods: Self.servicesOnly
         )
     }
+
+    /// The methods whose contracts say "Internal": ForwardActivity (a service reports a user's
+    /// activity to safety) and GetNestRole (routines asks checkins who may do what).
+    static let servicesOnly: Set<String> = [SafetyActivity.method, CheckinsClient.roleMethod]
 
     /// Each route's request frame limit: that of the service whose package it falls under
     /// (checkins takes photos). A route broader than one package, or of another service, is not

@@ -38,15 +38,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// sent: the replica would close the connection that other callers' calls share.
         public var maxRequestFrameSizes: [String: Int]
         /// Methods for Hearth's own services, which reach each other directly (their contracts
-        /// say "Internal"): refused to clients, PERMISSION_DENIED.
+        /// say "Internal"): refused to clients, PERMISSION_DENIED. The gateway knows no contract;
+        /// `hearth serve gateway` names them.
         public var internalMethods: Set<String>
-
-        /// ForwardActivity (a service reports a user's activity to safety) and GetNestRole
-        /// (routines asks checkins who may do what).
-        public static let servicesOnly: Set<String> = [
-            "hearth.safety.v1.Safety/ForwardActivity",
-            "hearth.checkins.v1.Checkins/GetNestRole",
-        ]
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -59,7 +53,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             connectTimeout: Duration = .seconds(2),
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
             maxRequestFrameSizes: [String: Int] = [:],
-            internalMethods: Set<String> = Self.servicesOnly
+            internalMethods: Set<String> = []
         ) {
             self.routes = routes
             self.internalCredential = internalCredential
@@ -156,9 +150,6 @@ public final class Gateway: Service, CallForwarder, Sendable {
             guard let pool = self.pools.first(where: { context.method.hasPrefix($0.prefix) }) else {
                 throw RPCError(.unimplemented, "no service serves \(context.method)")
             }
-            guard !self.configuration.internalMethods.contains(context.method) else {
-                throw RPCError(.permissionDenied, "\(context.method) is for Hearth's own services, not for clients")
-            }
             user = try self.verifier.knownUserID(authorization: authorization)
             if let user {
                 call = try self.admitAndForward(payload, context: context, user: user, to: pool, on: loop)
@@ -200,6 +191,10 @@ public final class Gateway: Service, CallForwarder, Sendable {
         to pool: BackendPool,
         on loop: any EventLoop
     ) throws -> StartedCall {
+        // After the token's check: a caller without one learns that first.
+        guard !self.configuration.internalMethods.contains(context.method) else {
+            throw RPCError(.permissionDenied, "\(context.method) is for Hearth's own services, not for clients")
+        }
         let limit = self.configuration.rateLimit
         switch self.limiter.admit(user) {
         case nil:

@@ -165,6 +165,34 @@ struct OptionsTests {
         #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
 
+    @Test("the gateway refuses clients exactly the methods whose contracts say Internal")
+    func servicesOnlyMethods() throws {
+        // Each message whose comment begins "Internal:" is the request of one such method.
+        var servicesOnly: Set<String> = []
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../proto/hearth").standardized
+        for case let file as URL in FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)!
+        where file.pathExtension == "proto" {
+            let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map(String.init)
+            let package = lines.first { $0.hasPrefix("package ") }?.dropFirst(8).dropLast()
+            let service = lines.first { $0.hasPrefix("service ") }?.split(separator: " ")[1]
+            var inInternalComment = false
+            for line in lines {
+                if line.hasPrefix("// Internal:") { inInternalComment = true }
+                guard inInternalComment, !line.hasPrefix("//") else { continue }
+                inInternalComment = false
+                guard line.hasPrefix("message "), let package, let service else { continue }
+                let request = "(\(line.split(separator: " ")[1]))"
+                let rpc = try #require(lines.first { $0.contains("rpc ") && $0.contains(request) })
+                let name = rpc.split(separator: "rpc ")[1].split(separator: "(")[0]
+                servicesOnly.insert("\(package).\(service)/\(name)")
+            }
+        }
+        #expect(servicesOnly.count == 2, "\(servicesOnly)")
+        let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
+        #expect(gateway.internalMethods == servicesOnly)
+    }
+
     @Test("the gateway's per-user limits: 50 a second, bursts of 100, 100 in flight unless told; at least 1 in flight")
     func gatewayLimits() throws {
         let defaults = try GatewaySettings.parse([]).configuration(internalCredential: "secret").rateLimit

@@ -169,7 +169,7 @@ struct GatewayHarness {
         connectTimeout: Duration = .seconds(2),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-        internalMethods: Set<String> = Gateway.Configuration.servicesOnly,
+        internalMethods: Set<String> = [],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())

@@ -157,7 +157,11 @@ struct LogTextTests {
         let forged = LogText.safe("a.B/C\n2026-11-26 info call method=x")
         #expect(!forged.contains("\n") && forged.hasPrefix("a.B/C\\n"))
         let long = LogText.safe(String(repeating: "m", count: 1_000_000))
-        #expect(long.utf8.count <= LogText.maxBytes + 3 && long.hasSuffix("..."))
+        #expect(long.utf8.count == LogText.maxBytes && long.hasSuffix("..."))
         #expect(LogText.safe(String(repeating: "m", count: 256)) == String(repeating: "m", count: 256))
+        for separator in ["\u{85}", "\u{2028}", "\u{2029}", "\r", "\u{7F}"] {
+            #expect(!LogText.safe("a\(separator)b").contains(separator), "\(separator.unicodeScalars.first!.value)")
+        }
+        #expect(LogText.safe("café/Méthode") == "café/Méthode", "other text is kept")
     }
 }

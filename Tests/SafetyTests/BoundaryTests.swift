@@ -12,6 +12,26 @@ import Testing
 /// refused.
 @Suite("Safety boundaries", .timeLimit(.minutes(2)), .serialized)
 struct SafetyBoundaryTests {
+    @Test("a late activity from before an alarm ends it when the period it starts has more than 3 h left, not at 3 h")
+    func lateActivityBoundary() {
+        let alarm = SafetySystem.start
+        let received = alarm + 3600
+        // With a 24 h threshold, an activity at t starts a period ending at t + 24 h, and
+        // received + 3 h is alarm - 20 h.
+        let edge = alarm - 20 * 3600
+        func ends(_ activity: Date) -> Bool {
+            SafetyRules.lateActivityEndsAlarm(
+                activityAt: activity,
+                alarmDecidedAt: alarm,
+                thresholdHours: 24,
+                receivedAt: received
+            )
+        }
+        #expect(!ends(edge), "its period would end 3 h from now")
+        #expect(ends(edge + 0.001))
+        #expect(ends(alarm), "from the moment the alarm was decided")
+    }
+
     @Test("Pause: exactly 30 days ahead is accepted; 30 days and 1 s is refused with a violation on until")
     func pauseBoundary() async throws {
         let system = try await SafetySystem()

@@ -150,7 +150,9 @@ struct SwitchEdgeTests {
         await system.stop()
     }
 
-    @Test("an activity from before the alarm, forwarded after it went out, neither clears it nor sends it again")
+    @Test(
+        "an activity from before the alarm, forwarded after it went out, ends it only if the period it starts has time left"
+    )
     func lateForwardAfterTheAlarm() async throws {
         let system = try await SafetySystem()
         try await system.profile(threshold: 24, countActivity: true)
@@ -158,19 +160,22 @@ struct SwitchEdgeTests {
         try await system.settle()
         try await system.advance(to: t0 + 24 * hour)
         try await eventually("the alarm") { try system.emails().count == 1 }
-        // A prompt answered at 1 h reaches safety only now (the tasks service was down).
+        // Prompts answered at 1 h and at 3.5 h reach safety only at 25 h (the tasks service was
+        // down): periods from them would end at 25 h and 27.5 h, at once or within 3 h.
         system.clock.set(t0 + 25 * hour)
         #expect(try await system.forwardTaskAnswer("answer-1", at: t0 + 1 * hour) == false)
+        #expect(try await system.forwardTaskAnswer("answer-2", at: t0 + 3.5 * hour) == false)
         try await system.settle()
         try await system.advance(to: t0 + 26 * hour)
         #expect(try system.emails().count == 1, "no all-clear, and not the alarm again")
         #expect(try await system.status().state == .expired)
-        // One from after the alarm went out ends it.
-        #expect(try await system.forwardTaskAnswer("answer-2", at: t0 + 25.5 * hour))
+        // One from 22.5 h, before the alarm too: the person was alive then, and its period has
+        // 20.5 h left. The alarm was a false one after all: the all-clear.
+        #expect(try await system.forwardTaskAnswer("answer-3", at: t0 + 22.5 * hour))
         try await system.settle()
         try await eventually("the all-clear") { try system.emails().count == 2 }
         #expect(try system.emails()[1].subject.hasPrefix("All clear"))
-        #expect(try await system.status().deadline.date == t0 + 49.5 * hour)
+        #expect(try await system.status().deadline.date == t0 + 46.5 * hour)
         await system.stop()
     }
 

@@ -3,6 +3,8 @@ public import HearthRPC
 /// Typed calls to `hearth.checkins.v1.Checkins`, for the services that ask it.
 public struct CheckinsClient: Sendable {
     public static let service = "hearth.checkins.v1.Checkins"
+    /// For other services only: the gateway refuses it to clients.
+    public static let roleMethod = "\(service)/GetNestRole"
     public let client: RPCClient
 
     public init(client: RPCClient) {
@@ -19,7 +21,7 @@ public struct CheckinsClient: Sendable {
         request.nestID = nestID
         request.userID = userID
         return try await self.client.call(
-            "\(Self.service)/GetNestRole",
+            Self.roleMethod,
             request,
             as: Hearth_Checkins_V1_GetNestRoleResponse.self,
             options: options

@@ -312,8 +312,8 @@ public nonisolated struct Hearth_Routines_V1_GetProgressRequest: Sendable {
   public var routineID: String = String()
 
   /// Decides which date is today. When the owner reads another user's progress, that user's
-  /// own zone decides instead (the zone of their latest tick on this routine), once they have
-  /// ticked: their days are theirs, wherever the owner is.
+  /// own zone decides instead (the zone of their tick on the latest date they ticked this
+  /// routine on), once they have ticked: their days are theirs, wherever the owner is.
   public var timeZone: String = String()
 
   /// Default: today (see time_zone).

@@ -90,21 +90,26 @@ public struct ClientObservabilityInterceptor: ClientInterceptor {
     }
 }
 
-/// Text a caller chose, made fit for a log line: control characters escaped (a newline would
-/// forge a line), and at most 256 bytes.
+/// Text a caller chose, made fit for a log line: control characters and line separators
+/// escaped (a newline would forge a line), and at most 256 bytes.
 enum LogText {
     static let maxBytes = 256
 
     static func safe(_ text: String) -> String {
         let bytes = text.utf8
-        if bytes.count <= Self.maxBytes, !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return text }
+        // ASCII without controls: as it is (a method name always is).
+        if bytes.count <= Self.maxBytes, bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
-            let piece =
-                scalar.value < 0x20 || scalar.value == 0x7F ? scalar.escaped(asASCII: true) : String(scalar)
-            guard escaped.utf8.count + piece.utf8.count <= Self.maxBytes else { return escaped + "..." }
+            let piece = Self.mayBreakALine(scalar) ? scalar.escaped(asASCII: true) : String(scalar)
+            guard escaped.utf8.count + piece.utf8.count <= Self.maxBytes - 3 else { return escaped + "..." }
             escaped += piece
         }
         return escaped
+    }
+
+    /// C0 and C1 controls, DEL, and the line and paragraph separators.
+    private static func mayBreakALine(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }

@@ -110,7 +110,8 @@ public final class RPCServer: Service, Sendable {
     }
 
     /// Stops accepting connections, sends GOAWAY on every open one, lets in-flight calls finish
-    /// (at most `drainTimeout`), then closes them; ``run()`` returns when all are closed.
+    /// (at most `drainTimeout`: those still running then are answered UNAVAILABLE), then closes
+    /// them; ``run()`` returns when all are closed.
     public func beginShutdown() {
         let (listener, connections) = self.state.withLock { state -> ((any Channel)?, [any Channel]) in
             guard !state.shuttingDown else { return (nil, []) }
@@ -138,9 +139,14 @@ public final class RPCServer: Service, Sendable {
                 connection.eventLoop.execute {
                     connection.pipeline.fireUserInboundEventTriggered(DrainTimeoutEvent())
                 }
+                // Whatever the peer does with those answers, the connection goes.
+                connection.eventLoop.scheduleTask(in: Self.drainAnswerWait) { connection.close(promise: nil) }
             }
         }
     }
+
+    /// How long the answers to calls cut off by the drain's end may take to go out.
+    static let drainAnswerWait = TimeAmount.seconds(1)
 
     /// Closes the listener and every connection now, cancelling in-flight calls.
     func stopNow() {

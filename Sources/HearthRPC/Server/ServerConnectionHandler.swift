@@ -203,7 +203,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             }
         case is DrainTimeoutEvent:
             // Each REQUEST still gets its one RESPONSE: a call cut off is answered, not dropped
-            // with the connection (its client learns why, and that it may try elsewhere).
+            // with the connection, so its client learns why. Not marked as not run: it may have
+            // done part of its work.
             guard !self.closing else { return }
             self.closing = true
             let unfinished = self.calls.keys

@@ -323,10 +323,10 @@ public struct RoutinesService: RPCService, RelayOwner {
         }
     }
 
-    /// Whose progress a call reads: the owner may name anyone; a sitter only themselves.
     /// The zone whose days `subject`'s progress is read in: the caller's own ask for their own;
-    /// for another user's, that user's zone (of their latest tick on the routine), so that the
-    /// owner sees the sitter's today wherever each is; the asked zone until they have ticked.
+    /// for another user's, that user's zone (of their tick on the latest local date they ticked
+    /// on, read by the store's key), so that the owner sees the sitter's today wherever each is;
+    /// the asked zone until they have ticked.
     private func dayZone(of subject: String, caller: String, asked: TimeZone, routineID: String) async throws
         -> TimeZone
     {
@@ -337,6 +337,7 @@ public struct RoutinesService: RPCService, RelayOwner {
         return zone
     }
 
+    /// Whose progress a call reads: the owner may name anyone; a sitter only themselves.
     private static func subject(_ requested: String, caller: String, role: Hearth_Checkins_V1_NestRole) throws
         -> String
     {

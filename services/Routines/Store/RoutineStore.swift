@@ -228,7 +228,8 @@ struct RoutineStore: Sendable {
         }
     }
 
-    /// The zone of `user`'s latest tick on the routine (its latest local date), if any.
+    /// The zone of `user`'s tick on the latest local date they ticked on (the latest by that
+    /// date, then by time: read along the table's key), if any.
     func latestZone(routineID: String, user: String) async throws -> String? {
         try await self.db.read { db in
             try String.fetchOne(

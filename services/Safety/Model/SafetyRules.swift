@@ -51,6 +51,19 @@ enum SafetyRules {
         }
     }
 
+    /// Whether an activity forwarded after an alarm that may have reached the contacts ends it
+    /// (all-clear, a new period from the activity). One from after the alarm was decided does.
+    /// One from before, delayed on its way here, does only if the period it would start is not
+    /// already in its last 3 hours or over: otherwise the contacts would get the all-clear and
+    /// then, within hours or at once, the alarm again, for the same silence.
+    static func lateActivityEndsAlarm(activityAt: Date, alarmDecidedAt: Date, thresholdHours: Int, receivedAt: Date)
+        -> Bool
+    {
+        activityAt >= alarmDecidedAt
+            || activityAt.addingTimeInterval(Double(thresholdHours) * 3600)
+                > receivedAt.addingTimeInterval(Self.warningWindow)
+    }
+
     /// The services whose activity counts as a check-in for users who opted in.
     static let activitySources: Set<String> = ["checkins", "tasks", "routines"]
 

@@ -214,6 +214,7 @@ struct SafetyStore: Sendable {
             (result.outcome, result.status) = try Self.heartbeat(
                 user,
                 at: now,
+                receivedAt: clockNow,
                 forwarded: occurredAt != nil,
                 timeZone: timeZone,
                 deviceInfo: deviceInfo,
@@ -243,6 +244,7 @@ struct SafetyStore: Sendable {
     private static func heartbeat(
         _ user: String,
         at now: Date,
+        receivedAt: Date,
         forwarded: Bool,
         timeZone: String?,
         deviceInfo: String,
@@ -264,11 +266,16 @@ struct SafetyStore: Sendable {
         if forwarded, now <= (profile.lastCheckInAt ?? .distantPast) || now < profile.periodStart {
             return try repeated()
         }
-        // Once the alarm may have reached the contacts, only a sign of life from after it was
-        // decided ends it. An activity from before (delayed on its way here) says nothing of the
-        // person since: a period started from it would send the all-clear and then, its deadline
-        // passed or near, the alarm again.
-        if forwarded, let alarmed = try Self.alarmDecidedAt(profile, in: db), now < alarmed {
+        // An activity from before an alarm that may have reached the contacts, delayed on its
+        // way here, ends it only if the period it would start has time left (see the rule).
+        if forwarded, let alarmed = try Self.alarmDecidedAt(profile, in: db),
+            !SafetyRules.lateActivityEndsAlarm(
+                activityAt: now,
+                alarmDecidedAt: alarmed,
+                thresholdHours: profile.thresholdHours,
+                receivedAt: receivedAt
+            )
+        {
             return try repeated()
         }
         let dueBefore = profile.nextDueAt
@@ -777,7 +784,8 @@ struct SafetyStore: Sendable {
     }
 
     /// The user's contacts now that `alerted` names: by id, or by address (case aside) for one
-    /// removed and added again since, who still holds the alarm.
+    /// removed and added again since, who still holds the alarm. One removed and not added
+    /// again gets nothing more: the user took them off the list.
     private static func contacts(
         _ user: String,
         alerted: [(contactID: String, address: String)],
