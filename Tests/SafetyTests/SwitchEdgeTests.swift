@@ -635,6 +635,24 @@ struct AlertRaceTests {
         #expect(status.clock.deadline == self.t0 + 29 * hour && status.profile.pausedUntil == nil)
     }
 
+    @Test("after a pause ran out, before the decider saw it end, the status and a snooze count from the pause's end")
+    func afterThePauseBeforeTheDecider() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com"])
+        _ = try await store.pause("mei", until: self.t0 + 30 * hour)
+        clock.set(self.t0 + 31 * hour)  // the deadline before the pause, 24 h, long past
+        let status = try #require(try await store.status("mei"))
+        #expect(status.clock.deadline == self.t0 + 54 * hour)
+        #expect(status.clock.state(at: clock.now()) == .normal)
+        guard case .changed(let snoozed) = try await store.snooze("mei") else {
+            Issue.record("the snooze was refused")
+            return
+        }
+        #expect(snoozed.snoozes == 1 && snoozed.pausedUntil == nil)
+        #expect(try await store.status("mei")?.clock.deadline == self.t0 + 78 * hour)
+        try await self.decide(store, at: clock.now())
+        #expect(try await store.status("mei")?.clock.deadline == self.t0 + 78 * hour, "the decider agrees")
+    }
+
     @Test("a contact alerted, then removed and added again, still gets the all-clear")
     func contactAddedAgainGetsTheAllClear() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])

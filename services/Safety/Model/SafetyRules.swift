@@ -141,20 +141,17 @@ struct SwitchClock: Sendable, Equatable {
     /// Armed: a profile with at least one contact.
     var armed: Bool
 
+    /// When the alarm is due: the threshold (and any snoozes) from the period's start. A pause
+    /// that ends after that start begins a new period at its end, snoozes gone: while it lasts
+    /// (nothing fires), and once it has ended, before the scheduler has recorded that, the
+    /// deadline counts from there.
     var deadline: Date {
-        self.periodStart.addingTimeInterval(
-            Double(self.thresholdHours) * 3600 + Double(self.snoozes) * SafetyRules.snooze
-        )
+        let threshold = Double(self.thresholdHours) * 3600
+        if let pausedUntil, pausedUntil > self.periodStart { return pausedUntil.addingTimeInterval(threshold) }
+        return self.periodStart.addingTimeInterval(threshold + Double(self.snoozes) * SafetyRules.snooze)
     }
 
     func isPaused(at now: Date) -> Bool { self.pausedUntil.map { $0 > now } ?? false }
-
-    /// The deadline as a user should read it at `now`: while paused, the one the pause's end
-    /// brings if it runs its course (the threshold counted from then; nothing fires before).
-    func shownDeadline(at now: Date) -> Date {
-        guard let pausedUntil, pausedUntil > now else { return self.deadline }
-        return pausedUntil.addingTimeInterval(Double(self.thresholdHours) * 3600)
-    }
 
     func state(at now: Date) -> Hearth_Safety_V1_SwitchState {
         if !self.armed { return .notArmed }

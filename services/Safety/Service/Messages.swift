@@ -49,9 +49,8 @@ extension SafetyStore.StatusSnapshot {
             status.lastCheckInAt = Google_Protobuf_Timestamp(millisecondsOf: last)
         }
         if self.clock.armed {
-            let deadline = self.clock.shownDeadline(at: now)
-            status.deadline = Google_Protobuf_Timestamp(millisecondsOf: deadline)
-            status.remainingSeconds = Int64(deadline.timeIntervalSince(now).rounded(.down))
+            status.deadline = Google_Protobuf_Timestamp(millisecondsOf: self.clock.deadline)
+            status.remainingSeconds = Int64(self.clock.deadline.timeIntervalSince(now).rounded(.down))
         }
         if let paused = self.profile.pausedUntil, paused > now {
             status.pausedUntil = Google_Protobuf_Timestamp(millisecondsOf: paused)

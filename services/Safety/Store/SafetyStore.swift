@@ -358,6 +358,8 @@ struct SafetyStore: Sendable {
             guard
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
+            // A pause that ran out before the decider saw it: the snooze moves the period it began.
+            try Self.endPauseIfOver(&profile, at: now, in: db)
             let clock = try Self.switchClock(profile, in: db)
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
@@ -585,14 +587,7 @@ struct SafetyStore: Sendable {
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
             ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
             for var profile in due {
-                if let pausedUntil = profile.pausedUntil, pausedUntil <= now {
-                    // The pause ran out: a new period starts when it ended, unless a check-in since
-                    // began a later one (never moved back to the pause's end: an early alarm).
-                    profile.pausedUntil = nil
-                    if profile.periodStart < pausedUntil {
-                        try Self.startPeriod(&profile, at: pausedUntil, checkIn: false, allClear: nil, in: db)
-                    }
-                }
+                try Self.endPauseIfOver(&profile, at: now, in: db)
                 let clock = try Self.switchClock(profile, in: db)
                 let decided = try Self.decidedItems(profile, in: db)
                 let items = clock.itemsDue(at: now, decided: decided)
@@ -910,6 +905,16 @@ struct SafetyStore: Sendable {
         try Self.cancelPending(profile, onlyWarnings: true, in: db)
         profile.epoch += 1
         profile.updatedAt = now
+    }
+
+    /// A pause that ran out: a new period starts when it ended, unless a check-in since began a
+    /// later one (never moved back to the pause's end: an early alarm).
+    private static func endPauseIfOver(_ profile: inout ProfileRecord, at now: Date, in db: Database) throws {
+        guard let pausedUntil = profile.pausedUntil, pausedUntil <= now else { return }
+        profile.pausedUntil = nil
+        if profile.periodStart < pausedUntil {
+            try Self.startPeriod(&profile, at: pausedUntil, checkIn: false, allClear: nil, in: db)
+        }
     }
 
     /// A new period from `start`: a check-in (cancels what is pending, sends all-clears) or
