@@ -58,7 +58,8 @@ struct Call: AsyncParsableCommand {
             throw fail(
                 RPCError(
                     .invalidArgument,
-                    "the request is not a valid \(descriptor.requestType.protoMessageName) in JSON: \(error)"
+                    "the request is not a valid \(descriptor.requestType.protoMessageName) in JSON: "
+                        + JSONProblem.explain(error)
                 )
             )
         }
@@ -108,4 +109,25 @@ func prettyJSON(_ json: String) -> String {
         )
     else { return json }
     return String(decoding: data, as: UTF8.self)
+}
+
+/// What a protobuf JSON decoding error means, said for someone writing the request by hand
+/// (SwiftProtobuf names the kind of error, not the field).
+enum JSONProblem {
+    static func explain(_ error: any Error) -> String {
+        guard let error = error as? JSONDecodingError else { return "\(error)" }
+        return switch error {
+        case .unknownField(let name): "no field '\(name)' (fields are spelled as in the .proto, or in lowerCamelCase)"
+        case .unrecognizedEnumValue:
+            "an enum field holds a name it does not have (names are spelled as in the .proto, e.g. TASK_STATE_ACTIVE)"
+        case .malformedTimestamp: "a timestamp is not RFC 3339 (e.g. \"2026-06-01T09:00:00Z\")"
+        case .malformedDuration: "a duration is not seconds with an s (e.g. \"1.5s\")"
+        case .malformedString: "a string field holds something other than a string"
+        case .malformedNumber, .numberRange, .leadingZero: "a number field holds something other than a number in range"
+        case .malformedBool: "a bool field holds something other than true or false"
+        case .truncated: "the JSON ends before it is complete"
+        case .trailingGarbage: "there is more after the JSON object"
+        default: "\(error)"
+        }
+    }
 }

@@ -70,6 +70,15 @@ struct CLITests {
             let badJSON = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Echo", #"{"nope": 1}"#)
             #expect(badJSON.status == 3)
             #expect(badJSON.stderr.hasPrefix("INVALID_ARGUMENT: the request is not a valid hearth.echo.v1.EchoRequest"))
+            #expect(badJSON.stderr.contains("no field 'nope'"), "names the field: \(badJSON.stderr)")
+            let badTime = try await self.hearth(
+                "call",
+                "--target",
+                target,
+                "hearth.safety.v1.Safety/Pause",
+                #"{"until": "tomorrow"}"#
+            )
+            #expect(badTime.status == 3 && badTime.stderr.contains("RFC 3339"), "\(badTime.stderr)")
 
             let unknown = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
             #expect(unknown.status == 12)
