@@ -639,6 +639,12 @@ struct AlertRaceTests {
     func afterThePauseBeforeTheDecider() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         _ = try await store.pause("mei", until: self.t0 + 30 * hour)
+        clock.set(self.t0 + 10 * hour)
+        guard case .refused(let why) = try await store.snooze("mei") else {
+            Issue.record("a snooze while paused was taken: its end starts a period, snoozes gone")
+            return
+        }
+        #expect(why.hasPrefix("the switch is paused until"))
         clock.set(self.t0 + 31 * hour)  // the deadline before the pause, 24 h, long past
         let status = try #require(try await store.status("mei"))
         #expect(status.clock.deadline == self.t0 + 54 * hour)
@@ -651,6 +657,32 @@ struct AlertRaceTests {
         #expect(try await store.status("mei")?.clock.deadline == self.t0 + 78 * hour)
         try await self.decide(store, at: clock.now())
         #expect(try await store.status("mei")?.clock.deadline == self.t0 + 78 * hour, "the decider agrees")
+    }
+
+    @Test("a write after a pause ran out, before the decider saw it end, leaves the switch due at once, not silenced")
+    func writeAfterThePauseBeforeTheDecider() async throws {
+        let (store, clock) = try await self.armed(contacts: ["a@example.com", "b@example.com"])
+        // Every item of the first period decided: the three warnings and the alarm.
+        for at in [21.0, 23.0, 23.0 + 50.0 / 60, 24.0] {
+            clock.set(self.t0 + at * hour)
+            try await self.decide(store, at: clock.now())
+        }
+        clock.set(self.t0 + 25 * hour)
+        _ = try await store.pause("mei", until: self.t0 + 30 * hour)
+        // Paused, a snooze would change nothing (the pause's end starts a period, snoozes gone).
+        guard case .refused = try await store.snooze("mei") else {
+            Issue.record("a snooze while paused was taken")
+            return
+        }
+        clock.set(self.t0 + 31 * hour)
+        let contact = try #require(try await store.contacts("mei").first)
+        #expect(try await store.removeContact("mei", id: contact.id))
+        let due = try #require(try await store.profile("mei")?.nextDueAt)
+        #expect(due <= clock.now(), "the decider looks at once, to record the pause's end")
+        try await self.decide(store, at: clock.now())
+        #expect(try await store.status("mei")?.clock.deadline == self.t0 + 54 * hour)
+        clock.set(self.t0 + 54 * hour)
+        #expect(try await self.decideAlert(store, at: clock.now()).count == 1, "the new period's alarm")
     }
 
     @Test("a contact alerted, then removed and added again, still gets the all-clear")

@@ -189,7 +189,9 @@ struct SwitchClock: Sendable, Equatable {
     /// the end of a pause. Nil when nothing is left.
     func nextDue(after now: Date, decided: Set<DueItem>) -> Date? {
         guard self.armed else { return nil }
-        if let pausedUntil, pausedUntil > now { return pausedUntil }
+        // A pause not yet recorded as over: at its end, or at once if that has passed (the
+        // period it begins must be recorded before its items can be read as decided or not).
+        if let pausedUntil, pausedUntil > now || pausedUntil > self.periodStart { return max(pausedUntil, now) }
         let deadlinePassed = self.deadline <= now
         return Self.items
             .filter { item in

@@ -361,6 +361,10 @@ struct SafetyStore: Sendable {
             // A pause that ran out before the decider saw it: the snooze moves the period it began.
             try Self.endPauseIfOver(&profile, at: now, in: db)
             let clock = try Self.switchClock(profile, in: db)
+            if let pausedUntil = profile.pausedUntil, clock.isPaused(at: now) {
+                // Its end starts a new period, snoozes gone: a snooze now would change nothing.
+                return .refused("the switch is paused until \(pausedUntil.formatted(.iso8601)); nothing fires before")
+            }
             guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
             }
