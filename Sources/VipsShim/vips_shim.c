@@ -21,7 +21,7 @@ static void forget_error(void) {
     vips_error_clear();
 }
 
-int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height) {
+int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height, int *has_profile) {
     // The format comes from the file's signature, never from the caller.
     static const unsigned char jpeg[] = {0xFF, 0xD8, 0xFF};
     static const unsigned char png[] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
@@ -40,24 +40,13 @@ int hearth_image_probe(const void *bytes, size_t length, int *format, int *width
     }
     *width = vips_image_get_width(image);
     *height = vips_image_get_height(image);
+    *has_profile = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
     g_object_unref(image);
     return 0;
 }
 
-/// Whether the image carries an ICC profile (its header only is read).
-static int has_icc_profile(const void *bytes, size_t length) {
-    VipsImage *image = vips_image_new_from_buffer(bytes, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (image == NULL) {
-        forget_error();
-        return 0;
-    }
-    int has = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
-    g_object_unref(image);
-    return has;
-}
-
 int hearth_image_normalize(
-    const void *bytes, size_t length, int max_edge, int format, int quality,
+    const void *bytes, size_t length, int max_edge, int format, int quality, int to_srgb,
     void **out, size_t *out_length, int *out_width, int *out_height)
 {
     VipsImage *shrunk = NULL;
@@ -67,8 +56,8 @@ int hearth_image_normalize(
     // The profile is stripped below, and a viewer takes an image without one as sRGB: pixels
     // in an embedded profile's space (a phone's Display P3, Adobe RGB) are moved to sRGB
     // first, or their colours would shift (P3's red, 232 51 34, shown as a dull sRGB red).
-    // One without a profile is sRGB already and left as it is.
-    int status = has_icc_profile(bytes, length)
+    // One without a profile is sRGB already and left as it is (`to_srgb` 0).
+    int status = to_srgb
         ? vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,
             "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", "export_profile", "srgb", NULL)
         : vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,

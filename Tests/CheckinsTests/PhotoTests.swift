@@ -89,6 +89,7 @@ enum Images {
                 10_000,
                 Int32(HEARTH_IMAGE_JPEG.rawValue),
                 90,
+                0,  // the test's PNGs carry no profile
                 &out,
                 &length,
                 &width,

@@ -50,7 +50,10 @@ enum PhotoNormalizer {
         var format: Int32 = 0
         var width: Int32 = 0
         var height: Int32 = 0
-        let probed = upload.withUnsafeBytes { hearth_image_probe($0.baseAddress, $0.count, &format, &width, &height) }
+        var hasProfile: Int32 = 0
+        let probed = upload.withUnsafeBytes {
+            hearth_image_probe($0.baseAddress, $0.count, &format, &width, &height, &hasProfile)
+        }
         guard probed == 0 else {
             throw FieldViolation(field: "photo", description: "is not an image (JPEG or PNG expected)")
         }
@@ -67,19 +70,31 @@ enum PhotoNormalizer {
                 description: "has \(width)x\(height) = \(pixels) pixels; at most \(Self.maxPixels)"
             )
         }
-        let full = try Self.fit(upload, format: kind, edge: Self.maxEdge, budget: Self.maxStoredBytes)
-        let thumbnail = try Self.fit(upload, format: kind, edge: Self.thumbnailEdge, budget: Self.maxStoredBytes)
+        let toSRGB = hasProfile != 0
+        let full = try Self.fit(upload, format: kind, toSRGB: toSRGB, edge: Self.maxEdge, budget: Self.maxStoredBytes)
+        let thumbnail = try Self.fit(
+            upload,
+            format: kind,
+            toSRGB: toSRGB,
+            edge: Self.thumbnailEdge,
+            budget: Self.maxStoredBytes
+        )
         return NormalizedPhoto(full: full, thumbnail: thumbnail)
     }
 
-    /// Encodes within `budget` bytes: lower JPEG quality first, then smaller edges.
-    private static func fit(_ upload: Data, format: EncodedImage.Format, edge: Int, budget: Int) throws(FieldViolation)
-        -> EncodedImage
-    {
+    /// Encodes within `budget` bytes: lower JPEG quality first, then smaller edges. `toSRGB`:
+    /// the upload has an ICC profile, whose colours are moved to sRGB before it is stripped.
+    private static func fit(
+        _ upload: Data,
+        format: EncodedImage.Format,
+        toSRGB: Bool,
+        edge: Int,
+        budget: Int
+    ) throws(FieldViolation) -> EncodedImage {
         var edge = edge
         while edge >= 64 {
             for quality in format == .jpeg ? [85, 75, 65, 55] : [0] {
-                let image = try Self.encode(upload, format: format, edge: edge, quality: quality)
+                let image = try Self.encode(upload, format: format, toSRGB: toSRGB, edge: edge, quality: quality)
                 if image.data.count <= budget { return image }
             }
             edge = edge * 3 / 4
@@ -87,7 +102,7 @@ enum PhotoNormalizer {
         throw FieldViolation(field: "photo", description: "cannot be stored within \(budget) bytes")
     }
 
-    private static func encode(_ upload: Data, format: EncodedImage.Format, edge: Int, quality: Int)
+    private static func encode(_ upload: Data, format: EncodedImage.Format, toSRGB: Bool, edge: Int, quality: Int)
         throws(FieldViolation)
         -> EncodedImage
     {
@@ -103,6 +118,7 @@ enum PhotoNormalizer {
                 Int32(edge),
                 code,
                 Int32(quality),
+                toSRGB ? 1 : 0,
                 &out,
                 &length,
                 &width,
