@@ -111,15 +111,12 @@ public struct TokenVerifier: Sendable {
             throw Self.failure("malformed authorization: expected 'Bearer <token>'")
         }
         let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        var start = bytes.index(bytes.startIndex, offsetBy: scheme.count)
+        let afterScheme = bytes.index(bytes.startIndex, offsetBy: scheme.count)
+        var start = afterScheme
         var end = bytes.endIndex
         while start < end, isBlank(bytes[start]) { start = bytes.index(after: start) }
         while end > start, isBlank(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
-        if start == bytes.index(bytes.startIndex, offsetBy: scheme.count), end == bytes.endIndex,
-            bytes.starts(with: scheme)
-        {
-            return authorization
-        }
+        if start == afterScheme, end == bytes.endIndex, bytes.starts(with: scheme) { return authorization }
         return Self.scheme + String(decoding: bytes[start..<end], as: UTF8.self)
     }
 

@@ -185,7 +185,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
             if frame.hasStatus, frame.status.code != .ok {
                 var error = RPCError(status: frame.status)
-                if frame.metadata.contains(where: { $0.key == TrustedMetadata.notRun }) { error.cause = CallNotSent() }
+                if Metadata(entries: frame.metadata)[TrustedMetadata.notRun] != nil { error.cause = CallNotSent() }
                 call.promise.fail(error)
             } else {
                 call.promise.succeed(frame.payload)

@@ -100,9 +100,11 @@ enum LogText {
         // ASCII without controls: as it is (a method name always is).
         if bytes.count <= Self.maxBytes, bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) { return text }
         var escaped = ""
+        var used = 0
         for scalar in text.unicodeScalars {
             let piece = Self.mayBreakALine(scalar) ? scalar.escaped(asASCII: true) : String(scalar)
-            guard escaped.utf8.count + piece.utf8.count <= Self.maxBytes - 3 else { return escaped + "..." }
+            used += piece.utf8.count
+            guard used <= Self.maxBytes - 3 else { return escaped + "..." }
             escaped += piece
         }
         return escaped

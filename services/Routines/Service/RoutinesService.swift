@@ -200,15 +200,13 @@ public struct RoutinesService: RPCService, RelayOwner {
         let requested =
             request.date.isEmpty ? nil : FieldChecks.date(request.date, field: "date").value(collecting: &violations)
         guard violations.isEmpty, let asked else { throw RPCError.invalidArgument(violations) }
-        let (routine, role) = try await self.visibleRoutine(request.routineID, to: user)
-        let subject = try Self.subject(request.userID, caller: user, role: role)
-        let zone = try await self.dayZone(of: subject, caller: user, asked: asked, routineID: routine.routine.id)
+        let (routineID, subject, zone) = try await self.progressRead(request.routineID, request.userID, user, asked)
         let today = LocalDate(self.store.now, in: zone)
         let date = requested ?? today
         guard date <= today else {
             throw FieldViolation(field: "date", description: "\(date) has not begun yet in \(zone.identifier)")
         }
-        return try await self.progress(routine.routine.id, user: subject, date: date, zone: zone)
+        return try await self.progress(routineID, user: subject, date: date, zone: zone)
     }
 
     @Sendable func getHistory(_ request: Hearth_Routines_V1_GetHistoryRequest, _ context: RPCContext) async throws
@@ -224,14 +222,12 @@ public struct RoutinesService: RPCService, RelayOwner {
         guard from.days(to: to) < RoutineRules.maxHistoryDays else {
             throw FieldViolation(field: "to_date", description: "at most \(RoutineRules.maxHistoryDays) days at once")
         }
-        let (routine, role) = try await self.visibleRoutine(request.routineID, to: user)
-        let subject = try Self.subject(request.userID, caller: user, role: role)
-        let zone = try await self.dayZone(of: subject, caller: user, asked: asked, routineID: routine.routine.id)
+        let (routineID, subject, zone) = try await self.progressRead(request.routineID, request.userID, user, asked)
 
         let today = LocalDate(self.store.now, in: zone)
         let streakStart = today.adding(days: -RoutineRules.maxHistoryDays)
         let (actions, completions) = try await self.store.days(
-            routineID: routine.routine.id,
+            routineID: routineID,
             user: subject,
             from: min(from, streakStart),
             to: today,
@@ -323,18 +319,21 @@ public struct RoutinesService: RPCService, RelayOwner {
         }
     }
 
-    /// The zone whose days `subject`'s progress is read in: the caller's own ask for their own;
-    /// for another user's, that user's zone (of their tick on the latest local date they ticked
-    /// on, read by the store's key), so that the owner sees the sitter's today wherever each is;
-    /// the asked zone until they have ticked.
-    private func dayZone(of subject: String, caller: String, asked: TimeZone, routineID: String) async throws
-        -> TimeZone
+    /// What a progress read is of: the routine (NOT_FOUND unless the caller may see it), whose
+    /// progress (``subject(_:caller:role:)``), and the zone whose days it is read in. That is the
+    /// caller's own ask for their own; for another user's, that user's zone (of their tick on
+    /// the latest local date they ticked on, read by the store's key), so that the owner sees
+    /// the sitter's today wherever each is; the asked zone until they have ticked.
+    private func progressRead(_ routineID: String, _ requestedUser: String, _ caller: String, _ asked: TimeZone)
+        async throws -> (routineID: String, subject: String, zone: TimeZone)
     {
+        let (routine, role) = try await self.visibleRoutine(routineID, to: caller)
+        let subject = try Self.subject(requestedUser, caller: caller, role: role)
         guard subject != caller,
-            let latest = try await self.store.latestZone(routineID: routineID, user: subject),
+            let latest = try await self.store.latestZone(routineID: routine.routine.id, user: subject),
             let zone = TimeZone(iana: latest)
-        else { return asked }
-        return zone
+        else { return (routine.routine.id, subject, asked) }
+        return (routine.routine.id, subject, zone)
     }
 
     /// Whose progress a call reads: the owner may name anyone; a sitter only themselves.
