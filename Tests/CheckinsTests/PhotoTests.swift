@@ -197,10 +197,19 @@ struct PhotoTests {
     }
 
     private func exiftool(_ arguments: [String]) async throws -> ProcessOutput {
-        let tool = URL(fileURLWithPath: "/usr/bin/exiftool")
+        try await self.run("exiftool", arguments)
+    }
+
+    private func vips(_ arguments: [String]) async throws -> ProcessOutput {
+        try await self.run("vips", arguments)
+    }
+
+    /// Runs a Debian tool that `scripts/bootstrap` installs.
+    private func run(_ name: String, _ arguments: [String]) async throws -> ProcessOutput {
+        let tool = URL(fileURLWithPath: "/usr/bin/\(name)")
         try #require(
             FileManager.default.isExecutableFile(atPath: tool.path),
-            "exiftool is missing: scripts/bootstrap installs it"
+            "\(name) is missing: scripts/bootstrap installs it"
         )
         return try await runProcess(tool, arguments)
     }
@@ -267,15 +276,6 @@ struct PhotoTests {
         let stored = folder.appendingPathComponent("plain.png")
         try plain.full.data.write(to: stored)
         #expect(try await self.pixel(stored) == [255, 0, 0])
-    }
-
-    private func vips(_ arguments: [String]) async throws -> ProcessOutput {
-        let tool = URL(fileURLWithPath: "/usr/bin/vips")
-        try #require(
-            FileManager.default.isExecutableFile(atPath: tool.path),
-            "vips is missing: scripts/bootstrap installs it"
-        )
-        return try await runProcess(tool, arguments)
     }
 
     /// The pixel at (10, 10), as libvips reads it.

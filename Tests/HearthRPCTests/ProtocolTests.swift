@@ -400,17 +400,33 @@ struct ProtocolTests {
         }
     }
 
-    @Test("graceful shutdown: GOAWAY, in-flight calls finish, new calls refused, then close")
-    func drain() async throws {
+    /// Runs `body` with a server whose call 1 on `connection` is in flight, held at the test
+    /// service's gate until `signals` gets `open:TEXT`; the server's run ends before it returns.
+    private func withCallInFlight(
+        _ text: String,
+        configuration: ServerConfiguration = ServerConfiguration(),
+        _ body: (RPCServer, RawConnection, Signals) async throws -> Void
+    ) async throws {
         let signals = Signals()
-        let server = RPCServer(services: [EchoService(), TestService(signals: signals)], logger: testLogger)
+        let server = RPCServer(
+            configuration: configuration,
+            services: [EchoService(), TestService(signals: signals)],
+            logger: testLogger
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = try await server.localAddress.port!
             let connection = try await RawConnection.connect(port: port)
-            try await connection.send(.request(1, "hearth.test.v1.Test/Gate", echoRequest(text: "in flight")))
-            try await eventually("the call is in flight") { signals.contains("started:in flight") }
+            try await connection.send(.request(1, "hearth.test.v1.Test/Gate", echoRequest(text: text)))
+            try await eventually("the call is in flight") { signals.contains("started:\(text)") }
+            try await body(server, connection, signals)
+            try await group.waitForAll()
+        }
+    }
 
+    @Test("graceful shutdown: GOAWAY, in-flight calls finish, new calls refused, then close")
+    func drain() async throws {
+        try await self.withCallInFlight("in flight") { server, connection, signals in
             server.beginShutdown()
             let goAway = try #require(try await connection.waitFor { $0.kind == .goaway })
             #expect(goAway.status.code == .unavailable)
@@ -423,7 +439,6 @@ struct ProtocolTests {
             let finished = try #require(try await connection.waitFor { $0.isResponse(to: 1) })
             #expect(finished.status.code == .ok)
             #expect(try await connection.waitUntilClosed())
-            try await group.waitForAll()
         }
     }
 
@@ -431,27 +446,15 @@ struct ProtocolTests {
         "a call still running when the drain's time runs out is answered UNAVAILABLE, not dropped with the connection"
     )
     func drainTimeoutAnswers() async throws {
-        let signals = Signals()
         var configuration = ServerConfiguration()
         configuration.drainTimeout = .milliseconds(300)
-        let server = RPCServer(
-            configuration: configuration,
-            services: [EchoService(), TestService(signals: signals)],
-            logger: testLogger
-        )
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
-            let port = try await server.localAddress.port!
-            let connection = try await RawConnection.connect(port: port)
-            try await connection.send(.request(1, "hearth.test.v1.Test/Gate", echoRequest(text: "held")))
-            try await eventually("the call is in flight") { signals.contains("started:held") }
+        try await self.withCallInFlight("held", configuration: configuration) { server, connection, signals in
             server.beginShutdown()
             let answer = try #require(try await connection.waitFor(within: .seconds(10)) { $0.isResponse(to: 1) })
             #expect(answer.status.code == .unavailable)
             #expect(answer.status.message.contains("stopped before the call finished"))
             #expect(try await connection.waitUntilClosed())
             signals.send("open:held")
-            try await group.waitForAll()
         }
     }
 

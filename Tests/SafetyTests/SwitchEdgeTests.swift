@@ -321,6 +321,13 @@ struct AlertRaceTests {
         return try await self.claim(store, at: now).filter { $0.kind == AlertRecord.Kind.alert }
     }
 
+    /// Decides the alarm at `now` and records its first email as delivered.
+    private func deliveredAlarm(_ store: SafetyStore, at now: Date, reply: String = "") async throws -> AlertRecord {
+        let alarm = try #require(try await self.decideAlert(store, at: now).first)
+        try await store.record(alarm.id, attempt: .success(reply), now: now, allClear: AlertWords.allClear)
+        return alarm
+    }
+
     private func claim(_ store: SafetyStore, at now: Date) async throws -> [AlertRecord] {
         try await store.claimDue(.email, now: now, limit: 10, lease: AlertSender.lease)
     }
@@ -689,8 +696,7 @@ struct AlertRaceTests {
     func contactAddedAgainGetsTheAllClear() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
-        let alert = try #require(try await self.decideAlert(store, at: clock.now()).first)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        let alert = try await self.deliveredAlarm(store, at: clock.now())
         // The user fixes the contact's name the only way there is.
         #expect(try await store.removeContact("mei", id: alert.contactID))
         guard case .added = try await store.addContact("mei", email: "A@example.com", name: "Al") else {
@@ -744,8 +750,7 @@ struct AlertRaceTests {
     func snoozeCrossingTheAlarm() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
-        let alarm = try #require(try await self.decideAlert(store, at: clock.now()).first)
-        try await store.record(alarm.id, attempt: .success("250 ok"), now: clock.now(), allClear: AlertWords.allClear)
+        let alarm = try await self.deliveredAlarm(store, at: clock.now(), reply: "250 ok")
         // The snooze's time is a minute before the deadline (a clock stepped back, or a call
         // that read the time before the decision took the writer).
         clock.set(self.t0 + 24 * hour - 60)
