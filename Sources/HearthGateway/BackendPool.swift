@@ -45,6 +45,8 @@ final class Replica: Sendable {
 
     /// - Parameters:
     ///   - connections: connections to the replica from each of `loops`.
+    ///   - extraConnections: further connections from each loop, opened when those hold
+    ///     `callsPerConnection` calls each.
     ///   - connectTimeout: how long a connection may take before it counts as failed.
     ///   - maxRequestFrameSize: the largest request sent (DESIGN's 4 MiB unless the route's
     ///     service takes more); answers are taken up to `maxFrameSize`.
@@ -52,6 +54,8 @@ final class Replica: Sendable {
         host: String,
         port: Int,
         connections: Int,
+        extraConnections: Int = 0,
+        callsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection,
         connectTimeout: Duration,
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         maxRequestFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
@@ -67,6 +71,8 @@ final class Replica: Sendable {
                     host: host,
                     port: port,
                     connections: connections,
+                    extraConnections: extraConnections,
+                    maxCallsPerConnection: callsPerConnection,
                     maxFrameSize: maxFrameSize,
                     maxRequestFrameSize: maxRequestFrameSize,
                     connectTimeout: .nanoseconds(connectTimeout.nanoseconds),

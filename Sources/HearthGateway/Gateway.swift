@@ -22,6 +22,12 @@ public final class Gateway: Service, CallForwarder, Sendable {
         public var ejection: EjectionPolicy
         /// Connections to each replica from each event loop.
         public var connectionsPerBackend: Int
+        /// Further connections to a replica from one event loop, each opened only when the ones
+        /// before it hold `callsPerBackendConnection` calls: every user behind the loop shares
+        /// them, and one connection's limit must not refuse one user's call for another's.
+        public var extraConnectionsPerBackend: Int
+        /// The calls a replica takes on one connection (its `maxConcurrentCallsPerConnection`).
+        public var callsPerBackendConnection: Int
         /// What services require in `x-hearth-internal`.
         public var internalCredential: String
         /// How often ejected replicas are health-checked.
@@ -49,6 +55,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             rateLimit: RateLimiter.Limits = RateLimiter.Limits(),
             ejection: EjectionPolicy = EjectionPolicy(),
             connectionsPerBackend: Int = 1,
+            extraConnectionsPerBackend: Int = 15,
+            callsPerBackendConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection,
             probeInterval: Duration = .seconds(1),
             connectTimeout: Duration = .seconds(2),
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
@@ -61,6 +69,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.rateLimit = rateLimit
             self.ejection = ejection
             self.connectionsPerBackend = connectionsPerBackend
+            self.extraConnectionsPerBackend = extraConnectionsPerBackend
+            self.callsPerBackendConnection = callsPerBackendConnection
             self.probeInterval = probeInterval
             self.connectTimeout = connectTimeout
             self.maxFrameSize = maxFrameSize
@@ -102,6 +112,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
                         host: $0.host,
                         port: $0.port,
                         connections: configuration.connectionsPerBackend,
+                        extraConnections: configuration.extraConnectionsPerBackend,
+                        callsPerConnection: configuration.callsPerBackendConnection,
                         connectTimeout: configuration.connectTimeout,
                         maxFrameSize: configuration.maxFrameSize,
                         maxRequestFrameSize: configuration.maxRequestFrameSizes[prefix]

@@ -72,10 +72,19 @@ final class Replica: Sendable {
     let server: RPCServer
     private let run: Task<Void, any Error>
 
-    init(name: String, port: Int = 0, events: Events = Events()) {
+    init(
+        name: String,
+        port: Int = 0,
+        events: Events = Events(),
+        callsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection
+    ) {
         self.name = name
         let server = RPCServer(
-            configuration: ServerConfiguration(port: port, internalCredential: credential),
+            configuration: ServerConfiguration(
+                port: port,
+                maxConcurrentCallsPerConnection: callsPerConnection,
+                internalCredential: credential
+            ),
             services: [EchoService(), ProbeService(name: name, events: events)],
             logger: quietLogger
         )
@@ -160,6 +169,8 @@ struct GatewayHarness {
 
     /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
     /// `unservedPorts` are further backends of the same routes that no replica serves.
+    /// `backendConnections`: the calls each replica takes on a connection, and the extra
+    /// connections the gateway may open to it from a loop.
     static func run(
         replicas replicaCount: Int = 2,
         limits: RateLimiter.Limits = RateLimiter.Limits(),
@@ -170,11 +181,14 @@ struct GatewayHarness {
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         internalMethods: Set<String> = [],
+        backendConnections: (calls: Int, extra: Int) = (ServerConfiguration.defaultMaxConcurrentCallsPerConnection, 15),
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
         let events = Events()
-        let replicas = (0..<replicaCount).map { Replica(name: "replica-\($0)", events: events) }
+        let replicas = (0..<replicaCount).map {
+            Replica(name: "replica-\($0)", events: events, callsPerConnection: backendConnections.calls)
+        }
         var addresses: [(host: String, port: Int)] = []
         for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
         addresses += unservedPorts.map { ("127.0.0.1", $0) }
@@ -187,6 +201,8 @@ struct GatewayHarness {
                 rateLimit: limits,
                 ejection: ejection,
                 connectionsPerBackend: 1,
+                extraConnectionsPerBackend: backendConnections.extra,
+                callsPerBackendConnection: backendConnections.calls,
                 probeInterval: .milliseconds(20),
                 connectTimeout: connectTimeout,
                 maxFrameSize: gatewayFrameSize,

@@ -334,6 +334,39 @@ struct GatewayTests {
         }
     }
 
+    @Test(
+        "users behind one gateway loop are not refused for each other's calls: past one connection's limit the gateway opens another, up to its extra ones",
+        arguments: [0, 2]
+    )
+    func backendConnectionsGrow(extra: Int) async throws {
+        let calls = 2
+        try await GatewayHarness.run(replicas: 1, backendConnections: (calls, extra)) { harness in
+            let capacity = calls * (1 + extra)
+            var held: [Task<Hearth_Echo_V1_EchoResponse, any Error>] = []
+            for index in 0..<capacity {
+                let user = "Bearer \(try await harness.token(for: "user-\(index)"))"
+                held.append(try await harness.hold("call-\(index)", for: 60_000, authorization: user))
+            }
+            // Every connection holds its limit: the replica refuses the next call.
+            let latecomer = "Bearer \(try await harness.token(for: "latecomer"))"
+            let refused = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: latecomer) }
+            #expect(refused?.code == .resourceExhausted)
+            #expect(
+                refused?.message.contains("calls in flight on this connection") == true,
+                "\(String(describing: refused))"
+            )
+
+            // One call ends: its place is taken again.
+            held[0].cancel()
+            _ = await held[0].result
+            try await eventually("a place is free again") {
+                (try? await harness.call(authorization: latecomer)) != nil
+            }
+            for call in held { call.cancel() }
+            for call in held { _ = await call.result }
+        }
+    }
+
     @Test("a backend that is down: UNAVAILABLE at once; used again once it is back")
     func backendDownThenUp() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

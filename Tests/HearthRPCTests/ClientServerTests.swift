@@ -308,6 +308,54 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test(
+        "extra connections: opened when the others hold their limit, counting calls that wait for a connect; past them the server refuses"
+    )
+    func extraConnections() async throws {
+        let signals = Signals()
+        try await withTestServer(
+            configuration: ServerConfiguration(maxConcurrentCallsPerConnection: 2),
+            services: [EchoService(), TestService(signals: signals)]
+        ) { server, port in
+            // As the gateway uses it: the client's connections and its callers on one loop.
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let client = RPCClient(
+                configuration: .init(host: "127.0.0.1", port: port, extraConnections: 1, maxCallsPerConnection: 2),
+                group: loop
+            )
+            let payloads = try (0..<4).map { try echoRequest(text: "g\($0)").serializedData() }
+            // Four calls started before any connection is up: two wait for each connect.
+            let held = try await loop.submit {
+                payloads.map { payload in
+                    client.start(
+                        "hearth.test.v1.Test/Gate",
+                        payload: payload,
+                        metadata: [:],
+                        timeout: nil,
+                        on: loop
+                    )
+                }
+            }.get()
+            try await eventually("the server runs all four") {
+                (0..<4).allSatisfy { signals.contains("started:g\($0)") }
+            }
+            #expect(server.openConnections == 2)
+            let refused = await #expect(throws: RPCError.self) {
+                _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            }
+            #expect(refused?.code == .resourceExhausted)
+
+            // One ends: its connection takes the next call.
+            signals.send("open:g0")
+            _ = try await held[0].response.get()
+            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            for index in 1..<4 { signals.send("open:g\(index)") }
+            for call in held { _ = try await call.response.get() }
+            #expect(server.openConnections == 2)
+            await client.close()
+        }
+    }
+
     @Test("a call from a task already cancelled is not sent: CANCELLED, marked as never sent, no connection made")
     func callFromCancelledTask() async throws {
         try await withTestServer { server, port in

@@ -322,6 +322,7 @@ struct AlertRaceTests {
     }
 
     /// Decides the alarm at `now` and records its first email as delivered.
+    @discardableResult
     private func deliveredAlarm(_ store: SafetyStore, at now: Date, reply: String = "") async throws -> AlertRecord {
         let alarm = try #require(try await self.decideAlert(store, at: now).first)
         try await store.record(alarm.id, attempt: .success(reply), now: now, allClear: AlertWords.allClear)
@@ -750,7 +751,7 @@ struct AlertRaceTests {
     func snoozeCrossingTheAlarm() async throws {
         let (store, clock) = try await self.armed(contacts: ["a@example.com"])
         clock.set(self.t0 + 24 * hour)
-        let alarm = try await self.deliveredAlarm(store, at: clock.now(), reply: "250 ok")
+        try await self.deliveredAlarm(store, at: clock.now(), reply: "250 ok")
         // The snooze's time is a minute before the deadline (a clock stepped back, or a call
         // that read the time before the decision took the writer).
         clock.set(self.t0 + 24 * hour - 60)

@@ -36,6 +36,13 @@ extension RPCError {
 final class ConnectionAvailability: Sendable {
     private let accepting = Atomic<Bool>(true)
     private let answered = Atomic<Bool>(false)
+    private let inFlight = Atomic<Int>(0)
+
+    /// Calls sent and not yet answered, cancelled or failed.
+    var callsInFlight: Int {
+        get { self.inFlight.load(ordering: .relaxed) }
+        set { self.inFlight.store(newValue, ordering: .relaxed) }
+    }
 
     var isAcceptingCalls: Bool { self.accepting.load(ordering: .relaxed) }
 
@@ -58,7 +65,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private var pending: [UInt64: PendingCall] = [:]
+    private var pending: [UInt64: PendingCall] = [:] {
+        didSet { self.availability.callsInFlight = self.pending.count }
+    }
     private var pings: [UInt64: EventLoopPromise<Void>] = [:]
     private var nextCallID: UInt64 = 1
     /// Local deadlines by call id (ids are never reused), behind one timer for the connection.

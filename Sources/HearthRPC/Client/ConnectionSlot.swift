@@ -8,7 +8,8 @@ import Synchronization
 final class ConnectionSlot: Sendable {
     private enum State {
         case idle(failures: Int)
-        case connecting(EventLoopFuture<RPCConnection>, failures: Int)
+        /// `calls`: calls waiting to go out on it.
+        case connecting(EventLoopFuture<RPCConnection>, failures: Int, calls: Int)
         /// `failures`: connections in a row before this one that the server refused at once.
         case ready(RPCConnection, failures: Int, since: NIODeadline)
         /// `unseen`: a connection the server closed unanswered, which no caller has heard of yet.
@@ -38,7 +39,7 @@ final class ConnectionSlot: Sendable {
         on loop: (any EventLoop)?
     ) -> StartedCall {
         let waitFor: EventLoopFuture<RPCConnection>
-        switch self.nextStep().step {
+        switch self.nextStep(forCall: true).step {
         case .use(let connection):
             return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
         case .fail(let error):
@@ -65,7 +66,7 @@ final class ConnectionSlot: Sendable {
     /// refused new calls on) within the configuration's `refusalWindow` and before answering
     /// anything, found now; each such connection is found once (by this or by a call).
     func prepare() -> (ready: Bool, connectStarted: EventLoopFuture<RPCConnection>?, refused: RPCError?) {
-        let (step, refused) = self.nextStep()
+        let (step, refused) = self.nextStep(forCall: false)
         switch step {
         case .use:
             return (true, nil, refused)
@@ -87,15 +88,17 @@ final class ConnectionSlot: Sendable {
     /// What a new call does: use the connection, wait for the one being made, fail fast while
     /// backing off, or make one; and the refusal it is the first to find, if any. The decision
     /// and the state change it implies happen under one lock, so two callers never both connect
-    /// and a refusal is found once.
-    private func nextStep() -> (step: Step, refused: RPCError?) {
+    /// and a refusal is found once. `forCall`: a call goes out with this step (counted while it
+    /// waits for a connection).
+    private func nextStep(forCall: Bool) -> (step: Step, refused: RPCError?) {
         self.state.withLock { state -> (step: Step, refused: RPCError?) in
             let failures: Int
             var refused: RPCError?
             switch state {
             case .ready(let connection, _, _) where connection.isAcceptingCalls:
                 return (.use(connection), nil)
-            case .connecting(let future, _):
+            case .connecting(let future, let failures, let calls):
+                if forCall { state = .connecting(future, failures: failures, calls: calls + 1) }
                 return (.wait(future), nil)
             case .closed:
                 return (.fail(RPCError(.unavailable, "client is closed", cause: CallNotSent())), nil)
@@ -129,7 +132,7 @@ final class ConnectionSlot: Sendable {
                 return (.fail(error), error)
             }
             let promise = self.group.next().makePromise(of: RPCConnection.self)
-            state = .connecting(promise.futureResult, failures: failures)
+            state = .connecting(promise.futureResult, failures: failures, calls: forCall ? 1 : 0)
             return (.connect(promise, failures: failures), refused)
         }
     }
@@ -207,6 +210,18 @@ final class ConnectionSlot: Sendable {
         }
     }
 
+    /// Whether `limit` calls or more are in flight on its connection, or waiting for the one
+    /// being made.
+    func isFull(at limit: Int) -> Bool {
+        self.state.withLock { state in
+            switch state {
+            case .ready(let connection, _, _): connection.isAcceptingCalls && connection.callsInFlight >= limit
+            case .connecting(_, _, let calls): calls >= limit
+            case .idle, .backingOff, .closed: false
+            }
+        }
+    }
+
     func close() async {
         let previous = self.state.withLock { state -> State in
             let previous = state
@@ -216,7 +231,7 @@ final class ConnectionSlot: Sendable {
         switch previous {
         case .ready(let connection, _, _):
             await connection.close()
-        case .connecting(let future, _):
+        case .connecting(let future, _, _):
             if let connection = try? await future.get() { await connection.close() }
         default:
             break

@@ -37,6 +37,15 @@ public final class RPCClient: Sendable {
         public var port: Int
         /// Connections in the pool, used round-robin.
         public var connections: Int
+        /// Further connections, each opened only when every one before it holds
+        /// `maxCallsPerConnection` calls: a client that many callers share (the gateway's, to a
+        /// replica) opens another rather than have the server refuse the call. 0: none. The
+        /// count is exact for calls started on the connections' own loop (the gateway's); one
+        /// started from another thread counts once that loop has sent it.
+        public var extraConnections: Int
+        /// The calls one connection takes: the server's `maxConcurrentCallsPerConnection`.
+        /// Matters only with `extraConnections`.
+        public var maxCallsPerConnection: Int
         /// The largest frame taken from the server (answers).
         public var maxFrameSize: Int
         /// The largest request frame sent (what the server takes); nil: `maxFrameSize`. A larger
@@ -56,6 +65,8 @@ public final class RPCClient: Sendable {
             host: String,
             port: Int,
             connections: Int = 1,
+            extraConnections: Int = 0,
+            maxCallsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection,
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
             maxRequestFrameSize: Int? = nil,
             connectTimeout: TimeAmount = .seconds(5),
@@ -66,6 +77,8 @@ public final class RPCClient: Sendable {
             self.host = host
             self.port = port
             self.connections = max(1, connections)
+            self.extraConnections = max(0, extraConnections)
+            self.maxCallsPerConnection = max(1, maxCallsPerConnection)
             self.maxFrameSize = maxFrameSize
             self.maxRequestFrameSize = maxRequestFrameSize
             self.connectTimeout = connectTimeout
@@ -76,8 +89,7 @@ public final class RPCClient: Sendable {
     }
 
     public let configuration: Configuration
-    private let slots: [ConnectionSlot]
-    private let turn: RoundRobin
+    private let slots: ConnectionSlots
     private let invoke: @Sendable (String, Data, CallOptions) async throws -> Data
 
     public init(
@@ -86,15 +98,11 @@ public final class RPCClient: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.configuration = configuration
-        let slots = (0..<configuration.connections).map { _ in
-            ConnectionSlot(configuration: configuration, group: group)
-        }
+        let slots = ConnectionSlots(configuration: configuration, group: group)
         self.slots = slots
-        let turn = RoundRobin()
-        self.turn = turn
         let base: @Sendable (String, Data, CallOptions) async throws -> Data = {
-            [slots, turn] method, payload, options in
-            let slot = turn.pick(from: slots)
+            [slots] method, payload, options in
+            let slot = slots.next()
             let metadata = Metadata(options.metadata)
             // One deadline for the call, its connecting and its one retry.
             let deadline = options.timeout.map { ContinuousClock.now + $0 }
@@ -146,7 +154,7 @@ public final class RPCClient: Sendable {
         timeout: Duration?,
         on loop: any EventLoop
     ) -> StartedCall {
-        self.turn.pick(from: self.slots).start(method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
+        self.slots.next().start(method, payload: payload, metadata: metadata, timeout: timeout, on: loop)
     }
 
     /// Whether a call started now goes out at once on a connection that takes calls. When not,
@@ -160,7 +168,7 @@ public final class RPCClient: Sendable {
         refused: (RPCError) -> Void
     ) -> Bool {
         var ready = true
-        for slot in self.slots {
+        for slot in self.slots.regular {
             let prepared = slot.prepare()
             if let connect = prepared.connectStarted { connectStarted(connect) }
             if let error = prepared.refused { refused(error) }
@@ -191,12 +199,41 @@ public final class RPCClient: Sendable {
 
     /// Closes every connection; calls in flight fail with UNAVAILABLE.
     public func close() async {
-        for slot in self.slots { await slot.close() }
+        for slot in self.slots.regular + self.slots.extra { await slot.close() }
     }
 
     /// Whether every pooled connection is open and taking calls (for tests and diagnostics).
     var allConnectionsAcceptCalls: Bool {
-        self.slots.allSatisfy { $0.readyConnection != nil }
+        self.slots.regular.allSatisfy { $0.readyConnection != nil }
+    }
+}
+
+/// A client's connections: the regular ones, used in turn, and the extra ones, each used only
+/// when every one before it is full.
+final class ConnectionSlots: Sendable {
+    let regular: [ConnectionSlot]
+    let extra: [ConnectionSlot]
+    private let turn = RoundRobin()
+    private let maxCallsPerConnection: Int
+
+    init(configuration: RPCClient.Configuration, group: any EventLoopGroup) {
+        self.regular = (0..<configuration.connections).map { _ in
+            ConnectionSlot(configuration: configuration, group: group)
+        }
+        self.extra = (0..<configuration.extraConnections).map { _ in
+            ConnectionSlot(configuration: configuration, group: group)
+        }
+        self.maxCallsPerConnection = configuration.maxCallsPerConnection
+    }
+
+    /// Where the next call goes: the regular connection whose turn it is, unless it is full;
+    /// then the first regular or extra one that is not (the turn's, when every one is full:
+    /// the server refuses the call).
+    func next() -> ConnectionSlot {
+        let slot = self.turn.pick(from: self.regular)
+        let limit = self.maxCallsPerConnection
+        guard !self.extra.isEmpty, slot.isFull(at: limit) else { return slot }
+        return self.regular.first { !$0.isFull(at: limit) } ?? self.extra.first { !$0.isFull(at: limit) } ?? slot
     }
 }
 

@@ -4,6 +4,9 @@ public import NIOCore
 public struct ServerConfiguration: Sendable {
     /// The frame limit unless a process needs more (DESIGN.md: 4 MiB); clients use it too.
     public static let defaultMaxFrameSize = 4 * 1024 * 1024
+    /// Calls in flight on one connection unless configured otherwise; clients that share one
+    /// connection among many callers (the gateway) open another rather than pass it.
+    public static let defaultMaxConcurrentCallsPerConnection = 1024
 
     public var host: String
     /// 0 picks a free port; ``RPCServer/localAddress`` reports the real one.
@@ -41,7 +44,7 @@ public struct ServerConfiguration: Sendable {
         maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         maxPartialFrameBytes: Int = 512 * 1024 * 1024,
         framePace: FramePace = .default,
-        maxConcurrentCallsPerConnection: Int = 1024,
+        maxConcurrentCallsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection,
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
         drainTimeout: TimeAmount = .seconds(10),
