@@ -4,4 +4,7 @@
 public protocol StorageFailure: Error {
     /// Whether the failure may pass with time (space freed, a lock let go).
     var mayPass: Bool { get }
+    /// Whether the store itself is at fault (full, failing, read-only, damaged), not busy with
+    /// other work: health checks answer NOT_SERVING for a while after a call fails so.
+    var isStoreFault: Bool { get }
 }

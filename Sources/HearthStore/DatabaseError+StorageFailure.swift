@@ -13,4 +13,14 @@ extension DatabaseError: StorageFailure {
             false
         }
     }
+
+    public var isStoreFault: Bool {
+        switch self.resultCode {
+        case .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_CANTOPEN,
+            .SQLITE_PERM:
+            true
+        default:
+            false
+        }
+    }
 }

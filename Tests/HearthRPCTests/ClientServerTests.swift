@@ -427,6 +427,26 @@ struct ClientServerTests {
         await client.close()
     }
 
+    @Test("health after a storage fault: NOT_SERVING until the hold passes with no other, to the nanosecond")
+    func healthAfterStorageFault() {
+        let clock = ManualDeadline()
+        let state = HealthState(serving: ["hearth.echo.v1.Echo"], storageFaultHold: .seconds(30), now: clock.now)
+        #expect(state.status(of: "") == .serving)
+        #expect(state.noteStorageFault(), "the first fault is news")
+        clock.set(.seconds(10))
+        #expect(!state.noteStorageFault(), "a fault during the hold is not, and starts it again")
+        clock.set(.seconds(40) - .nanoseconds(1))
+        #expect(state.status(of: "") == .notServing)
+        #expect(state.status(of: "hearth.echo.v1.Echo") == .notServing)
+        #expect(state.status(of: "hearth.nope.v1.Nope") == .serviceUnknown)
+        clock.set(.seconds(40))
+        #expect(state.status(of: "") == .serving)
+        #expect(state.noteStorageFault(), "a fault after the hold is news again")
+        state.setServing(false)
+        clock.set(.seconds(100))
+        #expect(state.status(of: "") == .notServing, "draining")
+    }
+
     @Test("a request over the frame limit fails alone; the connection keeps serving")
     func oversizedRequest() async throws {
         try await withTestServer { _, port in

@@ -1,3 +1,4 @@
+public import NIOCore
 import Synchronization
 
 public typealias ServingStatus = Hearth_Health_V1_HealthCheckResponse.ServingStatus
@@ -16,12 +17,34 @@ extension ServingStatus {
 }
 
 /// Which services a process serves right now; every server answers health checks from it.
+/// NOT_SERVING while draining, and for `storageFaultHold` after each call that failed because
+/// its store could not be written or read.
 public final class HealthState: Sendable {
     private let services: Set<String>
     private let serving = Atomic<Bool>(true)
+    /// Uptime in nanoseconds until which a storage fault keeps it NOT_SERVING.
+    private let faultyUntil = Atomic<Int64>(0)
+    private let storageFaultHold: TimeAmount
+    private let now: @Sendable () -> NIODeadline
 
-    public init(serving services: [String]) {
+    public init(
+        serving services: [String],
+        storageFaultHold: TimeAmount = ServerConfiguration.defaultStorageFaultHold,
+        now: @escaping @Sendable () -> NIODeadline = { .now() }
+    ) {
         self.services = Set(services)
+        self.storageFaultHold = storageFaultHold
+        self.now = now
+    }
+
+    /// A call failed because its store is at fault (a full disk, an I/O error, a read-only or
+    /// damaged file): NOT_SERVING until `storageFaultHold` passes without another. Returns
+    /// whether it was not already so (worth a line in the log).
+    @discardableResult
+    public func noteStorageFault() -> Bool {
+        let now = Self.nanoseconds(self.now())
+        let until = now &+ self.storageFaultHold.nanoseconds
+        return self.faultyUntil.exchange(until, ordering: .relaxed) <= now
     }
 
     /// Marks every service of this process SERVING or NOT_SERVING (draining).
@@ -32,7 +55,12 @@ public final class HealthState: Sendable {
     /// The status of `service`, or of the whole process when it is empty.
     public func status(of service: String) -> ServingStatus {
         guard service.isEmpty || self.services.contains(service) else { return .serviceUnknown }
-        return self.serving.load(ordering: .relaxed) ? .serving : .notServing
+        guard self.serving.load(ordering: .relaxed) else { return .notServing }
+        return Self.nanoseconds(self.now()) < self.faultyUntil.load(ordering: .relaxed) ? .notServing : .serving
+    }
+
+    private static func nanoseconds(_ deadline: NIODeadline) -> Int64 {
+        Int64(clamping: deadline.uptimeNanoseconds)
     }
 }
 

@@ -45,7 +45,10 @@ public final class RPCServer: Service, Sendable {
         self.partialFrames = PartialFrameBudget(limit: configuration.maxPartialFrameBytes)
         self.group = group
         self.logger = logger
-        self.health = HealthState(serving: services.map(\.serviceName))
+        self.health = HealthState(
+            serving: services.map(\.serviceName),
+            storageFaultHold: configuration.storageFaultHold
+        )
         let all: [any RPCService] = services + [HealthService(state: self.health)]
         var handlers: [String: RawHandler] = [:]
         for method in all.flatMap(\.methods) {
@@ -215,6 +218,7 @@ public final class RPCServer: Service, Sendable {
                 configuration: self.configuration,
                 callsInFlight: self.callCounter,
                 partialFrames: self.partialFrames,
+                health: self.health,
                 logger: self.logger
             )
         }

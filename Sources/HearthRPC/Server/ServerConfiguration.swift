@@ -7,6 +7,7 @@ public struct ServerConfiguration: Sendable {
     /// Calls in flight on one connection unless configured otherwise; clients that share one
     /// connection among many callers (the gateway) open another rather than pass it.
     public static let defaultMaxConcurrentCallsPerConnection = 1024
+    public static let defaultStorageFaultHold = TimeAmount.seconds(30)
 
     public var host: String
     /// 0 picks a free port; ``RPCServer/localAddress`` reports the real one.
@@ -34,6 +35,9 @@ public struct ServerConfiguration: Sendable {
     /// Runs first on every accepted connection, before the frame decoder: where TLS goes
     /// (the runtime itself knows nothing of it).
     public var connectionSetup: (@Sendable (any Channel) throws -> Void)?
+    /// How long health checks answer NOT_SERVING after a call failed because its store is at
+    /// fault (a full disk, an I/O error): each such failure starts it again.
+    public var storageFaultHold: TimeAmount = ServerConfiguration.defaultStorageFaultHold
     /// When set, every call except health checks must carry it in `x-hearth-internal`, or is
     /// answered UNAUTHENTICATED. Services set it; the gateway's client-facing server does not.
     public var internalCredential: String?

@@ -58,6 +58,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     private let router: MethodRouter
+    /// Told when a call fails because its store is at fault (nil: nobody asks).
+    private let health: HealthState?
     private let configuration: ServerConfiguration
     /// Stopped while reads are held back, so that a frame's pace does not count our pause.
     private let readingTime: ReadingTime
@@ -97,9 +99,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         configuration: ServerConfiguration,
         callsInFlight: CallCounter,
         readingTime: ReadingTime,
+        health: HealthState?,
         logger: Logger
     ) {
         self.callsInFlight = callsInFlight
+        self.health = health
         self.router = router
         self.configuration = configuration
         self.readingTime = readingTime
@@ -457,6 +461,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                     "call failed",
                     metadata: ["call-id": "\(callID)", "peer": "\(self.peer)", "error": "\(String(reflecting: cause))"]
                 )
+                if let fault = cause as? any StorageFailure, fault.isStoreFault, self.health?.noteStorageFault() == true
+                {
+                    self.logger.warning(
+                        "the store is at fault: health checks answer NOT_SERVING until none fails so for \(Duration.nanoseconds(self.configuration.storageFaultHold.nanoseconds))"
+                    )
+                }
             }
             frame.status = rpcError.wireStatus
         }
@@ -538,6 +548,7 @@ extension ChannelPipeline.SynchronousOperations {
         callsInFlight: CallCounter,
         partialFrames: PartialFrameBudget,
         readingTime: ReadingTime = ReadingTime(),
+        health: HealthState? = nil,
         logger: Logger
     ) throws {
         try self.addHandler(
@@ -556,6 +567,7 @@ extension ChannelPipeline.SynchronousOperations {
                 configuration: configuration,
                 callsInFlight: callsInFlight,
                 readingTime: readingTime,
+                health: health,
                 logger: logger
             )
         )
