@@ -270,6 +270,15 @@ final class BackendPool: Sendable {
             case .success(let payload):
                 replica.recordSuccess()
                 answer.succeed(payload)
+            case .failure(let error as RPCError) where error.refusedForConnectionLimit:
+                // It answered, running none of it: its connection was full. Once more, on another
+                // of its connections (the client now passes that one over); then the refusal.
+                replica.recordSuccess()
+                if again == nil {
+                    self.attempt(request, tried: tried, again: index, answer: answer, current: current)
+                    return
+                }
+                answer.fail(error)
             case .failure(let error as RPCError) where error.wasNeverSent && error.code == .unavailable:
                 if again == nil, error.mayRetryAtOnce {
                     // One more try on this replica's next connection, as RPCClient's own calls

@@ -26,7 +26,10 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// before it hold `callsPerBackendConnection` calls: every user behind the loop shares
         /// them, and one connection's limit must not refuse one user's call for another's.
         public var extraConnectionsPerBackend: Int
-        /// The calls a replica takes on one connection (its `maxConcurrentCallsPerConnection`).
+        /// The calls a replica takes on one connection: its `maxConcurrentCallsPerConnection`,
+        /// which Hearth's services leave at the default. A replica that takes fewer refuses the
+        /// call past its limit, running none of it, and the gateway sends it once more on
+        /// another connection.
         public var callsPerBackendConnection: Int
         /// What services require in `x-hearth-internal`.
         public var internalCredential: String

@@ -33,10 +33,13 @@ final class Events: Sendable {
 }
 
 /// Reports which replica served a call and what reached it: the user id and metadata keys.
-/// `Hold` sleeps `sleep_ms` and records when it starts and when it is cancelled.
+/// `Hold` sleeps `sleep_ms` and records when it starts and when it is cancelled. `Stubborn`
+/// records when it starts and runs until the test records `open:<text>` (10 s at most),
+/// whatever becomes of its call.
 struct ProbeService: RPCService {
     static let method = "hearth.probe.v1.Probe/Who"
     static let hold = "hearth.probe.v1.Probe/Hold"
+    static let stubborn = "hearth.probe.v1.Probe/Stubborn"
     let name: String
     let events: Events
 
@@ -60,6 +63,15 @@ struct ProbeService: RPCService {
                     self.events.record("cancelled:\(request.text)")
                     throw error
                 }
+                return Hearth_Echo_V1_EchoResponse()
+            },
+            .unary(Self.stubborn) { (request: Hearth_Echo_V1_EchoRequest, _) in
+                self.events.record("started:\(request.text)")
+                let end = ContinuousClock.now + .seconds(10)
+                while !self.events.contains("open:\(request.text)"), ContinuousClock.now < end {
+                    await sleepIgnoringCancellation(.milliseconds(2))
+                }
+                self.events.record("done:\(request.text)")
                 return Hearth_Echo_V1_EchoResponse()
             },
         ]
@@ -155,14 +167,18 @@ struct GatewayHarness {
         )
     }
 
-    /// Starts a `Hold` call of `milliseconds` named `text`; returns once the backend runs it.
-    func hold(_ text: String, for milliseconds: UInt32, authorization: String) async throws
-        -> Task<Hearth_Echo_V1_EchoResponse, any Error>
-    {
+    /// Starts a `Hold` call of `milliseconds` (or another method of the probe's) named `text`;
+    /// returns once the backend runs it.
+    func hold(
+        _ text: String,
+        for milliseconds: UInt32 = 0,
+        method: String = ProbeService.hold,
+        authorization: String
+    ) async throws -> Task<Hearth_Echo_V1_EchoResponse, any Error> {
         var request = Hearth_Echo_V1_EchoRequest()
         request.text = text
         request.sleepMs = milliseconds
-        let call = Task { try await self.call(ProbeService.hold, request, authorization: authorization) }
+        let call = Task { try await self.call(method, request, authorization: authorization) }
         try await eventually("the backend started the call") { self.events.contains("started:\(text)") }
         return call
     }

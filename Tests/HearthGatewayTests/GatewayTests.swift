@@ -367,6 +367,31 @@ struct GatewayTests {
         }
     }
 
+    @Test(
+        "a replica connection still full of handlers whose calls were cancelled: its refusal is taken as not run, and the call goes out on another connection"
+    )
+    func connectionFullAtTheReplica() async throws {
+        try await GatewayHarness.run(replicas: 1, backendConnections: (calls: 2, extra: 1)) { harness in
+            let alice = "Bearer \(try await harness.token(for: "alice"))"
+            var held: [Task<Hearth_Echo_V1_EchoResponse, any Error>] = []
+            for text in ["s0", "s1"] {
+                held.append(try await harness.hold(text, method: ProbeService.stubborn, authorization: alice))
+            }
+            // The gateway cancels them upstream and counts none; the replica's handlers run on.
+            for call in held { call.cancel() }
+            for call in held { _ = await call.result }
+            try await eventually("alice's places are free") { harness.gateway.callsInFlight(of: "alice") == 0 }
+
+            let bob = "Bearer \(try await harness.token(for: "bob"))"
+            _ = try await harness.call(authorization: bob)
+            #expect(harness.gateway.ejectedBackends.isEmpty)
+            for text in ["s0", "s1"] { harness.events.record("open:\(text)") }
+            try await eventually("the handlers ended") {
+                harness.events.contains("done:s0") && harness.events.contains("done:s1")
+            }
+        }
+    }
+
     @Test("a backend that is down: UNAVAILABLE at once; used again once it is back")
     func backendDownThenUp() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

@@ -312,30 +312,9 @@ struct ClientServerTests {
         "extra connections: opened when the others hold their limit, counting calls that wait for a connect; past them the server refuses"
     )
     func extraConnections() async throws {
-        let signals = Signals()
-        try await withTestServer(
-            configuration: ServerConfiguration(maxConcurrentCallsPerConnection: 2),
-            services: [EchoService(), TestService(signals: signals)]
-        ) { server, port in
-            // As the gateway uses it: the client's connections and its callers on one loop.
-            let loop = MultiThreadedEventLoopGroup.singleton.next()
-            let client = RPCClient(
-                configuration: .init(host: "127.0.0.1", port: port, extraConnections: 1, maxCallsPerConnection: 2),
-                group: loop
-            )
-            let payloads = try (0..<4).map { try echoRequest(text: "g\($0)").serializedData() }
+        try await self.withTwoCallsAConnection { server, client, signals, gates in
             // Four calls started before any connection is up: two wait for each connect.
-            let held = try await loop.submit {
-                payloads.map { payload in
-                    client.start(
-                        "hearth.test.v1.Test/Gate",
-                        payload: payload,
-                        metadata: [:],
-                        timeout: nil,
-                        on: loop
-                    )
-                }
-            }.get()
+            let held = try await gates(["g0", "g1", "g2", "g3"])
             try await eventually("the server runs all four") {
                 (0..<4).allSatisfy { signals.contains("started:g\($0)") }
             }
@@ -352,6 +331,102 @@ struct ClientServerTests {
             for index in 1..<4 { signals.send("open:g\(index)") }
             for call in held { _ = try await call.response.get() }
             #expect(server.openConnections == 2)
+        }
+    }
+
+    @Test(
+        "a connection the server says is full (handlers of cancelled calls still running) is passed over: the call goes out again on an extra one"
+    )
+    func connectionFullAtTheServer() async throws {
+        try await self.withTwoCallsAConnection { server, client, signals, gates in
+            // Two calls whose handlers ignore the cancel: the client counts none, the server two.
+            let held = try await gates(["z0", "z1"])
+            try await eventually("both handlers run") {
+                signals.contains("started:z0") && signals.contains("started:z1")
+            }
+            for call in held { call.cancel() }
+            for call in held { _ = try? await call.response.get() }
+
+            // Refused on the first connection (marked as not run), then sent on the extra one.
+            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            #expect(server.openConnections == 2)
+            // The full one stays passed over while the extra one has room.
+            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            for text in ["z0", "z1"] { signals.send("open:\(text)") }
+            try await eventually("the handlers ended") {
+                signals.contains("gate-done:z0") && signals.contains("gate-done:z1")
+            }
+        }
+    }
+
+    @Test(
+        "an extra connection backing off after a refused connect is passed over: the overflow is the server's RESOURCE_EXHAUSTED, not a fast UNAVAILABLE"
+    )
+    func extraConnectionBackingOff() async throws {
+        // One connection is all the server takes; a refused connect is not tried again for a minute.
+        try await self.withTwoCallsAConnection(
+            maxConnections: 1,
+            backoff: Backoff(initial: .seconds(60), maximum: .seconds(60))
+        ) {
+            server,
+            client,
+            signals,
+            gates in
+            let held = try await gates(["b0", "b1"])
+            try await eventually("both run") { signals.contains("started:b0") && signals.contains("started:b1") }
+            let first = await #expect(throws: RPCError.self) {
+                _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            }
+            #expect(first?.code == .unavailable, "the extra connection is refused")
+            // While it backs off, the overflow goes to the full connection, which refuses it.
+            for _ in 0..<3 {
+                let next = await #expect(throws: RPCError.self) {
+                    _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+                }
+                #expect(next?.code == .resourceExhausted, "\(String(describing: next))")
+            }
+            for text in ["b0", "b1"] { signals.send("open:\(text)") }
+            for call in held { _ = try await call.response.get() }
+            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            #expect(server.openConnections == 1)
+        }
+    }
+
+    /// A server taking 2 calls a connection (and at most `maxConnections`), a client of it with
+    /// one extra connection whose callers run on its connections' loop (as the gateway's do),
+    /// and `gates`, which starts a `Gate` call named after each text in one go on that loop.
+    private func withTwoCallsAConnection(
+        maxConnections: Int = 10_000,
+        backoff: Backoff = Backoff(),
+        _ body: (
+            RPCServer, RPCClient, Signals, _ gates: ([String]) async throws -> [StartedCall]
+        ) async throws -> Void
+    ) async throws {
+        let signals = Signals()
+        try await withTestServer(
+            configuration: ServerConfiguration(maxConcurrentCallsPerConnection: 2, maxConnections: maxConnections),
+            services: [EchoService(), TestService(signals: signals)]
+        ) { server, port in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let client = RPCClient(
+                configuration: .init(
+                    host: "127.0.0.1",
+                    port: port,
+                    extraConnections: 1,
+                    maxCallsPerConnection: 2,
+                    backoff: backoff
+                ),
+                group: loop
+            )
+            func gates(_ texts: [String]) async throws -> [StartedCall] {
+                let payloads = try texts.map { try echoRequest(text: $0).serializedData() }
+                return try await loop.submit {
+                    payloads.map {
+                        client.start("hearth.test.v1.Test/Gate", payload: $0, metadata: [:], timeout: nil, on: loop)
+                    }
+                }.get()
+            }
+            try await body(server, client, signals, gates)
             await client.close()
         }
     }

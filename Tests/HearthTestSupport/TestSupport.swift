@@ -1,7 +1,8 @@
 public import Foundation
 public import HearthRPC
 import Logging
-import NIOCore
+public import NIOCore
+import NIOPosix
 public import Testing
 
 /// Polls `condition` every few milliseconds until it holds; records an issue and throws
@@ -185,4 +186,12 @@ public func selfSignedCertificate(in folder: URL) async throws -> (certificate: 
     )
     try #require(made.status == 0, "openssl failed (scripts/bootstrap installs it): \(made.stderr)")
     return (certificate, key)
+}
+
+/// Sleeps even when the task is cancelled (`Task.sleep` would return at once, and a loop
+/// around it would spin): for handlers that must run on after their call is cancelled.
+public func sleepIgnoringCancellation(_ amount: TimeAmount) async {
+    await withCheckedContinuation { continuation in
+        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: amount) { continuation.resume() }
+    }
 }

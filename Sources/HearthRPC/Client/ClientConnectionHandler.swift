@@ -30,18 +30,35 @@ extension RPCError {
     /// connection stopped taking calls (GOAWAY) or a connect failed just now. One more try at
     /// once, on a fresh connection, cannot run it twice.
     public var mayRetryAtOnce: Bool { self.wasNeverSent && self.code == .unavailable && self.retryAfter == nil }
+
+    /// Whether the server refused the call, running none of it, because its connection already
+    /// carried as many calls as it takes: another connection may take it.
+    public var refusedForConnectionLimit: Bool { (self.cause as? CallNotSent)?.underlying is ConnectionFull }
 }
 
-/// Whether a connection takes new calls; read from any thread, written on its loop.
+/// Why a server refused a call it ran none of with RESOURCE_EXHAUSTED: its connection was full.
+public struct ConnectionFull: Error {}
+
+/// Whether a connection takes new calls, and how many it carries; read from any thread,
+/// written on its loop.
 final class ConnectionAvailability: Sendable {
     private let accepting = Atomic<Bool>(true)
     private let answered = Atomic<Bool>(false)
     private let inFlight = Atomic<Int>(0)
+    private let refusedAsFull = Atomic<Bool>(false)
 
     /// Calls sent and not yet answered, cancelled or failed.
     var callsInFlight: Int {
         get { self.inFlight.load(ordering: .relaxed) }
         set { self.inFlight.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Whether the server's last answer here refused a call because the connection was full. It
+    /// can be full with fewer calls than its limit in flight here: the server counts a handler
+    /// until it returns, and one whose call was cancelled or ran out of time may run on.
+    var wasRefusedAsFull: Bool {
+        get { self.refusedAsFull.load(ordering: .relaxed) }
+        set { if self.wasRefusedAsFull != newValue { self.refusedAsFull.store(newValue, ordering: .relaxed) } }
     }
 
     var isAcceptingCalls: Bool { self.accepting.load(ordering: .relaxed) }
@@ -194,9 +211,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
             if frame.hasStatus, frame.status.code != .ok {
                 var error = RPCError(status: frame.status)
-                if Metadata(entries: frame.metadata)[TrustedMetadata.notRun] != nil { error.cause = CallNotSent() }
+                let notRun = Metadata(entries: frame.metadata)[TrustedMetadata.notRun] != nil
+                let full = notRun && error.code == .resourceExhausted
+                if notRun { error.cause = CallNotSent(underlying: full ? ConnectionFull() as any Error : nil) }
+                self.availability.wasRefusedAsFull = full
                 call.promise.fail(error)
             } else {
+                self.availability.wasRefusedAsFull = false
                 call.promise.succeed(frame.payload)
             }
         case .pong:

@@ -8,7 +8,8 @@ import Synchronization
 final class ConnectionSlot: Sendable {
     private enum State {
         case idle(failures: Int)
-        /// `calls`: calls waiting to go out on it.
+        /// `calls`: calls that were started waiting for it (those cancelled or timed out while
+        /// it connects still count: at worst a call goes to another connection needlessly).
         case connecting(EventLoopFuture<RPCConnection>, failures: Int, calls: Int)
         /// `failures`: connections in a row before this one that the server refused at once.
         case ready(RPCConnection, failures: Int, since: NIODeadline)
@@ -210,16 +211,41 @@ final class ConnectionSlot: Sendable {
         }
     }
 
-    /// Whether `limit` calls or more are in flight on its connection, or waiting for the one
-    /// being made.
-    func isFull(at limit: Int) -> Bool {
+    /// Whether a call started now would go out with fewer than `limit` calls beside it.
+    enum Room {
+        /// Yes: on a connection that takes calls, the one being made, or one it would make.
+        case free
+        /// No: `limit` calls are in flight on its connection or waiting for the one being made,
+        /// or the server's last answer said the connection was full.
+        case full
+        /// It would fail at once: backing off after a failed connect, or closed.
+        case none
+    }
+
+    func room(at limit: Int) -> Room {
         self.state.withLock { state in
             switch state {
-            case .ready(let connection, _, _): connection.isAcceptingCalls && connection.callsInFlight >= limit
-            case .connecting(_, _, let calls): calls >= limit
-            case .idle, .backingOff, .closed: false
+            case .ready(let connection, _, _) where connection.isAcceptingCalls:
+                connection.isFull(at: limit) ? .full : .free
+            case .ready(let connection, _, let since):
+                // No longer taking calls: as `nextStep` decides, replaced at once, or after a
+                // backoff when the server refused it before answering anything.
+                !connection.hasAnswered && NIODeadline.now() - since < self.configuration.refusalWindow ? .none : .free
+            case .connecting(_, _, let calls):
+                calls >= limit ? .full : .free
+            case .idle:
+                .free
+            case .backingOff(let until, _, _, _):
+                NIODeadline.now() >= until ? .free : .none
+            case .closed:
+                .none
             }
         }
+    }
+
+    /// Whether its connection takes calls now and has room for one more beside `limit` - 1.
+    func isReady(withRoomAt limit: Int) -> Bool {
+        self.readyConnection.map { !$0.isFull(at: limit) } ?? false
     }
 
     func close() async {

@@ -102,7 +102,6 @@ public final class RPCClient: Sendable {
         self.slots = slots
         let base: @Sendable (String, Data, CallOptions) async throws -> Data = {
             [slots] method, payload, options in
-            let slot = slots.next()
             let metadata = Metadata(options.metadata)
             // One deadline for the call, its connecting and its one retry.
             let deadline = options.timeout.map { ContinuousClock.now + $0 }
@@ -112,12 +111,18 @@ public final class RPCClient: Sendable {
                 if let timeout, timeout <= .zero {
                     throw RPCError(.deadlineExceeded, "deadline exceeded", cause: CallNotSent())
                 }
-                return try await slot.start(method, payload: payload, metadata: metadata, timeout: timeout, on: nil)
-                    .value
+                // The retry picks again: a connection the server said was full is passed over.
+                return try await slots.next().start(
+                    method,
+                    payload: payload,
+                    metadata: metadata,
+                    timeout: timeout,
+                    on: nil
+                ).value
             }
             do {
                 return try await attempt()
-            } catch let error as RPCError where error.mayRetryAtOnce {
+            } catch let error as RPCError where error.mayRetryAtOnce || error.refusedForConnectionLimit {
                 return try await attempt()
             }
         }
@@ -174,7 +179,7 @@ public final class RPCClient: Sendable {
             if let error = prepared.refused { refused(error) }
             ready = ready && prepared.ready
         }
-        return ready
+        return self.slots.readyForCall(regularReady: ready)
     }
 
     /// Calls a unary method with typed messages.
@@ -227,13 +232,23 @@ final class ConnectionSlots: Sendable {
     }
 
     /// Where the next call goes: the regular connection whose turn it is, unless it is full;
-    /// then the first regular or extra one that is not (the turn's, when every one is full:
-    /// the server refuses the call).
+    /// then the first regular or extra one with room (one backing off after a failed connect is
+    /// passed over); the turn's, when none has: the server refuses the call.
     func next() -> ConnectionSlot {
         let slot = self.turn.pick(from: self.regular)
         let limit = self.maxCallsPerConnection
-        guard !self.extra.isEmpty, slot.isFull(at: limit) else { return slot }
-        return self.regular.first { !$0.isFull(at: limit) } ?? self.extra.first { !$0.isFull(at: limit) } ?? slot
+        guard !self.extra.isEmpty, slot.room(at: limit) == .full else { return slot }
+        let hasRoom = { (other: ConnectionSlot) in other.room(at: limit) == .free }
+        return self.regular.first(where: hasRoom) ?? self.extra.first(where: hasRoom) ?? slot
+    }
+
+    /// Whether a call started now goes out at once: some connection takes calls with room
+    /// (the regular ones all ready, or, when they are full, an extra one).
+    func readyForCall(regularReady: Bool) -> Bool {
+        guard regularReady, !self.extra.isEmpty else { return regularReady }
+        let limit = self.maxCallsPerConnection
+        return self.regular.contains { $0.room(at: limit) != .full }
+            || self.extra.contains { $0.isReady(withRoomAt: limit) }
     }
 }
 

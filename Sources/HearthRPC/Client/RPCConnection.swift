@@ -62,9 +62,12 @@ public final class RPCConnection: Sendable {
     /// Whether the server has answered any call on this connection.
     var hasAnswered: Bool { self.availability.hasAnswered }
 
-    /// Calls sent here and not yet answered, cancelled or failed (read from any thread: a call
-    /// started from another thread counts once its loop has sent it).
-    public var callsInFlight: Int { self.availability.callsInFlight }
+    /// Whether `limit` calls or more are in flight here, or the server's last answer refused a
+    /// call because this connection was full (read from any thread: a call started from
+    /// another thread counts once its loop has sent it).
+    func isFull(at limit: Int) -> Bool {
+        self.availability.callsInFlight >= limit || self.availability.wasRefusedAsFull
+    }
 
     /// Whether new calls may start here (false after GOAWAY or once closed).
     public var isAcceptingCalls: Bool { self.availability.isAcceptingCalls && self.channel.isActive }

@@ -33,7 +33,7 @@ public final class HealthState: Sendable {
         now: @escaping @Sendable () -> NIODeadline = { .now() }
     ) {
         self.services = Set(services)
-        self.storageFaultHold = storageFaultHold
+        self.storageFaultHold = max(storageFaultHold, .zero)
         self.now = now
     }
 
@@ -43,8 +43,9 @@ public final class HealthState: Sendable {
     @discardableResult
     public func noteStorageFault() -> Bool {
         let now = Self.nanoseconds(self.now())
-        let until = now &+ self.storageFaultHold.nanoseconds
-        return self.faultyUntil.exchange(until, ordering: .relaxed) <= now
+        let (sum, overflow) = now.addingReportingOverflow(self.storageFaultHold.nanoseconds)
+        // The later end wins when two loops note faults at once.
+        return self.faultyUntil.max(overflow ? .max : sum, ordering: .relaxed).oldValue <= now
     }
 
     /// Marks every service of this process SERVING or NOT_SERVING (draining).

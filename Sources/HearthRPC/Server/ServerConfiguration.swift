@@ -7,6 +7,8 @@ public struct ServerConfiguration: Sendable {
     /// Calls in flight on one connection unless configured otherwise; clients that share one
     /// connection among many callers (the gateway) open another rather than pass it.
     public static let defaultMaxConcurrentCallsPerConnection = 1024
+    /// How long health answers NOT_SERVING after a call failed on a store at fault, unless
+    /// configured otherwise.
     public static let defaultStorageFaultHold = TimeAmount.seconds(30)
 
     public var host: String

@@ -299,9 +299,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         guard self.unfinishedCalls < self.configuration.maxConcurrentCallsPerConnection else {
             let limit = self.configuration.maxConcurrentCallsPerConnection
+            // Marked as not run: a client with another connection may send it there.
             self.respond(
                 callID,
-                .failure(RPCError(.resourceExhausted, "more than \(limit) calls in flight on this connection"))
+                .failure(RPCError(.resourceExhausted, "more than \(limit) calls in flight on this connection")),
+                metadata: [TrustedMetadata.notRun: "1"]
             )
             return
         }

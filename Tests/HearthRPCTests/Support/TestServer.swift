@@ -117,14 +117,6 @@ struct TestService: RPCService {
     }
 }
 
-/// Sleeps even when the task is cancelled (`Task.sleep` would return at once, and a loop
-/// around it would spin).
-func sleepIgnoringCancellation(_ amount: TimeAmount) async {
-    await withCheckedContinuation { continuation in
-        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: amount) { continuation.resume() }
-    }
-}
-
 /// An echo request with the given fields.
 func echoRequest(
     text: String = "",
