@@ -266,10 +266,10 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
         let services = try name.makeServices(settings: settings)
-        let deliverers: [any Service] = services.compactMap { $0 as? any OutboxOwner }.map {
+        let deliverers: [DueTimeScheduler] = services.compactMap { $0 as? any OutboxOwner }.map {
             $0.outbox.deliverer(sender: settings.pushSender, logger: logger)
         }
-        var schedulers: [any Service] = services.flatMap { ($0 as? any ScheduledWorkOwner)?.schedulers ?? [] }
+        var schedulers: [DueTimeScheduler] = services.flatMap { ($0 as? any ScheduledWorkOwner)?.schedulers ?? [] }
         let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }
         if !relays.isEmpty {
             let safety = RPCClient(
@@ -292,6 +292,12 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
+        // A store at fault shows in health whether a call or background work met it.
+        for scheduler in deliverers + schedulers {
+            scheduler.observeFailures { [health = server.health, logger] error in
+                health.noteFailure(error, logger: logger)
+            }
+        }
         return HearthProcess(name: name, server: server, companions: deliverers + schedulers, metrics: metrics)
     }
 }

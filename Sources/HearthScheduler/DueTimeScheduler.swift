@@ -48,6 +48,7 @@ public final class DueTimeScheduler: Service {
     /// Wake-ups asked for, and how many of them had come when the last finished pass began.
     private let wakes = Atomic<Int>(0)
     private let wakesHandled = Atomic<Int>(0)
+    private let failureObserver = Mutex<(@Sendable (any Error) -> Void)?>(nil)
 
     /// - Parameter retryDelay: how long to wait after the work failed before trying again.
     public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
@@ -55,6 +56,12 @@ public final class DueTimeScheduler: Service {
         self.clock = clock
         self.logger = logger
         self.retryDelay = retryDelay
+    }
+
+    /// Also tells `observer` of each error a pass fails with (its process's health hears of a
+    /// store at fault this way).
+    public func observeFailures(_ observer: @escaping @Sendable (any Error) -> Void) {
+        self.failureObserver.withLock { $0 = observer }
     }
 
     /// Something may now be due earlier than the scheduler thought: look again.
@@ -92,6 +99,7 @@ public final class DueTimeScheduler: Service {
                     return
                 } catch {
                     self.logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
+                    self.failureObserver.withLock { $0 }?(error)
                     wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
                 }
                 self.passes.add(1, ordering: .relaxed)

@@ -1,6 +1,7 @@
 import EchoService
 import Foundation
 import HearthContracts
+import HearthCore
 import HearthTestSupport
 import Histogram
 import Logging
@@ -520,6 +521,20 @@ struct ClientServerTests {
         state.setServing(false)
         clock.set(.seconds(100))
         #expect(state.status(of: "") == .notServing, "draining")
+    }
+
+    @Test("health hears only of store faults: contention or any other error leaves it SERVING")
+    func healthHearsStoreFaultsOnly() {
+        struct Failure: StorageFailure {
+            var mayPass: Bool
+            var isStoreFault: Bool
+        }
+        let state = HealthState(serving: [])
+        state.noteFailure(Failure(mayPass: true, isStoreFault: false), logger: testLogger)
+        state.noteFailure(RPCError(.invalidArgument, "bad"), logger: testLogger)
+        #expect(state.status(of: "") == .serving)
+        state.noteFailure(Failure(mayPass: true, isStoreFault: true), logger: testLogger)
+        #expect(state.status(of: "") == .notServing)
     }
 
     @Test("a request over the frame limit fails alone; the connection keeps serving")

@@ -82,11 +82,13 @@ struct DueTimeSchedulerTests {
     func withScheduler(
         _ agenda: Agenda,
         _ clock: ManualClock,
+        observingFailures observer: (@Sendable (any Error) -> Void)? = nil,
         _ body: (DueTimeScheduler) async throws -> Void
     ) async throws {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let scheduler = DueTimeScheduler(work: agenda, clock: clock, logger: logger)
+        if let observer { scheduler.observeFailures(observer) }
         let running = Task { try await scheduler.run() }
         do {
             try await body(scheduler)
@@ -187,17 +189,24 @@ struct DueTimeSchedulerTests {
         }
     }
 
-    @Test("a failing pass is tried again after the retry delay")
+    @Test("a failing pass is tried again after the retry delay, and its error goes to the failure observer")
     func retriesAfterFailure() async throws {
         let clock = ManualClock(Self.t0)
         let agenda = Agenda()
         agenda.add("a", at: Self.t0)
         agenda.state.withLock { $0.failuresLeft = 1 }
-        try await self.withScheduler(agenda, clock) { scheduler in
+        let observed = Mutex<[String]>([])
+        try await self.withScheduler(
+            agenda,
+            clock,
+            observingFailures: { error in observed.withLock { $0.append("\(error)") } }
+        ) { scheduler in
             try await self.idle(clock, after: 0, scheduler)
             #expect(agenda.fired.isEmpty)
+            #expect(observed.withLock { $0 } == ["\(CocoaError(.fileReadUnknown))"])
             clock.advance(by: 1)
             try await eventually("a fires after the retry") { agenda.fired == ["a"] }
+            #expect(observed.withLock { $0.count } == 1)
         }
     }
 }

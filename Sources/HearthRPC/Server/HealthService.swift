@@ -1,3 +1,5 @@
+public import HearthCore
+public import Logging
 public import NIOCore
 import Synchronization
 
@@ -17,8 +19,8 @@ extension ServingStatus {
 }
 
 /// Which services a process serves right now; every server answers health checks from it.
-/// NOT_SERVING while draining, and for `storageFaultHold` after each call that failed because
-/// its store could not be written or read.
+/// NOT_SERVING while draining, and for `storageFaultHold` after each failure (of a call, or of
+/// the process's background work) because its store could not be written or read.
 public final class HealthState: Sendable {
     private let services: Set<String>
     private let serving = Atomic<Bool>(true)
@@ -37,11 +39,22 @@ public final class HealthState: Sendable {
         self.now = now
     }
 
-    /// A call failed because its store is at fault (a full disk, an I/O error, a read-only or
-    /// damaged file): NOT_SERVING until `storageFaultHold` passes without another. Returns
-    /// whether it was not already so (worth a line in the log).
+    /// Takes note of `error` when it says the store is at fault (``StorageFailure/isStoreFault``:
+    /// a full disk, an I/O error, a read-only or damaged file): NOT_SERVING until
+    /// `storageFaultHold` passes without another. The first of a run is logged as a warning.
+    public func noteFailure(_ error: any Error, logger: Logger) {
+        guard let fault = error as? any StorageFailure, fault.isStoreFault, self.noteStorageFault() else { return }
+        let hold = Duration.nanoseconds(self.storageFaultHold.nanoseconds)
+        logger.warning(
+            "the store is at fault: health checks answer NOT_SERVING until none fails so for \(hold)",
+            metadata: ["error": "\(String(reflecting: error))"]
+        )
+    }
+
+    /// A store fault: NOT_SERVING until `storageFaultHold` passes without another. Returns
+    /// whether it was not already so.
     @discardableResult
-    public func noteStorageFault() -> Bool {
+    func noteStorageFault() -> Bool {
         let now = Self.nanoseconds(self.now())
         let (sum, overflow) = now.addingReportingOverflow(self.storageFaultHold.nanoseconds)
         // The later end wins when two loops note faults at once.

@@ -463,12 +463,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                     "call failed",
                     metadata: ["call-id": "\(callID)", "peer": "\(self.peer)", "error": "\(String(reflecting: cause))"]
                 )
-                if let fault = cause as? any StorageFailure, fault.isStoreFault, self.health?.noteStorageFault() == true
-                {
-                    self.logger.warning(
-                        "the store is at fault: health checks answer NOT_SERVING until none fails so for \(Duration.nanoseconds(self.configuration.storageFaultHold.nanoseconds))"
-                    )
-                }
+                self.health?.noteFailure(cause, logger: self.logger)
             }
             frame.status = rpcError.wireStatus
         }
