@@ -196,11 +196,8 @@ struct DueTimeSchedulerTests {
         agenda.add("a", at: Self.t0)
         agenda.state.withLock { $0.failuresLeft = 1 }
         let observed = Mutex<[String]>([])
-        try await self.withScheduler(
-            agenda,
-            clock,
-            observingFailures: { error in observed.withLock { $0.append("\(error)") } }
-        ) { scheduler in
+        let observer: @Sendable (any Error) -> Void = { error in observed.withLock { $0.append("\(error)") } }
+        try await self.withScheduler(agenda, clock, observingFailures: observer) { scheduler in
             try await self.idle(clock, after: 0, scheduler)
             #expect(agenda.fired.isEmpty)
             #expect(observed.withLock { $0 } == ["\(CocoaError(.fileReadUnknown))"])
