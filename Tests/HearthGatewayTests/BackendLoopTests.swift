@@ -158,7 +158,9 @@ struct BackendLoopTests {
                 method: ProbeService.hold,
                 payload: try hold.serializedData(),
                 metadata: [TrustedMetadata.credential: credential],
-                deadline: .now() + .milliseconds(50)
+                // Long enough to be sent on a loaded machine (one that passes before the call
+                // goes out is no unanswered call), short against the 5 s between checks.
+                deadline: .now() + .seconds(1)
             )
             let error = await #expect(throws: RPCError.self) {
                 _ = try await pool.startOnReplica(request, on: loop).value

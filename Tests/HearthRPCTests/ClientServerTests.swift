@@ -101,12 +101,13 @@ struct ClientServerTests {
             let error = await #expect(throws: RPCError.self) {
                 try await client.callRaw(
                     "hearth.test.v1.Test/Observed",
-                    payload: echoRequest(text: "d", sleepMs: 10_000).serializedData(),
+                    payload: echoRequest(text: "d", sleepMs: 60_000).serializedData(),
                     options: CallOptions(timeout: .milliseconds(100))
                 )
             }
             #expect(error?.code == .deadlineExceeded)
-            #expect(clock.now - start < .seconds(5))
+            // Not the handler's minute (a loaded CI machine has stalled this for 6 s).
+            #expect(clock.now - start < .seconds(30))
             try await eventually("the server cancelled the handler") { signals.contains("cancelled:d") }
             await client.close()
         }
@@ -378,7 +379,9 @@ struct ClientServerTests {
             let first = await #expect(throws: RPCError.self) {
                 _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
             }
-            #expect(first?.code == .unavailable, "the extra connection is refused")
+            // The extra connection is refused: UNAVAILABLE, or, when the refusal came before the
+            // call went out, the full connection's answer to the call tried once more.
+            #expect([.unavailable, .resourceExhausted].contains(first?.code), "\(String(describing: first))")
             // While it backs off, the overflow goes to the full connection, which refuses it.
             for _ in 0..<3 {
                 let next = await #expect(throws: RPCError.self) {

@@ -85,12 +85,13 @@ struct TestService: RPCService {
                 response.text = "\(request.text) request-id=\(context.requestID) peer-set=\(!context.peer.isEmpty)"
                 return response
             },
-            // Holds the call open until the test sends "open:<text>" (at most 10 s), ignoring
-            // cancellation; reports "gate-done:<text>" when it ends.
+            // Holds the call open until the test sends "open:<text>" (at most 60 s: a loaded CI
+            // machine can stall a test for over 10), ignoring cancellation; reports
+            // "gate-done:<text>" when it ends.
             .unary("hearth.test.v1.Test/Gate") { (request: Hearth_Echo_V1_EchoRequest, _) in
                 signals.send("started:\(request.text)")
                 let clock = ContinuousClock()
-                let end = clock.now + .seconds(10)
+                let end = clock.now + .seconds(60)
                 while !signals.contains("open:\(request.text)"), clock.now < end {
                     await sleepIgnoringCancellation(.milliseconds(2))
                 }
