@@ -132,8 +132,9 @@ struct BackendLoopTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let backend = Replica(name: "replica-0")
-        // One failed check would eject it; the check has 5 s to be answered.
-        let policy = EjectionPolicy(consecutiveFailures: 1, duration: .seconds(60), healthCheckTimeout: .seconds(5))
+        // One failed check would eject it; the check has 30 s to be answered, and checks are
+        // that far apart.
+        let policy = EjectionPolicy(consecutiveFailures: 1, duration: .seconds(60), healthCheckTimeout: .seconds(30))
         let replica = HearthGateway.Replica(
             host: "127.0.0.1",
             port: try await backend.port,
@@ -159,7 +160,7 @@ struct BackendLoopTests {
                 payload: try hold.serializedData(),
                 metadata: [TrustedMetadata.credential: credential],
                 // Long enough to be sent on a loaded machine (one that passes before the call
-                // goes out is no unanswered call), short against the 5 s between checks.
+                // goes out is no unanswered call), short against the 30 s between checks.
                 deadline: .now() + .seconds(1)
             )
             let error = await #expect(throws: RPCError.self) {
@@ -167,7 +168,7 @@ struct BackendLoopTests {
             }
             #expect(error?.code == .deadlineExceeded)
         }
-        // Three deadlines passed within the 5 s spacing: one check, answered SERVING.
+        // Three deadlines passed within the 30 s spacing: one check, answered SERVING.
         try await eventually("the health check finished") { replica.finishedChecksAfterUnansweredCalls == 1 }
         #expect(!replica.isEjected)
         #expect(replica.consecutiveFailures == 0)

@@ -382,6 +382,7 @@ struct ClientServerTests {
             // The extra connection is refused: UNAVAILABLE, or, when the refusal came before the
             // call went out, the full connection's answer to the call tried once more.
             #expect([.unavailable, .resourceExhausted].contains(first?.code), "\(String(describing: first))")
+            #expect(client.slots.extra[0].room(at: 2) == .none, "the extra connection was tried, and backs off")
             // While it backs off, the overflow goes to the full connection, which refuses it.
             for _ in 0..<3 {
                 let next = await #expect(throws: RPCError.self) {

@@ -4,6 +4,7 @@ import HearthContracts
 import HearthCore
 import HearthScheduler
 import HearthTestSupport
+import Synchronization
 import Testing
 
 @testable import SafetyService
@@ -121,11 +122,19 @@ struct DeliveryFaultTests {
                     """
             )
         }
+        // What the process's health would hear of (the sender's passes fail while it holds one).
+        let failures = Mutex<[String]>([])
+        for scheduler in system.service.schedulers {
+            scheduler.observeFailures { error in failures.withLock { $0.append("\(error)") } }
+        }
         try await system.advance(to: t0 + 24 * hour)
         try await eventually("the alert email") { try system.emails().count == 1 }
         try await system.advance(to: t0 + 24 * hour + 60)
         try await system.advance(to: t0 + 24 * hour + AlertSender.lease + 60)
         #expect(try system.emails().count == 1, "not sent again, even after its lease")
+        try await eventually("the sender's failing pass is heard of") {
+            failures.withLock { $0.contains { $0.contains("database or disk is full") } }
+        }
         let unrecorded = try await system.status().emails
         #expect(unrecorded.map(\.state) == [.pending] && unrecorded.map(\.attempts) == [1])
 

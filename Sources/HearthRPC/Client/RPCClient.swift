@@ -89,7 +89,7 @@ public final class RPCClient: Sendable {
     }
 
     public let configuration: Configuration
-    private let slots: ConnectionSlots
+    let slots: ConnectionSlots
     private let invoke: @Sendable (String, Data, CallOptions) async throws -> Data
 
     public init(

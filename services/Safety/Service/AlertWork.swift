@@ -194,6 +194,9 @@ struct AlertSender: DueWork {
             return claimFailure
         }
         if let claimFailure { throw claimFailure }
+        // Outcomes still held mean the store cannot be written: the pass fails, so the process's
+        // health hears of it (the scheduler tries again after its retry delay).
+        if let writeFailure = self.unrecorded.writeFailure { throw writeFailure }
     }
 
     /// Writes again the outcomes that could not be written before.
@@ -270,7 +273,7 @@ struct AlertSender: DueWork {
             try await self.store.record(id, attempt: attempt, now: now, allClear: AlertWords.allClear)
             self.unrecorded.remove(id)
         } catch {
-            self.unrecorded.hold(id, attempt, at: now)
+            self.unrecorded.hold(id, attempt, at: now, because: error)
             self.logger.error(
                 "could not record a delivery; it is kept and written again later",
                 metadata: ["alert": "\(id)", "error": "\(error)"]
@@ -286,16 +289,31 @@ final class UnrecordedOutcomes: Sendable {
         var at: Date
     }
 
-    private let outcomes = Mutex<[String: Outcome]>([:])
+    private struct State {
+        var outcomes: [String: Outcome] = [:]
+        /// Why the last one held could not be written; nil once none is held.
+        var failure: (any Error)?
+    }
 
-    var ids: Set<String> { self.outcomes.withLock { Set($0.keys) } }
-    var all: [(id: String, outcome: Outcome)] { self.outcomes.withLock { $0.map { ($0.key, $0.value) } } }
+    private let state = Mutex(State())
 
-    func hold(_ id: String, _ attempt: Result<String, DeliveryFailure>, at: Date) {
-        self.outcomes.withLock { $0[id] = Outcome(attempt: attempt, at: at) }
+    var ids: Set<String> { self.state.withLock { Set($0.outcomes.keys) } }
+    var all: [(id: String, outcome: Outcome)] { self.state.withLock { $0.outcomes.map { ($0.key, $0.value) } } }
+
+    /// Why the last outcome held could not be written, while any is held.
+    var writeFailure: (any Error)? { self.state.withLock { $0.failure } }
+
+    func hold(_ id: String, _ attempt: Result<String, DeliveryFailure>, at: Date, because failure: any Error) {
+        self.state.withLock { state in
+            state.outcomes[id] = Outcome(attempt: attempt, at: at)
+            state.failure = failure
+        }
     }
 
     func remove(_ id: String) {
-        _ = self.outcomes.withLock { $0.removeValue(forKey: id) }
+        self.state.withLock { state in
+            state.outcomes.removeValue(forKey: id)
+            if state.outcomes.isEmpty { state.failure = nil }
+        }
     }
 }
