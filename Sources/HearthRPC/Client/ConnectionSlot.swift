@@ -243,7 +243,7 @@ final class ConnectionSlot: Sendable {
         }
     }
 
-    /// Whether its connection takes calls now and has room for one more beside `limit` - 1.
+    /// Whether its connection takes calls now and holds fewer than `limit`.
     func isReady(withRoomAt limit: Int) -> Bool {
         self.readyConnection.map { !$0.isFull(at: limit) } ?? false
     }
