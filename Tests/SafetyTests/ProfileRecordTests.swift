@@ -27,6 +27,7 @@ struct ProfileRecordTests {
             periodStart: start,
             lastCheckInAt: start + 1,
             snoozes: 2,
+            snoozesInARow: 3,
             pausedUntil: start + 2,
             epoch: 11,
             checkInEpoch: 9,

@@ -300,6 +300,29 @@ struct SafetyTests {
         await system.stop()
     }
 
+    @Test("snoozes in a row end only at a check-in: a pause and a resume do not give three more")
+    func snoozeRunOutlastsPause() async throws {
+        let system = try await SafetySystem()
+        try await system.profile()
+        try await system.settle()
+        func snooze() async throws -> Hearth_Safety_V1_Status {
+            try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei"))
+        }
+        for _ in 1...3 { _ = try await snooze() }
+        var pause = Hearth_Safety_V1_PauseRequest()
+        pause.until = Google_Protobuf_Timestamp(date: system.clock.now() + 86_400)
+        _ = try await system.service.pause(pause, callContext("mei"))
+        let resumed = try await system.service.resume(Hearth_Safety_V1_ResumeRequest(), callContext("mei"))
+        #expect(resumed.snoozes == 3, "the run goes on through the pause")
+        #expect(resumed.deadline.date == system.clock.now() + 24 * hour, "the new period's deadline has no snoozes")
+        await expectCode(.failedPrecondition) { _ = try await snooze() }
+
+        try await system.checkIn()
+        let afterCheckIn = try await snooze()
+        #expect(afterCheckIn.snoozes == 1)
+        await system.stop()
+    }
+
     @Test("down at the deadline: on restart the email goes once, and no stale warnings")
     func restartAfterMissedDeadline() async throws {
         let system = try await SafetySystem()
@@ -568,19 +591,9 @@ struct SafetyTests {
 
     @Test("v4 moves the app's request ids under app:, and leaves forwarded ones as they are")
     func requestIDMigration() throws {
-        let queue = try DatabaseQueue()
-        try SafetyMigrations.migrator.migrate(queue, upTo: "v3: check-ins kept without counting")
-        let at = "2026-03-10 12:00:00.000"
+        let queue = try Self.oldStore(upTo: "v3: check-ins kept without counting", profiles: [("mei", 0)])
+        let at = Self.oldStoreTime
         try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO profile (user_id, name, email, threshold_hours, language, time_zone, reminder_enabled,
-                        reminder_hour, reminder_minute, push_token, count_activity, period_start, snoozes, epoch,
-                        check_in_epoch, created_at, updated_at)
-                    VALUES ('mei', 'Mei', 'mei@example.com', 24, 'en', 'UTC', 0, 0, 0, '', 1, ?, 0, 1, 1, ?, ?)
-                    """,
-                arguments: [at, at, at]
-            )
             for (id, source) in [
                 ("c1", "app"), ("tasks:e1", "app"), ("x", "app"), ("app:x", "app"), ("tasks:e2", "tasks"),
             ] {
@@ -602,6 +615,45 @@ struct SafetyTests {
         let moved = ["app app:app:x", "app app:c1", "app app:tasks:e1", "app app:x", "tasks tasks:e2"]
         let kept = ["app app:app:x", "app app:c1", "app app:tasks:e1", "app x", "tasks tasks:e2"]
         #expect(ids == moved || ids == kept, "\(ids)")
+    }
+
+    @Test("v5 starts each profile's snoozes in a row from its period's snoozes")
+    func snoozeRunMigration() throws {
+        let queue = try Self.oldStore(
+            upTo: "v4: the app's request ids apart from forwarded ones",
+            profiles: [("mei", 2), ("kai", 0)]
+        )
+        try SafetyMigrations.migrator.migrate(queue)
+        let runs = try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT user_id, snoozes_in_a_row FROM profile ORDER BY user_id")
+                .map { "\($0["user_id"] as String) \($0["snoozes_in_a_row"] as Int)" }
+        }
+        #expect(runs == ["kai 0", "mei 2"])
+    }
+
+    static let oldStoreTime = "2026-03-10 12:00:00.000"
+
+    /// For migration tests: an in-memory store migrated up to `migration`, with a profile row
+    /// as the first migrations made it (the columns they all have) for each user and its snoozes.
+    private static func oldStore(upTo migration: String, profiles: [(user: String, snoozes: Int)]) throws
+        -> DatabaseQueue
+    {
+        let queue = try DatabaseQueue()
+        try SafetyMigrations.migrator.migrate(queue, upTo: migration)
+        try queue.write { db in
+            for (user, snoozes) in profiles {
+                try db.execute(
+                    sql: """
+                        INSERT INTO profile (user_id, name, email, threshold_hours, language, time_zone,
+                            reminder_enabled, reminder_hour, reminder_minute, push_token, count_activity,
+                            period_start, snoozes, epoch, check_in_epoch, created_at, updated_at)
+                        VALUES (?, 'Name', 'a@example.com', 24, 'en', 'UTC', 0, 0, 0, '', 1, ?, ?, 1, 1, ?, ?)
+                        """,
+                    arguments: [user, Self.oldStoreTime, snoozes, Self.oldStoreTime, Self.oldStoreTime]
+                )
+            }
+        }
+        return queue
     }
 
     @Test("profiles and contacts are validated field by field; at most 10 contacts, no duplicates by case")

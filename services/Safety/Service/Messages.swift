@@ -55,7 +55,7 @@ extension SafetyStore.StatusSnapshot {
         if let paused = self.profile.pausedUntil, paused > now {
             status.pausedUntil = Google_Protobuf_Timestamp(millisecondsOf: paused)
         }
-        status.snoozes = UInt32(self.profile.snoozes)
+        status.snoozes = UInt32(self.profile.snoozesInARow)
         for alert in self.alerts {
             if alert.kind.hasPrefix("warning_"), alert.state == .sent, let minutes = UInt32(alert.kind.dropFirst(8)) {
                 status.warnings.append(

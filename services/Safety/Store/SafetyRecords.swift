@@ -18,7 +18,10 @@ struct ProfileRecord: PersistableRecord, Equatable, Sendable {
     /// The last check-in, or the last resume: the deadline counts from it.
     var periodStart: Date
     var lastCheckInAt: Date?
+    /// Snoozes in this period: each moves its deadline 24 h.
     var snoozes: Int
+    /// Snoozes since the last check-in, across the periods a pause's end begins: the limit.
+    var snoozesInARow: Int
     var pausedUntil: Date?
     /// Bumped at every check-in, snooze and resume: due items are decided once per epoch.
     var epoch: Int
@@ -40,6 +43,7 @@ extension ProfileRecord {
         "user_id", "name", "email", "threshold_hours", "language", "time_zone", "reminder_enabled",
         "reminder_hour", "reminder_minute", "push_token", "count_activity", "period_start", "last_check_in_at",
         "snoozes", "paused_until", "epoch", "check_in_epoch", "next_due_at", "created_at", "updated_at",
+        "snoozes_in_a_row",
     ]
 
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
@@ -67,6 +71,7 @@ extension ProfileRecord {
         self.nextDueAt = try columns.optionalDate(17)
         self.createdAt = try columns.date(18)
         self.updatedAt = try columns.date(19)
+        self.snoozesInARow = try columns.value(20)
     }
 
     /// The values of ``columnNames``, in their order.
@@ -75,7 +80,7 @@ extension ProfileRecord {
             self.userID, self.name, self.email, self.thresholdHours, self.language, self.timeZone, self.reminderEnabled,
             self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity, self.periodStart.stored,
             self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch, self.checkInEpoch,
-            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
+            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored, self.snoozesInARow,
         ]
     }
 
@@ -89,7 +94,8 @@ extension ProfileRecord {
         try db.cachedStatement(
             sql: """
                 UPDATE profile SET time_zone = ?, period_start = ?, last_check_in_at = ?, snoozes = ?,
-                    paused_until = ?, epoch = ?, check_in_epoch = ?, next_due_at = ?, updated_at = ?
+                    snoozes_in_a_row = ?, paused_until = ?, epoch = ?, check_in_epoch = ?, next_due_at = ?,
+                    updated_at = ?
                 WHERE user_id = ?
                 """
         ).execute(
@@ -97,6 +103,7 @@ extension ProfileRecord {
             self.periodStart.stored,
             self.lastCheckInAt?.stored,
             self.snoozes,
+            self.snoozesInARow,
             self.pausedUntil?.stored,
             self.epoch,
             self.checkInEpoch,
@@ -293,6 +300,17 @@ enum SafetyMigrations {
             // server's own ids for check-ins sent without one (`server:UUID`, source `app` too)
             // move as well: a client could have sent one that looked the same.
             try db.execute(sql: "UPDATE OR IGNORE heartbeat SET request_id = 'app:' || request_id WHERE source = 'app'")
+        }
+        migrator.registerMigration("v5: snoozes in a row counted apart from the period's") { db in
+            // A pause's end begins a period without snoozes (its deadline counts from there), and
+            // the limit of three in a row used to start over with it: a pause and a resume gave
+            // three more. The run now ends only at a check-in.
+            try db.execute(
+                sql: """
+                    ALTER TABLE profile ADD COLUMN snoozes_in_a_row INTEGER NOT NULL DEFAULT 0;
+                    UPDATE profile SET snoozes_in_a_row = snoozes;
+                    """
+            )
         }
         return migrator
     }

@@ -69,6 +69,7 @@ struct SafetyStore: Sendable {
                     periodStart: now,
                     lastCheckInAt: nil,
                     snoozes: 0,
+                    snoozesInARow: 0,
                     pausedUntil: nil,
                     epoch: 1,
                     checkInEpoch: 1,
@@ -365,7 +366,7 @@ struct SafetyStore: Sendable {
                 // Its end starts a new period, snoozes gone: a snooze now would change nothing.
                 return .refused("the switch is paused until \(pausedUntil.formatted(.iso8601)); nothing fires before")
             }
-            guard profile.snoozes < SafetyRules.maxSnoozesInARow else {
+            guard profile.snoozesInARow < SafetyRules.maxSnoozesInARow else {
                 return .refused("at most \(SafetyRules.maxSnoozesInARow) snoozes in a row; check in instead")
             }
             guard clock.deadline > now else { return .refused("the deadline has passed; check in instead") }
@@ -373,6 +374,7 @@ struct SafetyStore: Sendable {
                 return .refused("your emergency contacts were emailed this period; check in instead")
             }
             profile.snoozes += 1
+            profile.snoozesInARow += 1
             try Self.newEpoch(&profile, at: now, in: db)
             return .changed(try Self.reschedule(profile, at: now, in: db))
         }
@@ -960,6 +962,7 @@ struct SafetyStore: Sendable {
         profile.snoozes = 0
         profile.updatedAt = start
         guard checkIn else { return 0 }
+        profile.snoozesInARow = 0
         profile.lastCheckInAt = start
         profile.checkInEpoch = profile.epoch
         if let allClear {
