@@ -64,6 +64,11 @@ public final class DueTimeScheduler: Service {
         self.failureObserver.withLock { $0 = observer }
     }
 
+    /// Tells the failure observer, if any, of `error`.
+    func reportFailure(_ error: any Error) {
+        self.failureObserver.withLock { $0 }?(error)
+    }
+
     /// Something may now be due earlier than the scheduler thought: look again.
     public func wake() {
         self.wakes.add(1, ordering: .releasing)
@@ -99,7 +104,7 @@ public final class DueTimeScheduler: Service {
                     return
                 } catch {
                     self.logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
-                    self.failureObserver.withLock { $0 }?(error)
+                    self.reportFailure(error)
                     wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
                 }
                 self.passes.add(1, ordering: .relaxed)
