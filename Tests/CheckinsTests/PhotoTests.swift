@@ -216,66 +216,64 @@ struct PhotoTests {
 
     @Test("a JPEG with GPS EXIF and orientation 6 comes out turned upright, with no metadata; a thumbnail too")
     func jpegWithExif() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-photo-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let input = folder.appendingPathComponent("in.jpg")
-        let png = Images.png(width: 400, height: 200) { x, _ in x < 200 ? (255, 0, 0) : (0, 0, 255) }
-        try Images.jpeg(from: png).write(to: input)
-        let tagged = try await self.exiftool([
-            "-Orientation#=6", "-GPSLatitude=25.0330", "-GPSLatitudeRef=N", "-GPSLongitude=121.5654",
-            "-GPSLongitudeRef=E", "-Comment=secret", "-overwrite_original", input.path,
-        ])
-        try #require(tagged.status == 0, "\(tagged.stderr)")
-        let before = try await self.exiftool(["-s", "-GPSLatitude", "-Orientation", input.path]).stdout
-        #expect(before.contains("GPSLatitude"))
+        try await withScratchFolder("hearth-photo") { folder in
+            let input = folder.appendingPathComponent("in.jpg")
+            let png = Images.png(width: 400, height: 200) { x, _ in x < 200 ? (255, 0, 0) : (0, 0, 255) }
+            try Images.jpeg(from: png).write(to: input)
+            let tagged = try await self.exiftool([
+                "-Orientation#=6", "-GPSLatitude=25.0330", "-GPSLatitudeRef=N", "-GPSLongitude=121.5654",
+                "-GPSLongitudeRef=E", "-Comment=secret", "-overwrite_original", input.path,
+            ])
+            try #require(tagged.status == 0, "\(tagged.stderr)")
+            let before = try await self.exiftool(["-s", "-GPSLatitude", "-Orientation", input.path]).stdout
+            #expect(before.contains("GPSLatitude"))
 
-        let photo = try PhotoNormalizer.normalize(try Data(contentsOf: input))
-        #expect(photo.full.format == .jpeg)
-        #expect((photo.full.width, photo.full.height) == (200, 400), "orientation 6 applied to the pixels")
-        #expect(max(photo.thumbnail.width, photo.thumbnail.height) == 320)
-        #expect(photo.full.data.count <= PhotoNormalizer.maxStoredBytes)
-        #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xE1), "no APP1 (EXIF/XMP) segment")
-        #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xFE), "no comment segment")
+            let photo = try PhotoNormalizer.normalize(try Data(contentsOf: input))
+            #expect(photo.full.format == .jpeg)
+            #expect((photo.full.width, photo.full.height) == (200, 400), "orientation 6 applied to the pixels")
+            #expect(max(photo.thumbnail.width, photo.thumbnail.height) == 320)
+            #expect(photo.full.data.count <= PhotoNormalizer.maxStoredBytes)
+            #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xE1), "no APP1 (EXIF/XMP) segment")
+            #expect(!Images.jpegAppMarkers(photo.full.data).contains(0xFE), "no comment segment")
 
-        let output = folder.appendingPathComponent("out.jpg")
-        try photo.full.data.write(to: output)
-        let after = try await self.exiftool([
-            "-s", "-a", "-G1", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all", "-Comment", output.path,
-        ])
-        #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "left: \(after.stdout)")
+            let output = folder.appendingPathComponent("out.jpg")
+            try photo.full.data.write(to: output)
+            let after = try await self.exiftool([
+                "-s", "-a", "-G1", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all", "-Comment", output.path,
+            ])
+            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "left: \(after.stdout)")
+        }
     }
 
     @Test("a Display P3 photo (a phone's) keeps its colours: moved to sRGB before its profile is stripped")
     func displayP3() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-photo-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let srgb = folder.appendingPathComponent("red.png")
-        let p3 = folder.appendingPathComponent("red-p3.png")
-        try Images.png(width: 64, height: 64) { _, _ in (255, 0, 0) }.write(to: srgb)
-        // The same red in Display P3's numbers, with libvips' P3 profile embedded.
-        let made = try await self.vips(["icc_transform", srgb.path, p3.path, "p3", "--input-profile", "srgb"])
-        try #require(made.status == 0, "\(made.stderr)")
-        let numbers = try await self.pixel(p3)
-        #expect(numbers.count == 3 && numbers[0] < 240 && numbers[1] > 40, "P3's numbers for sRGB red: \(numbers)")
-        let p3JPEG = folder.appendingPathComponent("red-p3.jpg")
-        let copied = try await self.vips(["copy", p3.path, "\(p3JPEG.path)[Q=95]"])  // the profile kept
-        try #require(copied.status == 0, "\(copied.stderr)")
-        for (format, upload) in [("png", p3), ("jpeg", p3JPEG)] {
-            let photo = try PhotoNormalizer.normalize(try Data(contentsOf: upload))
-            for (name, image) in [("full", photo.full), ("thumbnail", photo.thumbnail)] {
-                let stored = folder.appendingPathComponent("\(format)-\(name)")
-                try image.data.write(to: stored)
-                let rgb = try await self.pixel(stored)
-                #expect(rgb[0] >= 245 && rgb[1] <= 12 && rgb[2] <= 12, "\(format) \(name): \(rgb), not red")
+        try await withScratchFolder("hearth-photo") { folder in
+            let srgb = folder.appendingPathComponent("red.png")
+            let p3 = folder.appendingPathComponent("red-p3.png")
+            try Images.png(width: 64, height: 64) { _, _ in (255, 0, 0) }.write(to: srgb)
+            // The same red in Display P3's numbers, with libvips' P3 profile embedded.
+            let made = try await self.vips(["icc_transform", srgb.path, p3.path, "p3", "--input-profile", "srgb"])
+            try #require(made.status == 0, "\(made.stderr)")
+            let numbers = try await self.pixel(p3)
+            #expect(numbers.count == 3 && numbers[0] < 240 && numbers[1] > 40, "P3's numbers for sRGB red: \(numbers)")
+            let p3JPEG = folder.appendingPathComponent("red-p3.jpg")
+            let copied = try await self.vips(["copy", p3.path, "\(p3JPEG.path)[Q=95]"])  // the profile kept
+            try #require(copied.status == 0, "\(copied.stderr)")
+            for (format, upload) in [("png", p3), ("jpeg", p3JPEG)] {
+                let photo = try PhotoNormalizer.normalize(try Data(contentsOf: upload))
+                for (name, image) in [("full", photo.full), ("thumbnail", photo.thumbnail)] {
+                    let stored = folder.appendingPathComponent("\(format)-\(name)")
+                    try image.data.write(to: stored)
+                    let rgb = try await self.pixel(stored)
+                    #expect(rgb[0] >= 245 && rgb[1] <= 12 && rgb[2] <= 12, "\(format) \(name): \(rgb), not red")
+                }
             }
+            // An image without a profile keeps its numbers.
+            let plain = try PhotoNormalizer.normalize(try Data(contentsOf: srgb))
+            let stored = folder.appendingPathComponent("plain.png")
+            try plain.full.data.write(to: stored)
+            #expect(try await self.pixel(stored) == [255, 0, 0])
         }
-        // An image without a profile keeps its numbers.
-        let plain = try PhotoNormalizer.normalize(try Data(contentsOf: srgb))
-        let stored = folder.appendingPathComponent("plain.png")
-        try plain.full.data.write(to: stored)
-        #expect(try await self.pixel(stored) == [255, 0, 0])
     }
 
     /// The pixel at (10, 10), as libvips reads it.

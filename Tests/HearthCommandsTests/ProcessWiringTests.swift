@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HearthPush
 import HearthRPC
+import HearthTestSupport
 import Logging
 import Testing
 
@@ -16,38 +17,38 @@ struct ProcessWiringTests {
         arguments: [ProcessName.checkins, .tasks, .safety]
     )
     func schedulersReachHealth(name: ProcessName) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("wiring-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        // A fresh process for each scheduler (its store in a folder of its own): once one has
-        // been heard of, health stays NOT_SERVING for a while.
-        func freshProcess(_ index: Int) async throws -> (HearthProcess, [DueTimeScheduler]) {
-            let data = folder.appendingPathComponent("\(index)")
-            try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-            var logger = Logger(label: "test")
-            logger.logLevel = .critical
-            let settings = ProcessSettings(
-                host: "127.0.0.1",
-                port: 0,
-                dataDirectory: data,
-                secrets: Secrets(internalCredential: "test-internal-credential"),
-                gateway: try GatewaySettings.parse([]),
-                peers: try PeerOptions.parse([]),
-                mail: try MailOptions.parse([]),
-                gatewayTLS: nil,
-                pushSender: LogPushSender(logger: logger),
-                logger: logger
-            )
-            let process = try await makeProcess(name, settings: settings)
-            return (process, process.companions.compactMap { $0 as? DueTimeScheduler })
-        }
-        let count = try await freshProcess(0).1.count
-        #expect(count >= 2, "\(name) runs its own schedulers and a deliverer")
-        for index in 0..<count {
-            let (process, schedulers) = try await freshProcess(index + 1)
-            #expect(process.server.health.status(of: "") == .serving)
-            // As a pass that met a full disk would.
-            schedulers[index].reportFailure(DatabaseError(resultCode: .SQLITE_FULL))
-            #expect(process.server.health.status(of: "") == .notServing, "\(name): scheduler \(index) not heard")
+        try await withScratchFolder("hearth-wiring") { folder in
+            // A fresh process for each scheduler (its store in a folder of its own): once one has
+            // been heard of, health stays NOT_SERVING for a while.
+            func freshProcess(_ index: Int) async throws -> (HearthProcess, [DueTimeScheduler]) {
+                let data = folder.appendingPathComponent("\(index)")
+                try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+                var logger = Logger(label: "test")
+                logger.logLevel = .critical
+                let settings = ProcessSettings(
+                    host: "127.0.0.1",
+                    port: 0,
+                    dataDirectory: data,
+                    secrets: Secrets(internalCredential: "test-internal-credential"),
+                    gateway: try GatewaySettings.parse([]),
+                    peers: try PeerOptions.parse([]),
+                    mail: try MailOptions.parse([]),
+                    gatewayTLS: nil,
+                    pushSender: LogPushSender(logger: logger),
+                    logger: logger
+                )
+                let process = try await makeProcess(name, settings: settings)
+                return (process, process.companions.compactMap { $0 as? DueTimeScheduler })
+            }
+            let count = try await freshProcess(0).1.count
+            #expect(count >= 2, "\(name) runs its own schedulers and a deliverer")
+            for index in 0..<count {
+                let (process, schedulers) = try await freshProcess(index + 1)
+                #expect(process.server.health.status(of: "") == .serving)
+                // As a pass that met a full disk would.
+                schedulers[index].reportFailure(DatabaseError(resultCode: .SQLITE_FULL))
+                #expect(process.server.health.status(of: "") == .notServing, "\(name): scheduler \(index) not heard")
+            }
         }
     }
 }

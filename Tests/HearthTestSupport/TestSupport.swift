@@ -195,3 +195,12 @@ public func sleepIgnoringCancellation(_ amount: TimeAmount) async {
         MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: amount) { continuation.resume() }
     }
 }
+
+/// Runs `body` with a new empty folder under the temporary directory (named after `prefix`),
+/// removed afterwards.
+public func withScratchFolder<T>(_ prefix: String, _ body: (URL) async throws -> T) async throws -> T {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID())")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    return try await body(folder)
+}

@@ -7,8 +7,9 @@ public enum TrustedMetadata {
     public static let user = "x-hearth-user"
     /// The internal credential every service requires on every non-health call.
     public static let credential = "x-hearth-internal"
-    /// On a RESPONSE: the server ran none of the call (it was draining when the call came),
-    /// so the caller may send it to another server.
+    /// On a RESPONSE: the server ran none of the call (it was draining when the call came, or
+    /// the connection already carried all the calls it takes), so the caller may send it to
+    /// another server or connection.
     public static let notRun = "x-hearth-not-run"
 }
 

@@ -289,21 +289,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             return
         }
         if self.draining {
-            // It crossed our GOAWAY. Marked as not run, so that the caller may send it elsewhere.
-            self.respond(
-                callID,
-                .failure(RPCError(.unavailable, "server is shutting down; call another")),
-                metadata: [TrustedMetadata.notRun: "1"]
-            )
+            // It crossed our GOAWAY: the caller may send it to another server.
+            self.refuseUnrun(callID, RPCError(.unavailable, "server is shutting down; call another"))
             return
         }
         guard self.unfinishedCalls < self.configuration.maxConcurrentCallsPerConnection else {
+            // A client with another connection may send it there.
             let limit = self.configuration.maxConcurrentCallsPerConnection
-            // Marked as not run: a client with another connection may send it there.
-            self.respond(
+            self.refuseUnrun(
                 callID,
-                .failure(RPCError(.resourceExhausted, "more than \(limit) calls in flight on this connection")),
-                metadata: [TrustedMetadata.notRun: "1"]
+                RPCError(.resourceExhausted, "more than \(limit) calls in flight on this connection")
             )
             return
         }
@@ -442,6 +437,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     // MARK: Outbound
+
+    /// Answers a call it ran none of with `error`, marked ``TrustedMetadata/notRun``: safe for
+    /// the caller to send again, elsewhere.
+    private func refuseUnrun(_ callID: UInt64, _ error: RPCError) {
+        self.respond(callID, .failure(error), metadata: [TrustedMetadata.notRun: "1"])
+    }
 
     private func respond(_ callID: UInt64, _ result: Result<Data, any Error>, metadata: Metadata? = nil) {
         var frame = WireFrame()
