@@ -484,6 +484,8 @@ let package = Package(
             dependencies: [
                 "HearthStore",
                 "HearthCore",
+                "HearthRPC",
+                "HearthContracts",
                 "HearthTestSupport",
                 "hearth-store-probe",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -137,6 +137,8 @@ extension RPCError {
             self = error.rpcError
         case is CancellationError:
             self = RPCError(.cancelled, "the call was cancelled")
+        case is CallDeadlinePassed:
+            self = RPCError(.deadlineExceeded, "deadline exceeded")
         case let error as any StorageFailure where error.mayPass:
             self = RPCError(.unavailable, "storage is unavailable; try again later", cause: error)
         default:

@@ -17,9 +17,14 @@ public enum StoreLocation: Sendable, Equatable {
 /// `synchronous = NORMAL`: a committed transaction is in the WAL before the write returns, so
 /// an acknowledged write survives `kill -9` of the process (not necessarily a power cut).
 /// Readers run in parallel with the one writer.
+///
+/// Reads run on the calling thread (``read(_:)``): a handler on its event loop reads without
+/// leaving it. Writes go to GRDB's writer (or a ``WriteBatcher`` in front of it).
 public struct Store: Sendable {
     public let writer: any DatabaseWriter
     public let clock: any WallClock
+    /// Nil for an in-memory store, which has one connection: its reads go to the writer.
+    private let readers: ReadConnections?
 
     /// Opens (creating if needed) and migrates the database.
     /// - Parameters:
@@ -51,6 +56,7 @@ public struct Store: Sendable {
             do {
                 self.writer = try DatabasePool(path: path, configuration: configuration)
                 try Self.migrate(self.writer, with: migrator, location: location)
+                self.readers = ReadConnections(path: path, configuration: configuration)
             } catch let error as DatabaseError {
                 // "file is not a database" says nothing of which of a host's stores.
                 throw StoreOpenFailed(path: path, reason: error)
@@ -58,6 +64,7 @@ public struct Store: Sendable {
         case .inMemory:
             self.writer = try DatabaseQueue(configuration: configuration)
             try Self.migrate(self.writer, with: migrator, location: location)
+            self.readers = nil
         }
         self.clock = clock
     }
@@ -73,6 +80,20 @@ public struct Store: Sendable {
         guard unknown.isEmpty else { throw StoreFromNewerVersion(location: location, migrations: unknown) }
         try migrator.migrate(writer)
     }
+
+    /// Runs `body` in a read transaction on the calling thread, with no hop to another, and
+    /// returns its value. For the short, indexed reads of a call: a read holds its thread (an
+    /// event loop: every connection on it waits), though it stops once its task is cancelled or
+    /// its call's deadline passes.
+    /// - Throws: what `body` throws; `CancellationError` or `CallDeadlinePassed` when the read
+    ///   was stopped; SQLite's errors.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        guard let readers = self.readers else { return try self.writer.read(body) }
+        return try readers.read(body)
+    }
+
+    /// How many read connections are open between reads (for tests).
+    var idleReadConnections: Int { self.readers?.idleCount ?? 0 }
 
     /// The time now, as the store keeps dates (to the millisecond): a record made with it
     /// reads back equal, so the answer to a write and to its repeat (read from the store) match.

@@ -1,4 +1,4 @@
-public import HearthCore
+import HearthCore
 public import Logging
 public import NIOCore
 import Synchronization

@@ -7,8 +7,9 @@ public typealias RawHandler = @Sendable (Data, RPCContext) async throws -> Data
 /// One method a server serves, typed at registration and erased to bytes for dispatch.
 ///
 /// Handlers start on their connection's event loop (no thread hop per call) and must never
-/// block it: await I/O (GRDB's async reads and writes run on their own queues) and move heavy
-/// CPU work elsewhere, or every connection on that loop, and its deadline timers, wait.
+/// hold it long: short indexed reads run right there (`Store.read`, stopped by the call's
+/// deadline), writes and long work await other threads (GRDB's writer, a photo pool), or every
+/// connection on that loop, and its deadline timers, wait.
 public struct RPCMethod: Sendable {
     /// `package.Service/Method`, e.g. `hearth.echo.v1.Echo/Echo`.
     public let name: String

@@ -355,7 +355,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             work = .task(
                 Task.immediate(executorPreference: executor) {
                     do {
-                        finish(.success(try await handler(payload, callContext)))
+                        // Reads on this loop hold its deadline timer: they look at the deadline.
+                        if let deadline {
+                            finish(
+                                .success(
+                                    try await CallDeadline.$uptimeNanoseconds.withValue(deadline.uptimeNanoseconds) {
+                                        try await handler(payload, callContext)
+                                    }
+                                )
+                            )
+                        } else {
+                            finish(.success(try await handler(payload, callContext)))
+                        }
                     } catch {
                         finish(.failure(error))
                     }

@@ -50,7 +50,7 @@ struct CheckinStore: Sendable {
     }
 
     func nest(_ id: String) async throws -> NestRecord? {
-        try await self.db.read { db in try NestRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try NestRecord.fetchOne(db, key: id) }
     }
 
     /// A page of the nests `user` may see (``CheckinRules/canSee(user:owner:sitterSessions:now:)``:
@@ -58,7 +58,7 @@ struct CheckinStore: Sendable {
     /// creation: after `cursor`, at most `limit`.
     func nests(of user: String, after cursor: PageCursor?, limit: Int) async throws -> [NestRecord] {
         let seenSince = self.now.addingTimeInterval(-CheckinRules.lateArrival)
-        return try await self.db.read { db in
+        return try self.base.read { db in
             try NestRecord.fetchAll(
                 db,
                 sql: """
@@ -97,14 +97,14 @@ struct CheckinStore: Sendable {
     }
 
     func session(_ id: String) async throws -> SessionRecord? {
-        try await self.db.read { db in try SessionRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try SessionRecord.fetchOne(db, key: id) }
     }
 
     /// A page of a nest's sessions by start, after `cursor` when given; only `sitter`'s when given.
     func sessions(inNest nestID: String, sitter: String?, newestFirst: Bool, after cursor: PageCursor?, limit: Int)
         async throws -> [SessionRecord]
     {
-        try await self.db.read { db in
+        try self.base.read { db in
             var sessions = SessionRecord.filter(Column("nest_id") == nestID)
             if let sitter { sessions = sessions.filter(Column("sitter_user_id") == sitter) }
             return try sessions.page(orderedBy: "starts_at", descending: newestFirst, after: cursor, limit: limit)
@@ -127,7 +127,7 @@ struct CheckinStore: Sendable {
 
     /// The windows of `user`'s sitting sessions in a nest.
     func sittingWindows(of user: String, inNest nestID: String) async throws -> [(startsAt: Date, endsAt: Date)] {
-        try await self.db.read { db in
+        try self.base.read { db in
             try SessionRecord.fetchAll(
                 db,
                 sql: "SELECT * FROM session WHERE nest_id = ? AND sitter_user_id = ?",
@@ -221,7 +221,7 @@ struct CheckinStore: Sendable {
     /// What an earlier request with this id produced, if the sitter sent it before: lets a
     /// retry skip the photo work before the transaction checks again.
     func earlierRequest(submitter: String, clientRequestID: String) async throws -> CreateOutcome? {
-        try await self.db.read { db in try Self.earlierRequest(submitter, clientRequestID, in: db) }
+        try self.base.read { db in try Self.earlierRequest(submitter, clientRequestID, in: db) }
     }
 
     private static func earlierRequest(_ submitter: String, _ clientRequestID: String, in db: Database) throws
@@ -238,14 +238,14 @@ struct CheckinStore: Sendable {
     }
 
     func checkIn(_ id: String) async throws -> CheckInRecord? {
-        try await self.db.read { db in try CheckInRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try CheckInRecord.fetchOne(db, key: id) }
     }
 
     /// A page of a session's check-ins in capture order, after `cursor` when given.
     func checkIns(session: String, newestFirst: Bool, after cursor: PageCursor?, limit: Int) async throws
         -> [CheckInRecord]
     {
-        try await self.db.read { db in
+        try self.base.read { db in
             try CheckInRecord.filter(Column("session_id") == session)
                 .page(orderedBy: "captured_at", descending: newestFirst, after: cursor, limit: limit)
                 .fetchAll(db)
@@ -254,7 +254,7 @@ struct CheckinStore: Sendable {
 
     /// A check-in's stored photo: the full image or its thumbnail.
     func photo(of checkIn: CheckInRecord, thumbnail: Bool) async throws -> EncodedImage? {
-        try await self.db.read { db in
+        try self.base.read { db in
             guard
                 let row = try Row.fetchOne(
                     db,
@@ -303,7 +303,7 @@ struct CheckinStore: Sendable {
     // MARK: Templates
 
     func templates(inNest nestID: String) async throws -> [TemplateRecord] {
-        try await self.db.read { db in
+        try self.base.read { db in
             try TemplateRecord.fetchAll(
                 db,
                 sql: "SELECT * FROM template WHERE nest_id = ? ORDER BY created_at, rowid",
@@ -336,7 +336,7 @@ struct CheckinStore: Sendable {
     }
 
     func template(_ id: String) async throws -> TemplateRecord? {
-        try await self.db.read { db in try TemplateRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try TemplateRecord.fetchOne(db, key: id) }
     }
 
     func removeTemplate(_ id: String) async throws {

@@ -59,7 +59,7 @@ struct RoutineStore: Sendable {
     }
 
     func routine(_ id: String) async throws -> RoutineWithActions? {
-        try await self.db.read { db in try Self.routine(id, in: db) }
+        try self.base.read { db in try Self.routine(id, in: db) }
     }
 
     /// A nest's routines (in one folder when `category` is given), oldest first.
@@ -68,7 +68,7 @@ struct RoutineStore: Sendable {
     func routines(nestID: String, category: String?, after cursor: PageCursor?, limit: Int) async throws
         -> [RoutineWithActions]
     {
-        try await self.db.read { db in
+        try self.base.read { db in
             var request = RoutineRecord.filter(Column("nest_id") == nestID)
             if let category { request = request.filter(Column("category") == category) }
             let routines = try request.page(orderedBy: "created_at", descending: false, after: cursor, limit: limit)
@@ -209,7 +209,7 @@ struct RoutineStore: Sendable {
         actions: [ActionRecord], completions: [CompletionRecord]
     ) {
         let fromStart = from.start(in: zone)
-        return try await self.db.read { db in
+        return try self.base.read { db in
             let actions = try ActionRecord.filter(
                 Column("routine_id") == routineID && (Column("removed_at") == nil || Column("removed_at") >= fromStart)
             )
@@ -231,7 +231,7 @@ struct RoutineStore: Sendable {
     /// The zone of `user`'s tick on the latest local date they ticked on (the latest by that
     /// date, then by time: read along the table's key), if any.
     func latestZone(routineID: String, user: String) async throws -> String? {
-        try await self.db.read { db in
+        try self.base.read { db in
             try String.fetchOne(
                 db,
                 sql: """

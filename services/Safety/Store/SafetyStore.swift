@@ -104,7 +104,7 @@ struct SafetyStore: Sendable {
     }
 
     func profile(_ user: String) async throws -> ProfileRecord? {
-        try await self.db.read { db in
+        try self.base.read { db in
             try Self.profile(user, in: db)
         }
     }
@@ -173,7 +173,7 @@ struct SafetyStore: Sendable {
     }
 
     func contacts(_ user: String) async throws -> [ContactRecord] {
-        try await self.db.read { db in
+        try self.base.read { db in
             try ContactRecord.filter(Column("user_id") == user).order(Column("created_at"), Column("id")).fetchAll(db)
         }
     }
@@ -417,7 +417,7 @@ struct SafetyStore: Sendable {
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
     func status(_ user: String) async throws -> StatusSnapshot? {
-        try await self.db.read { db in try Self.snapshot(user, in: db) }
+        try self.base.read { db in try Self.snapshot(user, in: db) }
     }
 
     private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
@@ -548,14 +548,14 @@ struct SafetyStore: Sendable {
 
     /// The earliest time a switch is due to be looked at.
     func nextDecisionTime() async throws -> Date? {
-        try await self.db.read { db in
+        try self.base.read { db in
             try Date.fetchOne(db, sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL")
         }
     }
 
     /// The earliest time a message of `channel` is due to be (re)sent, leaving out `excluded`.
     func nextAttemptTime(_ channel: AlertRecord.Channel, excluding excluded: Set<String>) async throws -> Date? {
-        try await self.db.read { db in
+        try self.base.read { db in
             var next: Date?
             try db.cachedStatement(
                 sql: """
@@ -580,7 +580,7 @@ struct SafetyStore: Sendable {
         reminderText: @Sendable @escaping (ProfileRecord) -> (subject: String, body: String)
     ) async throws -> Int {
         // Most passes find nothing: look with a read before taking the writer.
-        let anyDue = try await self.db.read { db in
+        let anyDue = try self.base.read { db in
             try Bool.fetchOne(
                 db.cachedStatement(sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1"),
                 arguments: [now.stored]
@@ -648,7 +648,7 @@ struct SafetyStore: Sendable {
         // Most passes find nothing: look with a read before taking the writer. A message under
         // way (excluded) is usually not due (its lease is ahead), but may be (a send longer
         // than its lease): only a due message not under way counts.
-        let anyDue = try await self.db.read { db in
+        let anyDue = try self.base.read { db in
             try db.cachedStatement(
                 sql: "SELECT id FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?"
             )

@@ -50,11 +50,11 @@ struct ActivityStore: Sendable {
     }
 
     func activity(_ id: String, user: String) async throws -> ActivityWithRule? {
-        try await self.db.read { db in try Self.activity(id, user: user, in: db) }
+        try self.base.read { db in try Self.activity(id, user: user, in: db) }
     }
 
     func activities(user: String) async throws -> [ActivityWithRule] {
-        try await self.db.read { db in
+        try self.base.read { db in
             let activities = try ActivityRecord.filter(Column("user_id") == user)
                 .order(Column("created_at").desc, Column.rowID.desc).fetchAll(db)
             let rules = try RuleRecord.fetchAll(
@@ -124,7 +124,7 @@ struct ActivityStore: Sendable {
     // MARK: Preferences
 
     func preferences(user: String) async throws -> OfferRules.Preferences {
-        try await self.db.read { db in try Self.preferences(user: user, in: db) }
+        try self.base.read { db in try Self.preferences(user: user, in: db) }
     }
 
     func setPreferences(_ preferences: OfferRules.Preferences, user: String, now: Date) async throws {
@@ -265,7 +265,7 @@ struct ActivityStore: Sendable {
 
     /// Offers delivered and still open (answerable), oldest delivery first.
     func pendingOffers(user: String, now: Date) async throws -> [OfferRecord] {
-        try await self.db.read { db in
+        try self.base.read { db in
             try OfferRecord.fetchAll(
                 db,
                 sql: """
@@ -362,7 +362,7 @@ struct ActivityStore: Sendable {
     }
 
     func stats(user: String, from: Date, to: Date, now: Date) async throws -> Stats {
-        try await self.db.read { db in
+        try self.base.read { db in
             var stats = Stats()
             // Every event and every repeat, each under what it was answered (a repeat never
             // earns an offer, so reason 0 counts first reports only).

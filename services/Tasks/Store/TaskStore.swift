@@ -122,7 +122,7 @@ struct TaskStore: Sendable {
     /// The task (and its prompts) an earlier CreateTask with `clientRequestID` made, if any.
     func earlierTask(user: String, clientRequestID: String) async throws -> (task: TaskRecord, prompts: [PromptRecord])?
     {
-        try await self.db.read { db in try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db) }
+        try self.base.read { db in try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db) }
     }
 
     private static func earlierTask(user: String, clientRequestID: String, in db: Database) throws
@@ -141,7 +141,7 @@ struct TaskStore: Sendable {
 
     /// The user's task; nil when it does not exist or is someone else's.
     func task(_ id: String, user: String) async throws -> TaskRecord? {
-        try await self.db.read { db in try Self.task(id, user: user, in: db) }
+        try self.base.read { db in try Self.task(id, user: user, in: db) }
     }
 
     /// Up to `limit` of the user's tasks, newest first (the later made first among tasks made
@@ -149,7 +149,7 @@ struct TaskStore: Sendable {
     func tasks(user: String, state: Hearth_Tasks_V1_TaskState?, after cursor: PageCursor?, limit: Int, now: Date)
         async throws -> [TaskRecord]
     {
-        try await self.db.read { db in
+        try self.base.read { db in
             var request = TaskRecord.filter(Column("user_id") == user)
             switch state {
             case .active?:
@@ -224,7 +224,7 @@ struct TaskStore: Sendable {
             filter += " AND task_id = ?"
             arguments += [taskID]
         }
-        return try await self.db.read { [filter, arguments] db in
+        return try self.base.read { [filter, arguments] db in
             let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)", arguments: arguments)
             let prompts = try PromptRecord.fetchAll(
                 db,
@@ -249,7 +249,7 @@ struct TaskStore: Sendable {
     func taskDetail(_ id: String, user: String, checkInsAfter cursor: PageCursor?, limit: Int) async throws
         -> TaskDetail?
     {
-        try await self.db.read { db in
+        try self.base.read { db in
             guard let task = try Self.task(id, user: user, in: db) else { return nil }
             let prompts = try PromptRecord.filter(Column("task_id") == id)
                 .order(Column("scheduled_at"), Column("id")).fetchAll(db)
@@ -269,7 +269,7 @@ struct TaskStore: Sendable {
 
     /// Every prompt of a task, in time order.
     func prompts(taskID: String) async throws -> [PromptRecord] {
-        try await self.db.read { db in
+        try self.base.read { db in
             try PromptRecord.filter(Column("task_id") == taskID).order(Column("scheduled_at"), Column("id")).fetchAll(
                 db
             )
@@ -416,7 +416,7 @@ struct TaskStore: Sendable {
 
     /// When the next prompt's push is to be decided.
     func nextNotifyTime() async throws -> Date? {
-        try await self.db.read { db in
+        try self.base.read { db in
             try Date.fetchOne(db, sql: "SELECT MIN(notify_at) FROM prompt WHERE notify_at IS NOT NULL")
         }
     }
