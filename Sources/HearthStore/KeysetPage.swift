@@ -1,18 +1,29 @@
 public import GRDB
 public import HearthCore
 
-extension QueryInterfaceRequest {
-    /// One page of a list ordered by (`column`, `id`): the rows after `cursor` (none: from the
-    /// start), at most `limit` of them. Rows written meanwhile never shift a page.
-    public func page(orderedBy column: String, descending: Bool, after cursor: PageCursor?, limit: Int) -> Self {
-        var request = self
+extension FetchableRecord where Self: TableRecord {
+    /// One page of the rows that match `filter` (SQL with `?` placeholders for `arguments`),
+    /// ordered by (`column`, `id`): after `cursor` (none: from the start), at most `limit`.
+    /// The same page as ``QueryInterfaceRequest/page(orderedBy:descending:after:limit:)``,
+    /// through statements prepared once per connection (at most four per filter), for reads on
+    /// a call's hot path. `filter` and `column` must be fixed SQL text, never a value.
+    public static func fetchPage(
+        _ db: Database,
+        where filter: String,
+        arguments: StatementArguments,
+        orderedBy column: String,
+        descending: Bool,
+        after cursor: PageCursor?,
+        limit: Int
+    ) throws -> [Self] {
+        var sql = "SELECT * FROM \"\(Self.databaseTableName)\" WHERE \(filter)"
+        var arguments = arguments
         if let cursor {
-            request = request.filter(
-                sql: "(\(column), id) \(descending ? "<" : ">") (?, ?)",
-                arguments: [cursor.time, cursor.id]
-            )
+            sql += " AND (\(column), id) \(descending ? "<" : ">") (?, ?)"
+            arguments += [cursor.time, cursor.id]
         }
-        let (time, id) = (Column(column), Column("id"))
-        return request.order(descending ? [time.desc, id.desc] : [time.asc, id.asc]).limit(limit)
+        sql += descending ? " ORDER BY \(column) DESC, id DESC LIMIT ?" : " ORDER BY \(column), id LIMIT ?"
+        arguments += [limit]
+        return try Self.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
     }
 }

@@ -50,7 +50,7 @@ struct CheckinStore: Sendable {
     }
 
     func nest(_ id: String) async throws -> NestRecord? {
-        try self.base.read { db in try NestRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try NestRecord.fetchOne(db, cachedKey: id) }
     }
 
     /// A page of the nests `user` may see (``CheckinRules/canSee(user:owner:sitterSessions:now:)``:
@@ -60,18 +60,19 @@ struct CheckinStore: Sendable {
         let seenSince = self.now.addingTimeInterval(-CheckinRules.lateArrival)
         return try self.base.read { db in
             try NestRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM (
-                        SELECT * FROM nest WHERE owner_user_id = ?
-                        UNION
-                        SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
-                        WHERE session.sitter_user_id = ? AND session.ends_at > session.starts_at
-                            AND session.ends_at >= ?
-                    )
-                    WHERE ? OR (created_at, id) > (?, ?)
-                    ORDER BY created_at, id LIMIT ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM (
+                            SELECT * FROM nest WHERE owner_user_id = ?
+                            UNION
+                            SELECT nest.* FROM nest JOIN session ON session.nest_id = nest.id
+                            WHERE session.sitter_user_id = ? AND session.ends_at > session.starts_at
+                                AND session.ends_at >= ?
+                        )
+                        WHERE ? OR (created_at, id) > (?, ?)
+                        ORDER BY created_at, id LIMIT ?
+                        """
+                ),
                 arguments: [user, user, seenSince, cursor == nil, cursor?.time, cursor?.id, limit]
             )
         }
@@ -97,7 +98,7 @@ struct CheckinStore: Sendable {
     }
 
     func session(_ id: String) async throws -> SessionRecord? {
-        try self.base.read { db in try SessionRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try SessionRecord.fetchOne(db, cachedKey: id) }
     }
 
     /// A page of a nest's sessions by start, after `cursor` when given; only `sitter`'s when given.
@@ -105,10 +106,15 @@ struct CheckinStore: Sendable {
         async throws -> [SessionRecord]
     {
         try self.base.read { db in
-            var sessions = SessionRecord.filter(Column("nest_id") == nestID)
-            if let sitter { sessions = sessions.filter(Column("sitter_user_id") == sitter) }
-            return try sessions.page(orderedBy: "starts_at", descending: newestFirst, after: cursor, limit: limit)
-                .fetchAll(db)
+            try SessionRecord.fetchPage(
+                db,
+                where: sitter == nil ? "nest_id = ?" : "nest_id = ? AND sitter_user_id = ?",
+                arguments: StatementArguments(sitter.map { [nestID, $0] } ?? [nestID]),
+                orderedBy: "starts_at",
+                descending: newestFirst,
+                after: cursor,
+                limit: limit
+            )
         }
     }
 
@@ -116,7 +122,7 @@ struct CheckinStore: Sendable {
     func endSession(_ id: String) async throws -> SessionRecord? {
         let now = self.now
         return try await self.db.write { db in
-            guard var session = try SessionRecord.fetchOne(db, key: id) else { return nil }
+            guard var session = try SessionRecord.fetchOne(db, cachedKey: id) else { return nil }
             if session.endsAt > now {
                 session.endsAt = max(now, session.startsAt)
                 try session.update(db)
@@ -129,8 +135,7 @@ struct CheckinStore: Sendable {
     func sittingWindows(of user: String, inNest nestID: String) async throws -> [(startsAt: Date, endsAt: Date)] {
         try self.base.read { db in
             try SessionRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM session WHERE nest_id = ? AND sitter_user_id = ?",
+                db.cachedStatement(sql: "SELECT * FROM session WHERE nest_id = ? AND sitter_user_id = ?"),
                 arguments: [nestID, user]
             ).map { ($0.startsAt, $0.endsAt) }
         }
@@ -160,7 +165,7 @@ struct CheckinStore: Sendable {
             }
             // The session as it stands now, in this transaction: the request was checked against
             // it before its photo was decoded, and an EndSession may have come in between.
-            let session = try SessionRecord.fetchOne(db, key: checkIn.sessionID)
+            let session = try SessionRecord.fetchOne(db, cachedKey: checkIn.sessionID)
             if let session,
                 let timing = CheckinRules.timingViolation(
                     capturedAt: checkIn.capturedAt,
@@ -173,34 +178,30 @@ struct CheckinStore: Sendable {
             }
             let count =
                 try Int.fetchOne(
-                    db,
-                    sql: "SELECT count FROM daily_count WHERE session_id = ? AND local_day = ?",
+                    db.cachedStatement(sql: "SELECT count FROM daily_count WHERE session_id = ? AND local_day = ?"),
                     arguments: [checkIn.sessionID, localDay]
                 ) ?? 0
             guard count < CheckinRules.maxPerLocalDay else { return .dailyCapReached(localDay: localDay) }
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO daily_count (session_id, local_day, count) VALUES (?, ?, 1)
                     ON CONFLICT (session_id, local_day) DO UPDATE SET count = count + 1
-                    """,
-                arguments: [checkIn.sessionID, localDay]
-            )
-            try db.execute(
-                sql:
-                    "INSERT INTO check_in_request (submitter_user_id, client_request_id, check_in_id) VALUES (?, ?, ?)",
-                arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id]
-            )
+                    """
+            ).execute(arguments: [checkIn.sessionID, localDay])
+            try db.cachedStatement(
+                sql: "INSERT INTO check_in_request (submitter_user_id, client_request_id, check_in_id) VALUES (?, ?, ?)"
+            ).execute(arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id])
             try checkIn.insert(db)
             if let photo {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO photo (check_in_id, full, thumbnail, thumbnail_width, thumbnail_height, format)
                         VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        checkIn.id, photo.full.data, photo.thumbnail.data, photo.thumbnail.width,
-                        photo.thumbnail.height, photo.full.format.rawValue,
-                    ]
+                        """
+                ).execute(arguments: [
+                    checkIn.id, photo.full.data, photo.thumbnail.data, photo.thumbnail.width,
+                    photo.thumbnail.height, photo.full.format.rawValue,
+                ]
                 )
             }
             try Outbox.enqueue(notify, in: db)
@@ -229,16 +230,18 @@ struct CheckinStore: Sendable {
     {
         guard
             let earlier = try String.fetchOne(
-                db,
-                sql: "SELECT check_in_id FROM check_in_request WHERE submitter_user_id = ? AND client_request_id = ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT check_in_id FROM check_in_request WHERE submitter_user_id = ? AND client_request_id = ?"
+                ),
                 arguments: [submitter, clientRequestID]
             )
         else { return nil }
-        return .repeated(try CheckInRecord.fetchOne(db, key: earlier))
+        return .repeated(try CheckInRecord.fetchOne(db, cachedKey: earlier))
     }
 
     func checkIn(_ id: String) async throws -> CheckInRecord? {
-        try self.base.read { db in try CheckInRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try CheckInRecord.fetchOne(db, cachedKey: id) }
     }
 
     /// A page of a session's check-ins in capture order, after `cursor` when given.
@@ -246,9 +249,15 @@ struct CheckinStore: Sendable {
         -> [CheckInRecord]
     {
         try self.base.read { db in
-            try CheckInRecord.filter(Column("session_id") == session)
-                .page(orderedBy: "captured_at", descending: newestFirst, after: cursor, limit: limit)
-                .fetchAll(db)
+            try CheckInRecord.fetchPage(
+                db,
+                where: "session_id = ?",
+                arguments: [session],
+                orderedBy: "captured_at",
+                descending: newestFirst,
+                after: cursor,
+                limit: limit
+            )
         }
     }
 
@@ -291,7 +300,7 @@ struct CheckinStore: Sendable {
     func markViewed(_ id: String) async throws -> CheckInRecord? {
         let now = self.now
         return try await self.db.write { db in
-            guard var checkIn = try CheckInRecord.fetchOne(db, key: id) else { return nil }
+            guard var checkIn = try CheckInRecord.fetchOne(db, cachedKey: id) else { return nil }
             if checkIn.viewedAt == nil {
                 checkIn.viewedAt = now
                 try checkIn.update(db)
@@ -305,8 +314,7 @@ struct CheckinStore: Sendable {
     func templates(inNest nestID: String) async throws -> [TemplateRecord] {
         try self.base.read { db in
             try TemplateRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM template WHERE nest_id = ? ORDER BY created_at, rowid",
+                db.cachedStatement(sql: "SELECT * FROM template WHERE nest_id = ? ORDER BY created_at, rowid"),
                 arguments: [nestID]
             )
         }
@@ -327,7 +335,10 @@ struct CheckinStore: Sendable {
         )
         return try await self.db.write { db in
             // At most 50: compared here, since SQLite's NOCASE folds only A-Z.
-            let texts = try String.fetchAll(db, sql: "SELECT text FROM template WHERE nest_id = ?", arguments: [nestID])
+            let texts = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT text FROM template WHERE nest_id = ?"),
+                arguments: [nestID]
+            )
             guard !texts.contains(where: { CheckinRules.sameTemplate($0, text) }) else { return .duplicate }
             guard texts.count < CheckinRules.maxTemplatesPerNest else { return .full }
             try template.insert(db)
@@ -336,7 +347,7 @@ struct CheckinStore: Sendable {
     }
 
     func template(_ id: String) async throws -> TemplateRecord? {
-        try self.base.read { db in try TemplateRecord.fetchOne(db, key: id) }
+        try self.base.read { db in try TemplateRecord.fetchOne(db, cachedKey: id) }
     }
 
     func removeTemplate(_ id: String) async throws {

@@ -69,10 +69,15 @@ struct RoutineStore: Sendable {
         -> [RoutineWithActions]
     {
         try self.base.read { db in
-            var request = RoutineRecord.filter(Column("nest_id") == nestID)
-            if let category { request = request.filter(Column("category") == category) }
-            let routines = try request.page(orderedBy: "created_at", descending: false, after: cursor, limit: limit)
-                .fetchAll(db)
+            let routines = try RoutineRecord.fetchPage(
+                db,
+                where: category == nil ? "nest_id = ?" : "nest_id = ? AND category = ?",
+                arguments: StatementArguments(category.map { [nestID, $0] } ?? [nestID]),
+                orderedBy: "created_at",
+                descending: false,
+                after: cursor,
+                limit: limit
+            )
             let actions = try ActionRecord.filter(
                 routines.map(\.id).contains(Column("routine_id")) && Column("removed_at") == nil
             )
@@ -86,7 +91,7 @@ struct RoutineStore: Sendable {
     func updateRoutine(_ id: String, title: String, category: String) async throws -> RoutineWithActions? {
         let now = self.now
         return try await self.db.write { db in
-            guard var routine = try RoutineRecord.fetchOne(db, key: id) else { return nil }
+            guard var routine = try RoutineRecord.fetchOne(db, cachedKey: id) else { return nil }
             routine.title = title
             routine.category = category
             routine.updatedAt = now
@@ -113,13 +118,12 @@ struct RoutineStore: Sendable {
     func addAction(routineID: String, text: String) async throws -> ActionOutcome {
         let now = self.now
         return try await self.db.write { db in
-            guard var routine = try RoutineRecord.fetchOne(db, key: routineID) else { return .routineMissing }
+            guard var routine = try RoutineRecord.fetchOne(db, cachedKey: routineID) else { return .routineMissing }
             let active = try Self.activeActions(routineID, in: db)
             guard active.count < RoutineRules.maxActions else { return .full }
             let last =
                 try Int.fetchOne(
-                    db,
-                    sql: "SELECT MAX(position) FROM action WHERE routine_id = ?",
+                    db.cachedStatement(sql: "SELECT MAX(position) FROM action WHERE routine_id = ?"),
                     arguments: [routineID]
                 )
                 ?? -1
@@ -142,8 +146,8 @@ struct RoutineStore: Sendable {
     func removeAction(routineID: String, actionID: String) async throws -> ActionOutcome {
         let now = self.now
         return try await self.db.write { db in
-            guard var routine = try RoutineRecord.fetchOne(db, key: routineID) else { return .routineMissing }
-            guard var action = try ActionRecord.fetchOne(db, key: actionID), action.routineID == routineID,
+            guard var routine = try RoutineRecord.fetchOne(db, cachedKey: routineID) else { return .routineMissing }
+            guard var action = try ActionRecord.fetchOne(db, cachedKey: actionID), action.routineID == routineID,
                 action.removedAt == nil
             else { return .actionMissing }
             action.removedAt = now
@@ -168,18 +172,17 @@ struct RoutineStore: Sendable {
     ) async throws -> Bool {
         let now = self.now
         return try await self.db.write { db in
-            guard let action = try ActionRecord.fetchOne(db, key: actionID), action.routineID == routineID,
+            guard let action = try ActionRecord.fetchOne(db, cachedKey: actionID), action.routineID == routineID,
                 action.removedAt == nil
             else { return false }
             if done {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO completion (routine_id, action_id, user_id, local_date, done_at, time_zone)
                         VALUES (?, ?, ?, ?, ?, ?)
                         ON CONFLICT DO NOTHING
-                        """,
-                    arguments: [routineID, actionID, user, date.description, now, zone]
-                )
+                        """
+                ).execute(arguments: [routineID, actionID, user, date.description, now, zone])
                 if db.changesCount > 0 {
                     // A tick is a sign of life: safety counts it when the user opted in.
                     try Relay.forwardActivity(
@@ -191,11 +194,10 @@ struct RoutineStore: Sendable {
                     )
                 }
             } else {
-                try db.execute(
+                try db.cachedStatement(
                     sql:
-                        "DELETE FROM completion WHERE routine_id = ? AND user_id = ? AND local_date = ? AND action_id = ?",
-                    arguments: [routineID, user, date.description, actionID]
-                )
+                        "DELETE FROM completion WHERE routine_id = ? AND user_id = ? AND local_date = ? AND action_id = ?"
+                ).execute(arguments: [routineID, user, date.description, actionID])
             }
             return true
         }
@@ -210,18 +212,23 @@ struct RoutineStore: Sendable {
     ) {
         let fromStart = from.start(in: zone)
         return try self.base.read { db in
-            let actions = try ActionRecord.filter(
-                Column("routine_id") == routineID && (Column("removed_at") == nil || Column("removed_at") >= fromStart)
+            let actions = try ActionRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM "action" WHERE routine_id = ? AND (removed_at IS NULL OR removed_at >= ?)
+                        ORDER BY position
+                        """
+                ),
+                arguments: [routineID, fromStart]
             )
-            .order(Column("position"))
-            .fetchAll(db)
             let completions = try CompletionRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM completion
-                    WHERE routine_id = ? AND user_id = ? AND local_date BETWEEN ? AND ?
-                    ORDER BY done_at
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM completion
+                        WHERE routine_id = ? AND user_id = ? AND local_date BETWEEN ? AND ?
+                        ORDER BY done_at
+                        """
+                ),
                 arguments: [routineID, user, from.description, to.description]
             )
             return (actions, completions)
@@ -233,11 +240,12 @@ struct RoutineStore: Sendable {
     func latestZone(routineID: String, user: String) async throws -> String? {
         try self.base.read { db in
             try String.fetchOne(
-                db,
-                sql: """
-                    SELECT time_zone FROM completion WHERE routine_id = ? AND user_id = ?
-                    ORDER BY local_date DESC, done_at DESC LIMIT 1
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT time_zone FROM completion WHERE routine_id = ? AND user_id = ?
+                        ORDER BY local_date DESC, done_at DESC LIMIT 1
+                        """
+                ),
                 arguments: [routineID, user]
             )
         }
@@ -246,13 +254,16 @@ struct RoutineStore: Sendable {
     // MARK: Queries in a transaction
 
     private static func routine(_ id: String, in db: Database) throws -> RoutineWithActions? {
-        guard let routine = try RoutineRecord.fetchOne(db, key: id) else { return nil }
+        guard let routine = try RoutineRecord.fetchOne(db, cachedKey: id) else { return nil }
         return RoutineWithActions(routine: routine, actions: try Self.activeActions(id, in: db))
     }
 
     private static func activeActions(_ routineID: String, in db: Database) throws -> [ActionRecord] {
-        try ActionRecord.filter(Column("routine_id") == routineID && Column("removed_at") == nil)
-            .order(Column("position"))
-            .fetchAll(db)
+        try ActionRecord.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT * FROM \"action\" WHERE routine_id = ? AND removed_at IS NULL ORDER BY position"
+            ),
+            arguments: [routineID]
+        )
     }
 }

@@ -25,7 +25,9 @@ struct SafetyStore: Sendable {
     func releaseClaims(allClear: (ProfileRecord, Date) -> (subject: String, body: String)) throws {
         let now = self.now
         try self.db.write { db in
-            let claimed = try AlertRecord.fetchAll(db, sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
+            let claimed = try AlertRecord.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
+            )
             for var alert in claimed {
                 if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
                 alert.attempts -= 1
@@ -155,13 +157,12 @@ struct SafetyStore: Sendable {
         return try await self.db.write { db in
             let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
             if deleted {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
                         WHERE user_id = ? AND contact_id = ? AND state = 'pending'
-                        """,
-                    arguments: [user, id]
-                )
+                        """
+                ).execute(arguments: [user, id])
             }
             if deleted,
                 let profile = try Self.profile(user, in: db)
@@ -174,7 +175,10 @@ struct SafetyStore: Sendable {
 
     func contacts(_ user: String) async throws -> [ContactRecord] {
         try self.base.read { db in
-            try ContactRecord.filter(Column("user_id") == user).order(Column("created_at"), Column("id")).fetchAll(db)
+            try ContactRecord.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM contact WHERE user_id = ? ORDER BY created_at, id"),
+                arguments: [user]
+            )
         }
     }
 
@@ -451,11 +455,12 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.db.write { db in
             let lastHour = try Date.fetchAll(
-                db,
-                sql: """
-                    SELECT created_at FROM alert WHERE user_id = ? AND kind = ? AND channel = ? AND created_at > ?
-                    ORDER BY created_at
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT created_at FROM alert WHERE user_id = ? AND kind = ? AND channel = ? AND created_at > ?
+                        ORDER BY created_at
+                        """
+                ),
                 arguments: [user, AlertRecord.Kind.test, channel.rawValue, now.addingTimeInterval(-3600)]
             )
             if lastHour.count >= SafetyRules.maxTestsPerHour, let oldest = lastHour.first {
@@ -515,8 +520,9 @@ struct SafetyStore: Sendable {
             users: { db, after, limit in
                 // Through the primary key, with the epoch of each user's last check-in.
                 try Row.fetchAll(
-                    db,
-                    sql: "SELECT user_id, check_in_epoch FROM profile WHERE user_id > ? ORDER BY user_id LIMIT ?",
+                    db.cachedStatement(
+                        sql: "SELECT user_id, check_in_epoch FROM profile WHERE user_id > ? ORDER BY user_id LIMIT ?"
+                    ),
                     arguments: [after, limit]
                 ).map { (user: $0["user_id"] as String, checkInEpoch: $0["check_in_epoch"] as Int) }
             },
@@ -549,7 +555,9 @@ struct SafetyStore: Sendable {
     /// The earliest time a switch is due to be looked at.
     func nextDecisionTime() async throws -> Date? {
         try self.base.read { db in
-            try Date.fetchOne(db, sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL")
+            try Date.fetchOne(
+                db.cachedStatement(sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL")
+            )
         }
     }
 
@@ -721,7 +729,7 @@ struct SafetyStore: Sendable {
                 ).execute(binding: now.stored, note, id)
                 if db.changesCount > 0 { return }
             }
-            guard var alert = try AlertRecord.fetchOne(db, key: id) else { return }
+            guard var alert = try AlertRecord.fetchOne(db, cachedKey: id) else { return }
             alert.claimedAt = nil
             switch (attempt, alert.state) {
             case (.success(let note), .cancelled):
@@ -888,10 +896,9 @@ struct SafetyStore: Sendable {
         let today = LocalDate(now, in: zone)
         let contactID = "\(AlertRecord.Kind.reminder):\(today)"
         guard today.instant(hour: profile.reminderHour, minute: profile.reminderMinute, in: zone) <= now else {
-            try db.execute(
-                sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'",
-                arguments: [profile.userID, AlertRecord.Kind.reminder, contactID]
-            )
+            try db.cachedStatement(
+                sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'"
+            ).execute(arguments: [profile.userID, AlertRecord.Kind.reminder, contactID])
             return
         }
         try Self.enqueue(

@@ -55,14 +55,19 @@ struct ActivityStore: Sendable {
 
     func activities(user: String) async throws -> [ActivityWithRule] {
         try self.base.read { db in
-            let activities = try ActivityRecord.filter(Column("user_id") == user)
-                .order(Column("created_at").desc, Column.rowID.desc).fetchAll(db)
+            let activities = try ActivityRecord.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT * FROM activity WHERE user_id = ? ORDER BY created_at DESC, rowid DESC"
+                ),
+                arguments: [user]
+            )
             let rules = try RuleRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
-                    WHERE activity.user_id = ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
+                        WHERE activity.user_id = ?
+                        """
+                ),
                 arguments: [user]
             )
             let byActivity = Dictionary(uniqueKeysWithValues: rules.map { ($0.activityID, $0) })
@@ -83,7 +88,7 @@ struct ActivityStore: Sendable {
         try await self.db.write { db in
             guard try Self.activity(id, user: user, in: db) != nil else { return false }
             try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
-            try db.execute(sql: "DELETE FROM activity WHERE id = ?", arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?").execute(arguments: [id])
             return true
         }
     }
@@ -114,7 +119,7 @@ struct ActivityStore: Sendable {
     func clearRule(_ id: String, user: String, now: Date) async throws -> ActivityWithRule? {
         try await self.db.write { db in
             guard var found = try Self.activity(id, user: user, in: db) else { return nil }
-            try db.execute(sql: "DELETE FROM activity_rule WHERE activity_id = ?", arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM activity_rule WHERE activity_id = ?").execute(arguments: [id])
             try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
             found.rule = nil
             return found
@@ -145,13 +150,12 @@ struct ActivityStore: Sendable {
             // open: an offer past its lifetime expired, and stays so in the stats; and a user's
             // whole history is not read.)
             if !preferences.enabled {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND deliver_at > ?
                         AND answered_at IS NULL AND cancelled_at IS NULL
-                        """,
-                    arguments: [now, user, OfferRules.expiredBy(now)]
-                )
+                        """
+                ).execute(arguments: [now, user, OfferRules.expiredBy(now)])
             }
         }
     }
@@ -176,16 +180,16 @@ struct ActivityStore: Sendable {
             let preferences = try Self.preferences(user: user, in: db)
             let eventSeen =
                 try Int.fetchOne(
-                    db,
-                    sql: "SELECT 1 FROM location_event WHERE user_id = ? AND client_event_id = ?",
+                    db.cachedStatement(sql: "SELECT 1 FROM location_event WHERE user_id = ? AND client_event_id = ?"),
                     arguments: [user, clientEventID]
                 ) != nil
             let offers = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT activity_id, occurred_at, deliver_at, snoozed, cancelled_at FROM offer
-                    WHERE user_id = ? AND deliver_at >= ? AND deliver_at <= ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT activity_id, occurred_at, deliver_at, snoozed, cancelled_at FROM offer
+                        WHERE user_id = ? AND deliver_at >= ? AND deliver_at <= ?
+                        """
+                ),
                 arguments: [
                     user, event.occurredAt.addingTimeInterval(-2 * 86_400),
                     event.occurredAt.addingTimeInterval(2 * 86_400 + 7200),
@@ -238,13 +242,12 @@ struct ActivityStore: Sendable {
                 reason = why.rawValue
             }
             if eventSeen {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at, reason)
                         VALUES (?, ?, ?, ?, ?)
-                        """,
-                    arguments: [user, clientEventID, event.occurredAt, now, reason]
-                )
+                        """
+                ).execute(arguments: [user, clientEventID, event.occurredAt, now, reason])
             } else {
                 try LocationEventRecord(
                     userID: user,
@@ -267,11 +270,12 @@ struct ActivityStore: Sendable {
     func pendingOffers(user: String, now: Date) async throws -> [OfferRecord] {
         try self.base.read { db in
             try OfferRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM offer WHERE user_id = ? AND deliver_at <= ? AND deliver_at > ?
-                    AND answered_at IS NULL AND cancelled_at IS NULL ORDER BY deliver_at, id
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM offer WHERE user_id = ? AND deliver_at <= ? AND deliver_at > ?
+                        AND answered_at IS NULL AND cancelled_at IS NULL ORDER BY deliver_at, id
+                        """
+                ),
                 arguments: [user, now, OfferRules.expiredBy(now)]
             )
         }
@@ -291,12 +295,16 @@ struct ActivityStore: Sendable {
         -> RespondOutcome
     {
         try await self.db.write { db in
-            guard var offer = try OfferRecord.filter(Column("id") == offerID && Column("user_id") == user).fetchOne(db)
+            guard
+                var offer = try OfferRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM offer WHERE id = ? AND user_id = ?"),
+                    arguments: [offerID, user]
+                )
             else { return .missing }
             let found = try Self.activity(offer.activityID, user: user, in: db)
             if let earlier = offer.action {
                 guard earlier == action.rawValue else { return .answeredDifferently(offer) }
-                let snoozed = try offer.snoozedOfferID.flatMap { try OfferRecord.fetchOne(db, key: $0) }
+                let snoozed = try offer.snoozedOfferID.flatMap { try OfferRecord.fetchOne(db, cachedKey: $0) }
                 return .answered(offer, found, snoozed: snoozed)
             }
             switch OfferRules.offerState(
@@ -335,10 +343,9 @@ struct ActivityStore: Sendable {
                 offer.snoozedOfferID = next.id
                 snoozed = next
             case .disable:
-                try db.execute(
-                    sql: "UPDATE activity_rule SET enabled = 0, updated_at = ? WHERE activity_id = ?",
-                    arguments: [now, offer.activityID]
-                )
+                try db.cachedStatement(
+                    sql: "UPDATE activity_rule SET enabled = 0, updated_at = ? WHERE activity_id = ?"
+                ).execute(arguments: [now, offer.activityID])
                 try Self.cancelOpenOffers(activityID: offer.activityID, except: offer.id, now: now, in: db)
                 activity = try Self.activity(offer.activityID, user: user, in: db)
             default:
@@ -367,16 +374,17 @@ struct ActivityStore: Sendable {
             // Every event and every repeat, each under what it was answered (a repeat never
             // earns an offer, so reason 0 counts first reports only).
             for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT reason, COUNT(*) AS n FROM (
-                        SELECT reason FROM location_event
-                        WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
-                        UNION ALL
-                        SELECT reason FROM location_event_repeat
-                        WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
-                    ) GROUP BY reason
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT reason, COUNT(*) AS n FROM (
+                            SELECT reason FROM location_event
+                            WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
+                            UNION ALL
+                            SELECT reason FROM location_event_repeat
+                            WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
+                        ) GROUP BY reason
+                        """
+                ),
                 arguments: [user, from, to, user, from, to]
             ) {
                 let reason: Int = row["reason"]
@@ -384,22 +392,24 @@ struct ActivityStore: Sendable {
                 if reason == 0 { stats.eligible = count } else { stats.suppressed[reason] = count }
             }
             for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT channel, COUNT(*) AS n FROM offer
-                    WHERE user_id = ? AND deliver_at >= ? AND deliver_at < ? AND deliver_at <= ?
-                    AND (cancelled_at IS NULL OR cancelled_at >= deliver_at) GROUP BY channel
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT channel, COUNT(*) AS n FROM offer
+                        WHERE user_id = ? AND deliver_at >= ? AND deliver_at < ? AND deliver_at <= ?
+                        AND (cancelled_at IS NULL OR cancelled_at >= deliver_at) GROUP BY channel
+                        """
+                ),
                 arguments: [user, from, to, now]
             ) {
                 stats.shown[row["channel"]] = row["n"]
             }
             for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT action, COUNT(*) AS n FROM offer
-                    WHERE user_id = ? AND answered_at >= ? AND answered_at < ? GROUP BY action
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT action, COUNT(*) AS n FROM offer
+                        WHERE user_id = ? AND answered_at >= ? AND answered_at < ? GROUP BY action
+                        """
+                ),
                 arguments: [user, from, to]
             ) {
                 stats.actions[row["action"]] = row["n"]
@@ -464,13 +474,22 @@ struct ActivityStore: Sendable {
     // MARK: Helpers
 
     static func activity(_ id: String, user: String, in db: Database) throws -> ActivityWithRule? {
-        guard let activity = try ActivityRecord.filter(Column("id") == id && Column("user_id") == user).fetchOne(db)
+        guard
+            let activity = try ActivityRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM activity WHERE id = ? AND user_id = ?"),
+                arguments: [id, user]
+            )
         else { return nil }
-        return ActivityWithRule(activity: activity, rule: try RuleRecord.fetchOne(db, key: id))
+        return ActivityWithRule(
+            activity: activity,
+            rule: try RuleRecord.fetchOne(db, cachedKey: id, column: "activity_id")
+        )
     }
 
     static func preferences(user: String, in db: Database) throws -> OfferRules.Preferences {
-        guard let record = try PreferencesRecord.fetchOne(db, key: user) else { return OfferRules.Preferences() }
+        guard let record = try PreferencesRecord.fetchOne(db, cachedKey: user, column: "user_id") else {
+            return OfferRules.Preferences()
+        }
         return OfferRules.Preferences(
             enabled: record.enabled,
             dailyCap: record.dailyCap,
@@ -505,14 +524,13 @@ struct ActivityStore: Sendable {
     }
 
     private static func cancelOpenOffers(activityID: String, except keep: String?, now: Date, in db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE offer SET cancelled_at = ?
                 WHERE activity_id = ? AND deliver_at > ? AND answered_at IS NULL AND cancelled_at IS NULL
                 AND id IS NOT ?
-                """,
-            arguments: [now, activityID, OfferRules.expiredBy(now), keep]
-        )
+                """
+        ).execute(arguments: [now, activityID, OfferRules.expiredBy(now), keep])
     }
 }
 

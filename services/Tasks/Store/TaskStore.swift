@@ -93,9 +93,10 @@ struct TaskStore: Sendable {
             // The oldest of the last day's tasks, if the day is full: the next one may come
             // when it is a day old.
             if let oldest = try Date.fetchOne(
-                db,
-                sql:
-                    "SELECT created_at FROM task WHERE user_id = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1 OFFSET ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT created_at FROM task WHERE user_id = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1 OFFSET ?"
+                ),
                 arguments: [user, now.addingTimeInterval(-86_400), TaskRules.maxTasksPerDay - 1]
             ) {
                 return .tooManyToday(retryAfter: oldest.addingTimeInterval(86_400).timeIntervalSince(now))
@@ -134,8 +135,7 @@ struct TaskStore: Sendable {
             )
             .fetchOne(db)
         else { return nil }
-        let prompts = try PromptRecord.filter(Column("task_id") == task.id).order(Column("scheduled_at"), Column("id"))
-            .fetchAll(db)
+        let prompts = try Self.prompts(ofTask: task.id, in: db)
         return (task, prompts)
     }
 
@@ -150,25 +150,32 @@ struct TaskStore: Sendable {
         async throws -> [TaskRecord]
     {
         try self.base.read { db in
-            var request = TaskRecord.filter(Column("user_id") == user)
+            // Fixed SQL text in a few shapes (state, cursor), each prepared once per connection.
+            var filter = "user_id = ?"
+            var arguments: StatementArguments = [user]
             switch state {
             case .active?:
-                request = request.filter(Column("cancelled_at") == nil && Column("ends_at") > now)
+                filter += " AND cancelled_at IS NULL AND ends_at > ?"
+                arguments += [now]
             case .completed?:
-                request = request.filter(Column("cancelled_at") == nil && Column("ends_at") <= now)
+                filter += " AND cancelled_at IS NULL AND ends_at <= ?"
+                arguments += [now]
             case .cancelled?:
-                request = request.filter(Column("cancelled_at") != nil)
+                filter += " AND cancelled_at IS NOT NULL"
             default:
                 break
             }
             if let cursor {
                 // Tasks are never deleted, so the cursor's task is there to take its row id from.
-                request = request.filter(
-                    sql: "(created_at, rowid) < (?, (SELECT rowid FROM task WHERE id = ?))",
-                    arguments: [cursor.time, cursor.id]
-                )
+                filter += " AND (created_at, rowid) < (?, (SELECT rowid FROM task WHERE id = ?))"
+                arguments += [cursor.time, cursor.id]
             }
-            return try request.order(Column("created_at").desc, Column.rowID.desc).limit(limit).fetchAll(db)
+            return try TaskRecord.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT * FROM task WHERE \(filter) ORDER BY created_at DESC, rowid DESC LIMIT ?"
+                ),
+                arguments: arguments + [limit]
+            )
         }
     }
 
@@ -192,17 +199,17 @@ struct TaskStore: Sendable {
             task.cancelledAt = now
             try task.update(db, columns: ["cancelled_at"])
             let open = try String.fetchAll(
-                db,
-                sql: "SELECT id FROM prompt WHERE task_id = ? AND status = 'open' AND expires_at > ?",
+                db.cachedStatement(
+                    sql: "SELECT id FROM prompt WHERE task_id = ? AND status = 'open' AND expires_at > ?"
+                ),
                 arguments: [id, now]
             )
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE prompt SET status = 'cancelled', cancelled_at = ?, notify_at = NULL
                     WHERE task_id = ? AND status = 'open' AND expires_at > ?
-                    """,
-                arguments: [now, id, now]
-            )
+                    """
+            ).execute(arguments: [now, id, now])
             for promptID in open { try Outbox.withdraw(id: Self.pushID(promptID), in: db) }
             return .cancelled(task, prompts: open.count)
         }
@@ -225,10 +232,15 @@ struct TaskStore: Sendable {
             arguments += [taskID]
         }
         return try self.base.read { [filter, arguments] db in
-            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)", arguments: arguments)
+            // Two shapes of `filter` (with a task or not): each prepared once per connection.
+            let total = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)"),
+                arguments: arguments
+            )
             let prompts = try PromptRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY priority DESC, scheduled_at, id LIMIT ?",
+                db.cachedStatement(
+                    sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY priority DESC, scheduled_at, id LIMIT ?"
+                ),
                 arguments: arguments + [limit]
             )
             return (prompts, total ?? 0)
@@ -251,18 +263,22 @@ struct TaskStore: Sendable {
     {
         try self.base.read { db in
             guard let task = try Self.task(id, user: user, in: db) else { return nil }
-            let prompts = try PromptRecord.filter(Column("task_id") == id)
-                .order(Column("scheduled_at"), Column("id")).fetchAll(db)
+            let prompts = try Self.prompts(ofTask: id, in: db)
             let scores = try Row.fetchAll(
-                db,
-                sql: "SELECT local_date, energy, mood, focus FROM check_in WHERE task_id = ?",
+                db.cachedStatement(sql: "SELECT local_date, energy, mood, focus FROM check_in WHERE task_id = ?"),
                 arguments: [id]
             ).map { row in
                 (localDate: row[0] as String, energy: row[1] as Int?, mood: row[2] as Int?, focus: row[3] as Int?)
             }
-            let checkIns = try CheckInRecord.filter(Column("task_id") == id)
-                .page(orderedBy: "recorded_at", descending: false, after: cursor, limit: limit)
-                .fetchAll(db)
+            let checkIns = try CheckInRecord.fetchPage(
+                db,
+                where: "task_id = ?",
+                arguments: [id],
+                orderedBy: "recorded_at",
+                descending: false,
+                after: cursor,
+                limit: limit
+            )
             return TaskDetail(task: task, prompts: prompts, scores: scores, checkIns: checkIns)
         }
     }
@@ -270,9 +286,7 @@ struct TaskStore: Sendable {
     /// Every prompt of a task, in time order.
     func prompts(taskID: String) async throws -> [PromptRecord] {
         try self.base.read { db in
-            try PromptRecord.filter(Column("task_id") == taskID).order(Column("scheduled_at"), Column("id")).fetchAll(
-                db
-            )
+            try Self.prompts(ofTask: taskID, in: db)
         }
     }
 
@@ -292,7 +306,7 @@ struct TaskStore: Sendable {
     func respond(promptID: String, user: String, answer: TaskRules.Answer, now: Date) async throws -> RespondOutcome {
         try await self.db.write { db in
             guard
-                var prompt = try PromptRecord.filter(Column("id") == promptID && Column("user_id") == user).fetchOne(db)
+                var prompt = try Self.prompt(promptID, user: user, in: db)
             else { return .missing }
             switch prompt.promptStatus {
             case .responded:
@@ -340,7 +354,7 @@ struct TaskStore: Sendable {
     func dismiss(promptID: String, user: String, now: Date) async throws -> DismissOutcome {
         try await self.db.write { db in
             guard
-                var prompt = try PromptRecord.filter(Column("id") == promptID && Column("user_id") == user).fetchOne(db)
+                var prompt = try Self.prompt(promptID, user: user, in: db)
             else { return .missing }
             switch prompt.promptStatus {
             case .dismissed: return .dismissed(prompt)
@@ -417,7 +431,7 @@ struct TaskStore: Sendable {
     /// When the next prompt's push is to be decided.
     func nextNotifyTime() async throws -> Date? {
         try self.base.read { db in
-            try Date.fetchOne(db, sql: "SELECT MIN(notify_at) FROM prompt WHERE notify_at IS NOT NULL")
+            try Date.fetchOne(db.cachedStatement(sql: "SELECT MIN(notify_at) FROM prompt WHERE notify_at IS NOT NULL"))
         }
     }
 
@@ -428,8 +442,10 @@ struct TaskStore: Sendable {
     func notifyDue(now: Date, limit: Int) async throws -> (decided: Int, pushed: Int) {
         try await self.db.write { db in
             let due = try PromptRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM prompt WHERE notify_at IS NOT NULL AND notify_at <= ? ORDER BY notify_at LIMIT ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT * FROM prompt WHERE notify_at IS NOT NULL AND notify_at <= ? ORDER BY notify_at LIMIT ?"
+                ),
                 arguments: [now, limit]
             )
             var pushed = 0
@@ -452,10 +468,8 @@ struct TaskStore: Sendable {
                     pushedAt = now
                     pushed += 1
                 }
-                try db.execute(
-                    sql: "UPDATE prompt SET notify_at = NULL, pushed_at = ? WHERE id = ?",
-                    arguments: [pushedAt, prompt.id]
-                )
+                try db.cachedStatement(sql: "UPDATE prompt SET notify_at = NULL, pushed_at = ? WHERE id = ?").execute(
+                    arguments: [pushedAt, prompt.id])
             }
             return (due.count, pushed)
         }
@@ -498,7 +512,26 @@ struct TaskStore: Sendable {
     }
 
     private static func task(_ id: String, user: String, in db: Database) throws -> TaskRecord? {
-        try TaskRecord.filter(Column("id") == id && Column("user_id") == user).fetchOne(db)
+        try TaskRecord.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM task WHERE id = ? AND user_id = ?"),
+            arguments: [id, user]
+        )
+    }
+
+    /// A task's prompts in time order.
+    private static func prompts(ofTask taskID: String, in db: Database) throws -> [PromptRecord] {
+        try PromptRecord.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM prompt WHERE task_id = ? ORDER BY scheduled_at, id"),
+            arguments: [taskID]
+        )
+    }
+
+    /// `user`'s prompt `id`, if there is one.
+    private static func prompt(_ id: String, user: String, in db: Database) throws -> PromptRecord? {
+        try PromptRecord.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM prompt WHERE id = ? AND user_id = ?"),
+            arguments: [id, user]
+        )
     }
 
     private static func content(of checkIn: CheckInRecord) -> TaskRules.Answer {
