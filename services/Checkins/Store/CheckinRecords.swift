@@ -188,3 +188,56 @@ enum CheckinMigrations {
         return migrator
     }
 }
+
+extension NestRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.name = try row.decode(String.self, forColumn: "name")
+        self.ownerUserID = try row.decode(String.self, forColumn: "owner_user_id")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+    }
+}
+
+extension SessionRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.nestID = try row.decode(String.self, forColumn: "nest_id")
+        self.ownerUserID = try row.decode(String.self, forColumn: "owner_user_id")
+        self.sitterUserID = try row.decode(String.self, forColumn: "sitter_user_id")
+        self.startsAt = try row.decode(Date.self, forColumn: "starts_at")
+        self.endsAt = try row.decode(Date.self, forColumn: "ends_at")
+        self.timeZone = try row.decode(String.self, forColumn: "time_zone")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+    }
+}
+
+extension CheckInRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.sessionID = try row.decode(String.self, forColumn: "session_id")
+        self.submitterUserID = try row.decode(String.self, forColumn: "submitter_user_id")
+        self.caption = try row.decode(String.self, forColumn: "caption")
+        self.capturedAt = try row.decode(Date.self, forColumn: "captured_at")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.photoAltText = try row.decode(String.self, forColumn: "photo_alt_text")
+        self.viewedAt = try row.decode(Date?.self, forColumn: "viewed_at")
+        self.clientRequestID = try row.decode(String.self, forColumn: "client_request_id")
+        self.photoFormat = try row.decode(String?.self, forColumn: "photo_format")
+        self.photoWidth = try row.decode(Int?.self, forColumn: "photo_width")
+        self.photoHeight = try row.decode(Int?.self, forColumn: "photo_height")
+        self.photoBytes = try row.decode(Int?.self, forColumn: "photo_bytes")
+    }
+}
+
+extension TemplateRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.nestID = try row.decode(String.self, forColumn: "nest_id")
+        self.text = try row.decode(String.self, forColumn: "text")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+    }
+}

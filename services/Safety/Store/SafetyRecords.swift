@@ -315,3 +315,15 @@ enum SafetyMigrations {
         return migrator
     }
 }
+
+extension ContactRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.email = try row.decode(String.self, forColumn: "email")
+        self.emailKey = try row.decode(String.self, forColumn: "email_key")
+        self.name = try row.decode(String.self, forColumn: "name")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+    }
+}

@@ -231,3 +231,82 @@ enum ActivityMigrations {
         }
     }
 }
+
+extension ActivityRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.title = try row.decode(String.self, forColumn: "title")
+        self.repeatKind = try row.decode(Int.self, forColumn: "repeat_kind")
+        self.priority = try row.decode(Int.self, forColumn: "priority")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+        self.lastCompletedAt = try row.decode(Date?.self, forColumn: "last_completed_at")
+    }
+}
+
+extension RuleRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.activityID = try row.decode(String.self, forColumn: "activity_id")
+        self.label = try row.decode(String.self, forColumn: "label")
+        self.latitude = try row.decode(Double.self, forColumn: "latitude")
+        self.longitude = try row.decode(Double.self, forColumn: "longitude")
+        self.radiusM = try row.decode(Int.self, forColumn: "radius_m")
+        self.trigger = try row.decode(Int.self, forColumn: "trigger")
+        self.delayMinutes = try row.decode(Int.self, forColumn: "delay_minutes")
+        self.cooldownMinutes = try row.decode(Int?.self, forColumn: "cooldown_minutes")
+        self.onlyIfIncomplete = try row.decode(Bool.self, forColumn: "only_if_incomplete")
+        self.enabled = try row.decode(Bool.self, forColumn: "enabled")
+        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+    }
+}
+
+extension PreferencesRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.enabled = try row.decode(Bool.self, forColumn: "enabled")
+        self.dailyCap = try row.decode(Int.self, forColumn: "daily_cap")
+        self.minSpacingMinutes = try row.decode(Int.self, forColumn: "min_spacing_minutes")
+        self.defaultCooldownMinutes = try row.decode(Int.self, forColumn: "default_cooldown_minutes")
+        self.quietStart = try row.decode(Int?.self, forColumn: "quiet_start")
+        self.quietEnd = try row.decode(Int?.self, forColumn: "quiet_end")
+        self.timeZone = try row.decode(String.self, forColumn: "time_zone")
+        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+    }
+}
+
+extension OfferRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.activityID = try row.decode(String.self, forColumn: "activity_id")
+        self.title = try row.decode(String.self, forColumn: "title")
+        self.channel = try row.decode(Int.self, forColumn: "channel")
+        self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
+        self.deliverAt = try row.decode(Date.self, forColumn: "deliver_at")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.snoozed = try row.decode(Bool.self, forColumn: "snoozed")
+        self.action = try row.decode(Int?.self, forColumn: "action")
+        self.answeredAt = try row.decode(Date?.self, forColumn: "answered_at")
+        self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
+        self.snoozedOfferID = try row.decode(String?.self, forColumn: "snoozed_offer_id")
+    }
+}
+
+extension LocationEventRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.clientEventID = try row.decode(String.self, forColumn: "client_event_id")
+        self.activityID = try row.decode(String.self, forColumn: "activity_id")
+        self.trigger = try row.decode(Int.self, forColumn: "trigger")
+        self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
+        self.receivedAt = try row.decode(Date.self, forColumn: "received_at")
+        self.reason = try row.decode(Int.self, forColumn: "reason")
+        self.offerID = try row.decode(String?.self, forColumn: "offer_id")
+    }
+}

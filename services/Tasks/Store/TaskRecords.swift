@@ -208,3 +208,67 @@ enum TaskMigrations {
         return migrator
     }
 }
+
+extension TaskRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.title = try row.decode(String.self, forColumn: "title")
+        self.checkInTimes = try row.decode(String.self, forColumn: "check_in_times")
+        self.durationDays = try row.decode(Int.self, forColumn: "duration_days")
+        self.timeZone = try row.decode(String.self, forColumn: "time_zone")
+        self.startDate = try row.decode(String.self, forColumn: "start_date")
+        self.endDate = try row.decode(String.self, forColumn: "end_date")
+        self.endsAt = try row.decode(Date.self, forColumn: "ends_at")
+        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
+        self.clientRequestID = try row.decode(String?.self, forColumn: "client_request_id")
+    }
+}
+
+extension PromptRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.taskID = try row.decode(String.self, forColumn: "task_id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.day = try row.decode(Int.self, forColumn: "day")
+        self.localDate = try row.decode(String.self, forColumn: "local_date")
+        self.localTime = try row.decode(String.self, forColumn: "local_time")
+        self.timeOfDay = try row.decode(Int.self, forColumn: "time_of_day")
+        self.scheduledAt = try row.decode(Date.self, forColumn: "scheduled_at")
+        self.expiresAt = try row.decode(Date.self, forColumn: "expires_at")
+        self.question = try row.decode(String.self, forColumn: "question")
+        self.context = try row.decode(String.self, forColumn: "context")
+        self.questionType = try row.decode(String.self, forColumn: "question_type")
+        self.priority = try row.decode(Double.self, forColumn: "priority")
+        self.status = try row.decode(String.self, forColumn: "status")
+        self.respondedAt = try row.decode(Date?.self, forColumn: "responded_at")
+        self.dismissedAt = try row.decode(Date?.self, forColumn: "dismissed_at")
+        self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
+        self.notifyAt = try row.decode(Date?.self, forColumn: "notify_at")
+        self.pushedAt = try row.decode(Date?.self, forColumn: "pushed_at")
+    }
+}
+
+extension CheckInRecord {
+    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
+    init(row: Row) throws {
+        self.id = try row.decode(String.self, forColumn: "id")
+        self.taskID = try row.decode(String.self, forColumn: "task_id")
+        self.userID = try row.decode(String.self, forColumn: "user_id")
+        self.promptID = try row.decode(String?.self, forColumn: "prompt_id")
+        self.clientRequestID = try row.decode(String?.self, forColumn: "client_request_id")
+        self.recordedAt = try row.decode(Date.self, forColumn: "recorded_at")
+        self.localDate = try row.decode(String.self, forColumn: "local_date")
+        self.timeOfDay = try row.decode(Int.self, forColumn: "time_of_day")
+        self.question = try row.decode(String.self, forColumn: "question")
+        self.questionType = try row.decode(String.self, forColumn: "question_type")
+        self.responseText = try row.decode(String.self, forColumn: "response_text")
+        self.energy = try row.decode(Int?.self, forColumn: "energy")
+        self.mood = try row.decode(Int?.self, forColumn: "mood")
+        self.focus = try row.decode(Int?.self, forColumn: "focus")
+        self.insights = try row.decode(String.self, forColumn: "insights")
+    }
+}
