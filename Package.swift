@@ -489,6 +489,7 @@ let package = Package(
                 "HearthTestSupport",
                 "hearth-store-probe",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

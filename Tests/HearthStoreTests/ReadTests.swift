@@ -5,6 +5,7 @@ import HearthContracts
 import HearthCore
 import HearthRPC
 import HearthTestSupport
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -102,7 +103,10 @@ struct ReadTests {
         try await withScratchFolder("hearth-reads") { folder in
             let store = try counterStore(in: folder)
             let started = Counter()
-            let read = Task {
+            // On an event loop, as a handler's read runs: not on Swift's two-thread pool, which
+            // other tests' work can hold for seconds.
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let read = Task(executorPreference: EventLoopTaskExecutor(loop: loop)) {
                 try store.read { db in
                     started.value.store(1, ordering: .releasing)
                     return try Int.fetchOne(db, sql: endlessRead)
