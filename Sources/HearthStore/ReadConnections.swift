@@ -44,12 +44,10 @@ final class ReadConnections: Sendable {
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         let connection = try self.idle.withLock { $0.popLast() } ?? ReadConnection(path: self.path, self.configuration)
         defer {
-            let closing = self.idle.withLock { idle -> ReadConnection? in
-                guard idle.count < self.keepIdle else { return connection }
-                idle.append(connection)
-                return nil
+            // One too many is closed as `connection` goes, after the lock is let go.
+            self.idle.withLock { idle in
+                if idle.count < self.keepIdle { idle.append(connection) }
             }
-            _ = closing  // closed here, outside the lock, when it was one too many
         }
         return try connection.read(body)
     }

@@ -618,7 +618,7 @@ struct PromptPushTests {
         #expect(try system.pushes().isEmpty)
         try await system.advance(to: at("2026-06-01T13:00:00Z"))
         var pushes = try system.pushes()
-        #expect(pushes.map(\.promptID) == [prompts[0].id])
+        try #require(pushes.map(\.promptID) == [prompts[0].id])
         #expect(pushes[0].kind == "tasks.prompt_due" && pushes[0].key == "tasks.prompt.\(prompts[0].id)")
         let body = try JSONSerialization.jsonObject(with: system.webhook.received[0].body) as? [String: Any]
         #expect(body?["userID"] as? String == "ana" && body?["body"] as? String == prompts[0].question)
