@@ -17,7 +17,8 @@ import Synchronization
 /// that loop. So each connection watches the read it runs (an SQLite progress handler, every
 /// ``checkEvery`` virtual-machine steps): it stops the read when the task running it is
 /// cancelled (`CancellationError`) or the current call's deadline (``CallDeadline``) has passed
-/// (``CallDeadlinePassed``). Short indexed reads finish before the first check.
+/// (``CallDeadlinePassed``). A short indexed read seldom reaches a check; its COMMIT or
+/// ROLLBACK is never stopped (an interrupted ROLLBACK would leave the transaction open).
 final class ReadConnections: Sendable {
     /// SQLite virtual-machine steps between two looks at the task and the deadline: tens of
     /// microseconds of work, about 50 ns a look.
@@ -81,10 +82,14 @@ private final class ReadConnection: @unchecked Sendable {
             do {
                 try db.cachedStatement(sql: "BEGIN DEFERRED").execute()
                 let value = try body(db)
+                // Never stopped: SQLite counts a statement's steps across its runs, so a cached
+                // COMMIT or ROLLBACK reaches the handler now and then too.
+                self.watch.disarm()
                 try db.cachedStatement(sql: "COMMIT").execute()
                 return value
             } catch {
                 // A read has nothing to undo; ending the transaction lets the WAL's read mark go.
+                self.watch.disarm()
                 if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK").execute() }
                 if let error = error as? DatabaseError, error.resultCode == .SQLITE_INTERRUPT,
                     let reason = self.watch.stoppedFor
@@ -105,14 +110,22 @@ private final class ReadWatch: @unchecked Sendable {
     enum Reason { case cancelled, deadline }
 
     private var deadline: UInt64?
+    private var armed = false
     private(set) var stoppedFor: Reason?
 
     func start(deadline: UInt64?) {
         self.deadline = deadline
         self.stoppedFor = nil
+        self.armed = true
+    }
+
+    /// From here on nothing is stopped (ending the read's transaction); `stoppedFor` stays.
+    func disarm() {
+        self.armed = false
     }
 
     func shouldStop() -> Bool {
+        guard self.armed else { return false }
         if let deadline = self.deadline, DispatchTime.now().uptimeNanoseconds >= deadline {
             self.stoppedFor = .deadline
         } else if withUnsafeCurrentTask(body: { $0?.isCancelled ?? false }) {

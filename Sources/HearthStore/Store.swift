@@ -92,6 +92,14 @@ public struct Store: Sendable {
         return try readers.read(body)
     }
 
+    /// Runs `body` in a read transaction on one of GRDB's reader threads, for a read too long to
+    /// hold an event loop (a photo of megabytes): the caller's loop serves other calls meanwhile,
+    /// at the cost of a hop there and back. Cancelling the caller's task interrupts it (GRDB's).
+    /// - Throws: what `body` throws; `CancellationError`; SQLite's errors.
+    public func longRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await self.writer.read(body)
+    }
+
     /// How many read connections are open between reads (for tests).
     var idleReadConnections: Int { self.readers?.idleCount ?? 0 }
 

@@ -49,6 +49,22 @@ struct ReadTests {
         }
     }
 
+    @Test("a long read runs on a reader thread of its own, not the caller's")
+    func longReadElsewhere() async throws {
+        try await withScratchFolder("hearth-reads") { folder in
+            let store = try counterStore(in: folder)
+            try await store.writer.write { db in try db.execute(sql: "INSERT INTO item (id) VALUES (1)") }
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let (caller, reader, seen) = try await Task(executorPreference: EventLoopTaskExecutor(loop: loop)) {
+                let caller = pthread_self()
+                let (reader, seen) = try await store.longRead { db in (pthread_self(), try count(db)) }
+                return (caller, reader, seen)
+            }.value
+            #expect(pthread_equal(caller, reader) == 0)
+            #expect(seen == 1)
+        }
+    }
+
     @Test("a read's statements see one snapshot, whatever commits meanwhile")
     func oneSnapshot() async throws {
         try await withScratchFolder("hearth-reads") { folder in
@@ -141,6 +157,25 @@ struct ReadTests {
                 )
             }
             #expect(long == 200_000)
+        }
+    }
+
+    @Test("reads stopped again and again leave their connection able to end its transaction")
+    func manyStoppedReads() async throws {
+        try await withScratchFolder("hearth-reads") { folder in
+            let store = try counterStore(in: folder)
+            // SQLite counts a statement's steps across its runs: the cached ROLLBACK that ends
+            // a stopped read reaches the progress handler every few hundred reads. Were it
+            // stopped there, the transaction would stay open and GRDB would trap.
+            let passed = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<1_500 {
+                #expect(throws: CallDeadlinePassed.self) {
+                    try CallDeadline.$uptimeNanoseconds.withValue(passed) {
+                        try store.read { db in try Int.fetchOne(db, sql: endlessRead) }
+                    }
+                }
+            }
+            #expect(try store.read(count) == 0)
         }
     }
 

@@ -261,9 +261,10 @@ struct CheckinStore: Sendable {
         }
     }
 
-    /// A check-in's stored photo: the full image or its thumbnail.
+    /// A check-in's stored photo: the full image or its thumbnail. Off the event loop: copying
+    /// megabytes out of SQLite would hold every call on it.
     func photo(of checkIn: CheckInRecord, thumbnail: Bool) async throws -> EncodedImage? {
-        try self.base.read { db in
+        try await self.base.longRead { db in
             guard
                 let row = try Row.fetchOne(
                     db,
