@@ -9,6 +9,13 @@ public enum CallDeadline {
     /// nil when the call has none, or the task serves no call.
     @TaskLocal public static var uptimeNanoseconds: UInt64?
 
+    /// Runs `body` with `deadline` as the current call's deadline, or as it is when nil.
+    @inlinable
+    public static func during<T>(_ deadline: UInt64?, _ body: () async throws -> T) async rethrows -> T {
+        guard let deadline else { return try await body() }
+        return try await Self.$uptimeNanoseconds.withValue(deadline, operation: body)
+    }
+
     /// Whether the current call's deadline has passed.
     public static var hasPassed: Bool {
         guard let deadline = Self.uptimeNanoseconds else { return false }

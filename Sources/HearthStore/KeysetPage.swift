@@ -4,9 +4,8 @@ public import HearthCore
 extension FetchableRecord where Self: TableRecord {
     /// One page of the rows that match `filter` (SQL with `?` placeholders for `arguments`),
     /// ordered by (`column`, `id`): after `cursor` (none: from the start), at most `limit`.
-    /// The same page as ``QueryInterfaceRequest/page(orderedBy:descending:after:limit:)``,
-    /// through statements prepared once per connection (at most four per filter), for reads on
-    /// a call's hot path. `filter` and `column` must be fixed SQL text, never a value.
+    /// Rows written meanwhile never shift a page. Statements are prepared once per connection (at
+    /// most four per filter). `filter` and `column` must be fixed SQL text, never a value.
     public static func fetchPage(
         _ db: Database,
         where filter: String,

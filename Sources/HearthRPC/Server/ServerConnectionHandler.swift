@@ -356,17 +356,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 Task.immediate(executorPreference: executor) {
                     do {
                         // Reads on this loop hold its deadline timer: they look at the deadline.
-                        if let deadline {
-                            finish(
-                                .success(
-                                    try await CallDeadline.$uptimeNanoseconds.withValue(deadline.uptimeNanoseconds) {
-                                        try await handler(payload, callContext)
-                                    }
-                                )
-                            )
-                        } else {
-                            finish(.success(try await handler(payload, callContext)))
+                        let answer = try await CallDeadline.during(deadline?.uptimeNanoseconds) {
+                            try await handler(payload, callContext)
                         }
+                        finish(.success(answer))
                     } catch {
                         finish(.failure(error))
                     }
