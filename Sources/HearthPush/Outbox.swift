@@ -1,8 +1,8 @@
 public import Foundation
 public import GRDB
-public import HearthCore
+import HearthCore
 public import HearthScheduler
-import HearthStore
+public import HearthStore
 public import Logging
 import Synchronization
 
@@ -11,13 +11,12 @@ import Synchronization
 /// calls ``wake()`` after the commit; the deliverer (a ``DueTimeScheduler`` over
 /// ``OutboxDeliverer``) sends it at once, retrying with backoff until the receiver accepts it.
 public final class Outbox: Sendable {
-    private let writer: any DatabaseWriter
-    private let clock: any WallClock
+    private let store: Store
     private let slot = SchedulerSlot()
 
-    public init(writer: any DatabaseWriter, clock: any WallClock) {
-        self.writer = writer
-        self.clock = clock
+    /// An outbox in `store`, whose migrations include ``registerMigration(in:)``.
+    public init(store: Store) {
+        self.store = store
     }
 
     /// Something was enqueued: send it now (when the deliverer runs).
@@ -28,8 +27,8 @@ public final class Outbox: Sendable {
     /// The part that sends, with `sender`. Run it beside the server.
     public func deliverer(sender: any PushSender, logger: Logger) -> DueTimeScheduler {
         self.slot.fill(
-            work: OutboxDeliverer(writer: self.writer, sender: sender, clock: self.clock, logger: logger),
-            clock: self.clock,
+            work: OutboxDeliverer(store: self.store, sender: sender, logger: logger),
+            clock: self.store.clock,
             logger: logger
         )
     }
@@ -64,17 +63,18 @@ public final class Outbox: Sendable {
     public static func enqueue(_ message: PushMessage, in db: Database) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        try db.execute(
-            sql: "INSERT INTO push_outbox (id, message, next_attempt_at) VALUES (?, ?, ?)",
-            arguments: [message.id, String(decoding: try encoder.encode(message), as: UTF8.self), message.createdAt]
-        )
+        try db.cachedStatement(sql: "INSERT INTO push_outbox (id, message, next_attempt_at) VALUES (?, ?, ?)")
+            .execute(arguments: [
+                message.id, String(decoding: try encoder.encode(message), as: UTF8.self), message.createdAt.stored,
+            ])
     }
 
     /// Takes back, inside the caller's write transaction, a message not yet delivered (what it
     /// announced is no longer true). Answers whether there was one.
     @discardableResult
     public static func withdraw(id: String, in db: Database) throws -> Bool {
-        try db.execute(sql: "DELETE FROM push_outbox WHERE id = ? AND delivered_at IS NULL", arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM push_outbox WHERE id = ? AND delivered_at IS NULL")
+            .execute(arguments: [id])
         return db.changesCount > 0
     }
 
@@ -96,40 +96,35 @@ public protocol OutboxOwner: Sendable {
 /// outcome that cannot be written (a full disk) is held in memory and written before anything
 /// more is sent: the message is not sent again pass after pass meanwhile.
 public final class OutboxDeliverer: DueWork {
-    private let writer: any DatabaseWriter
+    private let store: Store
     private let sender: any PushSender
-    private let clock: any WallClock
+    private var clock: any WallClock { self.store.clock }
     private let logger: Logger
     private let maxDelay: TimeInterval
     private let settled = SettledRows(table: "push_outbox", retention: Outbox.retention)
     private let unrecorded = Mutex<[String: Outcome]>([:])
 
-    public init(
-        writer: any DatabaseWriter,
-        sender: any PushSender,
-        clock: any WallClock = SystemClock(),
-        maxDelay: TimeInterval = 300,
-        logger: Logger
-    ) {
-        self.writer = writer
+    /// A deliverer of what `store`'s outbox holds, on the store's clock.
+    public init(store: Store, sender: any PushSender, maxDelay: TimeInterval = 300, logger: Logger) {
+        self.store = store
         self.sender = sender
-        self.clock = clock
         self.maxDelay = maxDelay
         self.logger = logger
     }
 
     public func nextDueTime() async throws -> Date? {
-        try await self.writer.read { db in
-            try Date.fetchOne(
-                db,
-                sql: "SELECT MIN(next_attempt_at) FROM push_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
-            )
+        try self.store.read { db in
+            try StoredDate.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT MIN(next_attempt_at) FROM push_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
+                )
+            )?.date
         }
     }
 
     public func runDue(now: Date) async throws {
         try await self.deliverDue()
-        try await self.settled.pruneIfDue(now: now, writer: self.writer)
+        try await self.settled.pruneIfDue(now: now, writer: self.store.writer)
     }
 
     /// How many messages are sent at once: a preset time (every user's 09:00) makes many due
@@ -146,16 +141,17 @@ public final class OutboxDeliverer: DueWork {
     public func deliverDue() async throws -> Int {
         try await self.recordHeldOutcomes()
         let now = self.clock.now()
-        let due = try await self.writer.read { db in
+        let due = try self.store.read { db in
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, message, attempts FROM push_outbox
-                    WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, id LIMIT 100
-                    """,
-                arguments: [now]
-            ).map { row in Due(id: row["id"], message: row["message"], attempts: row["attempts"]) }
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, message, attempts FROM push_outbox
+                        WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?
+                        ORDER BY next_attempt_at, id LIMIT 100
+                        """
+                ),
+                arguments: [now.stored]
+            ).map { row in Due(id: row[0], message: row[1], attempts: row[2]) }
         }
         let tally = Mutex<(delivered: Int, firstError: (any Error)?)>((0, nil))
         await due.forEachConcurrently(atMost: Self.sendsAtOnce) { due in
@@ -189,17 +185,19 @@ public final class OutboxDeliverer: DueWork {
         // Read again just before sending: the batch was read before the sends ahead of this one
         // (each up to the webhook's timeout), and what it announces may have been withdrawn
         // meanwhile (a prompt answered, a task cancelled).
-        let queued = try await self.writer.read { db in
+        let queued = try self.store.read { db in
             try Bool.fetchOne(
-                db,
-                sql: "SELECT 1 FROM push_outbox WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
+                db.cachedStatement(
+                    sql: "SELECT 1 FROM push_outbox WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL"
+                ),
                 arguments: [due.id]
             ) ?? false
         }
         guard queued else { return false }
         let outcome = await self.send(due)
         do {
-            try await self.writer.write { db in try outcome.record(id: due.id, in: db) }
+            // Outcomes of sends made together share a commit.
+            try await self.store.write { db in try outcome.record(id: due.id, in: db) }
         } catch {
             self.unrecorded.withLock { $0[due.id] = outcome }
             throw error
@@ -211,7 +209,7 @@ public final class OutboxDeliverer: DueWork {
     /// while it still cannot.
     private func recordHeldOutcomes() async throws {
         for (id, outcome) in self.unrecorded.withLock({ $0 }) {
-            try await self.writer.write { db in try outcome.record(id: id, in: db) }
+            try await self.store.write { db in try outcome.record(id: id, in: db) }
             _ = self.unrecorded.withLock { $0.removeValue(forKey: id) }
         }
     }
@@ -229,16 +227,16 @@ public final class OutboxDeliverer: DueWork {
                 try db.cachedStatement(
                     sql: "UPDATE push_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
                 )
-                .execute(arguments: [at, id])
+                .execute(arguments: [at.stored, id])
             case .failed(let at, let error, let attempted):
                 try db.cachedStatement(
                     sql: "UPDATE push_outbox SET failed_at = ?, attempts = attempts + ?, last_error = ? WHERE id = ?"
-                ).execute(arguments: [at, attempted ? 1 : 0, error, id])
+                ).execute(arguments: [at.stored, attempted ? 1 : 0, error, id])
             case .retry(let at, let error):
                 try db.cachedStatement(
                     sql:
                         "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?"
-                ).execute(arguments: [at, error, id])
+                ).execute(arguments: [at.stored, error, id])
             }
         }
     }

@@ -1,10 +1,10 @@
 public import Foundation
 public import GRDB
 import HearthContracts
-public import HearthCore
+import HearthCore
 public import HearthRPC
 public import HearthScheduler
-import HearthStore
+public import HearthStore
 public import Logging
 
 /// A durable outbox of calls to another service, in the caller's own SQLite file: a service
@@ -19,13 +19,12 @@ public final class Relay: Sendable {
     ]
     static let batch = 100
 
-    private let writer: any DatabaseWriter
-    private let clock: any WallClock
+    private let store: Store
     private let slot = SchedulerSlot()
 
-    public init(writer: any DatabaseWriter, clock: any WallClock) {
-        self.writer = writer
-        self.clock = clock
+    /// A relay over `store`, whose migrations include ``registerMigration(in:)``.
+    public init(store: Store) {
+        self.store = store
     }
 
     /// Adds the relay table to a service's migrations (append this once, in order).
@@ -63,18 +62,17 @@ public final class Relay: Sendable {
     public static func enqueue(id: String, method: String, payload: Data, user: String, at now: Date, in db: Database)
         throws
     {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO relay_outbox (id, method, payload, user_id, next_attempt_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO NOTHING
-                """,
-            arguments: [id, method, payload, user, now]
-        )
+                """
+        ).execute(arguments: [id, method, payload, user, now.stored])
     }
 
     /// Calls still waiting to be made.
     public func pending() async throws -> Int {
-        try await self.writer.read { db in
+        try self.store.read { db in
             try Int.fetchOne(
                 db,
                 sql: "SELECT COUNT(*) FROM relay_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
@@ -91,14 +89,8 @@ public final class Relay: Sendable {
     /// credential, acting for each call's user. Run it beside the server.
     public func deliverer(client: RPCClient, credential: String, logger: Logger) -> DueTimeScheduler {
         self.slot.fill(
-            work: RelayWork(
-                writer: self.writer,
-                clock: self.clock,
-                client: client,
-                credential: credential,
-                logger: logger
-            ),
-            clock: self.clock,
+            work: RelayWork(store: self.store, client: client, credential: credential, logger: logger),
+            clock: self.store.clock,
             logger: logger
         )
     }
@@ -110,34 +102,38 @@ public protocol RelayOwner: Sendable {
 }
 
 private struct RelayWork: DueWork {
-    let writer: any DatabaseWriter
-    let clock: any WallClock
+    let store: Store
+    var clock: any WallClock { self.store.clock }
     let client: RPCClient
     let credential: String
     let logger: Logger
     let settled = SettledRows(table: "relay_outbox", retention: Relay.retention)
 
     func nextDueTime() async throws -> Date? {
-        try await self.writer.read { db in
-            try Date.fetchOne(
-                db,
-                sql: "SELECT MIN(next_attempt_at) FROM relay_outbox WHERE delivered_at IS NULL AND failed_at IS NULL"
-            )
+        try self.store.read { db in
+            try StoredDate.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT MIN(next_attempt_at) FROM relay_outbox WHERE delivered_at IS NULL AND failed_at IS NULL
+                        """
+                )
+            )?.date
         }
     }
 
     func runDue(now: Date) async throws {
-        let due = try await self.writer.read { db in
+        let due = try self.store.read { db in
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, method, payload, user_id, attempts FROM relay_outbox
-                    WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, id LIMIT ?
-                    """,
-                arguments: [now, Relay.batch]
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, method, payload, user_id, attempts FROM relay_outbox
+                        WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?
+                        ORDER BY next_attempt_at, id LIMIT ?
+                        """
+                ),
+                arguments: [now.stored, Relay.batch]
             ).map { row -> (id: String, method: String, payload: Data, user: String, attempts: Int) in
-                (row["id"], row["method"], row["payload"], row["user_id"], row["attempts"])
+                (row[0], row[1], row[2], row[3], row[4])
             }
         }
         // An outcome that could not be written leaves its call due: the pass fails, so that
@@ -149,7 +145,7 @@ private struct RelayWork: DueWork {
             return await group.first { $0 != nil } ?? nil
         }
         if let unrecorded { throw unrecorded }
-        try await self.settled.pruneIfDue(now: now, writer: self.writer)
+        try await self.settled.pruneIfDue(now: now, writer: self.store.writer)
     }
 
     /// Makes the call and records its outcome; the error that kept it from being recorded, if any.
@@ -165,7 +161,7 @@ private struct RelayWork: DueWork {
         do {
             _ = try await self.client.callRaw(call.method, payload: call.payload, options: options)
             sql = "UPDATE relay_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
-            arguments = [self.clock.now(), call.id]
+            arguments = [self.clock.now().stored, call.id]
         } catch {
             let answer = RPCError(answering: error)
             if Relay.permanent.contains(answer.code) {
@@ -174,7 +170,7 @@ private struct RelayWork: DueWork {
                     metadata: ["method": "\(call.method)", "error": "\(answer)"]
                 )
                 sql = "UPDATE relay_outbox SET failed_at = ?, attempts = attempts + 1, last_error = ? WHERE id = ?"
-                arguments = [self.clock.now(), "\(answer)", call.id]
+                arguments = [self.clock.now().stored, "\(answer)", call.id]
             } else {
                 // 1 s, 2 s, 4 s, ... at most 5 min.
                 let delay = min(pow(2, Double(call.attempts)), 300)
@@ -188,11 +184,12 @@ private struct RelayWork: DueWork {
                 )
                 sql =
                     "UPDATE relay_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?"
-                arguments = [self.clock.now().addingTimeInterval(delay), "\(answer)", call.id]
+                arguments = [self.clock.now().addingTimeInterval(delay).stored, "\(answer)", call.id]
             }
         }
         do {
-            try await self.writer.write { db in try db.execute(sql: sql, arguments: arguments) }
+            // Outcomes of calls made together share a commit.
+            try await self.store.write { db in try db.cachedStatement(sql: sql).execute(arguments: arguments) }
             return nil
         } catch {
             self.logger.error("could not record a relayed call", metadata: ["id": "\(call.id)", "error": "\(error)"])

@@ -19,9 +19,12 @@ public enum StoreLocation: Sendable, Equatable {
 /// Readers run in parallel with the one writer.
 ///
 /// Reads run on the calling thread (``read(_:)``): a handler on its event loop reads without
-/// leaving it. Writes go to GRDB's writer (or a ``WriteBatcher`` in front of it).
+/// leaving it. Writes (``write(_:)``) that arrive together share one transaction and one commit
+/// (group commit, ``WriteBatcher``).
 public struct Store: Sendable {
     public let writer: any DatabaseWriter
+    /// Every ``write(_:)`` goes through it.
+    private let writes: WriteBatcher
     public let clock: any WallClock
     /// Nil for an in-memory store, which has one connection: its reads go to the writer.
     private let readers: ReadConnections?
@@ -66,6 +69,7 @@ public struct Store: Sendable {
             try Self.migrate(self.writer, with: migrator, location: location)
             self.readers = nil
         }
+        self.writes = WriteBatcher(writer: self.writer)
         self.clock = clock
     }
 
@@ -90,6 +94,16 @@ public struct Store: Sendable {
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
         guard let readers = self.readers else { return try self.writer.read(body) }
         return try readers.read(body)
+    }
+
+    /// Runs `body` in a write transaction, with the writes of other calls that arrive meanwhile
+    /// (one commit for all, ``WriteBatcher``), and returns its value once that transaction has
+    /// committed: an acknowledged write survives `kill -9`. `body` may run twice (only the last
+    /// run counts), so it must change nothing but the database; when it throws, its writes are
+    /// undone and the others' kept.
+    /// - Throws: what `body` throws; SQLite's errors (a failed commit fails every write of it).
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await self.writes.write(body)
     }
 
     /// Runs `body` in a read transaction on one of GRDB's reader threads, for a read too long to

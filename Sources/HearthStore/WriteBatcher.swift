@@ -107,8 +107,10 @@ public final class WriteBatcher: Sendable {
     {
         var answers: [@Sendable () -> Void] = []
         answers.reserveCapacity(batch.count)
-        var threw = false
-        try db.inTransaction(.immediate) {
+        // BEGIN and COMMIT prepared once per connection (GRDB's `inTransaction` parses both on
+        // every transaction: 2% of a batched write's CPU).
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
             for pending in batch {
                 let (answer, error) = pending.run(db, savepoints)
                 if let error {
@@ -116,15 +118,19 @@ public final class WriteBatcher: Sendable {
                     // every caller fails with that cause, not with "transaction aborted".
                     if !db.isInsideTransaction { throw error }
                     if !savepoints {
-                        threw = true
-                        return .rollback
+                        try db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
+                        return nil
                     }
                 }
                 answers.append(answer)
             }
-            return .commit
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+        } catch {
+            // A failed COMMIT (or ROLLBACK) may leave the transaction open: nothing of it is kept.
+            if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+            throw error
         }
-        return threw ? nil : answers
+        return answers
     }
 
     /// Runs batches on the writer's own queue, one after the other with no hop between them,

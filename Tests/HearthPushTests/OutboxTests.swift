@@ -28,9 +28,8 @@ struct OutboxTests {
 
     private func deliverer(_ store: Store, _ clock: ManualClock, _ listener: WebhookListener) -> OutboxDeliverer {
         OutboxDeliverer(
-            writer: store.writer,
+            store: store,
             sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
-            clock: clock,
             logger: self.logger
         )
     }
@@ -138,9 +137,8 @@ struct OutboxTests {
         try await store.writer.write { db in for message in messages { try Outbox.enqueue(message, in: db) } }
 
         let deliverer = OutboxDeliverer(
-            writer: store.writer,
+            store: store,
             sender: WebhookPushSender(url: url),
-            clock: clock,
             logger: self.logger
         )
         #expect(try await deliverer.deliverDue() == 1)  // 500, 503, then 200
@@ -152,9 +150,8 @@ struct OutboxTests {
         // Restart: a new deliverer over the reopened file sends nothing again.
         store = try self.store(clock: clock, at: path)
         let restarted = OutboxDeliverer(
-            writer: store.writer,
+            store: store,
             sender: WebhookPushSender(url: url),
-            clock: clock,
             logger: self.logger
         )
         clock.advance(by: 3600)
@@ -176,7 +173,7 @@ struct OutboxTests {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let listener = try await WebhookListener(statuses: [503])
         let store = try self.store(clock: clock)
-        let outbox = Outbox(writer: store.writer, clock: clock)
+        let outbox = Outbox(store: store)
         let scheduler = outbox.deliverer(
             sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
             logger: self.logger
@@ -227,9 +224,8 @@ struct OutboxTests {
         let store = try self.store(clock: clock)
         try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
         let deliverer = OutboxDeliverer(
-            writer: store.writer,
+            store: store,
             sender: WebhookPushSender(url: "http://127.0.0.1:\(listener.port)/push"),
-            clock: clock,
             logger: self.logger
         )
         #expect(try await deliverer.deliverDue() == 0)
@@ -304,9 +300,8 @@ struct OutboxTests {
         let store = try self.store(clock: clock)
         try await store.writer.write { db in try Outbox.enqueue(self.message(1, clock: clock), in: db) }
         let deliverer = OutboxDeliverer(
-            writer: store.writer,
+            store: store,
             sender: WebhookPushSender(url: "http://127.0.0.1:1/push", timeout: .milliseconds(300)),
-            clock: clock,
             logger: self.logger
         )
         #expect(try await deliverer.deliverDue() == 0)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthPush
 import HearthRelay
+import HearthStore
 
 struct NestRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "nest"
@@ -229,6 +230,24 @@ extension CheckInRecord {
         self.photoWidth = try row.decode(Int?.self, forColumn: "photo_width")
         self.photoHeight = try row.decode(Int?.self, forColumn: "photo_height")
         self.photoBytes = try row.decode(Int?.self, forColumn: "photo_bytes")
+    }
+
+    /// Written column by column, dates as ``StoredDate`` (GRDB's Encodable path and its date
+    /// formatter were 8% of CreateCheckIn's CPU).
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = self.id
+        container["session_id"] = self.sessionID
+        container["submitter_user_id"] = self.submitterUserID
+        container["caption"] = self.caption
+        container["captured_at"] = self.capturedAt.stored
+        container["created_at"] = self.createdAt.stored
+        container["photo_alt_text"] = self.photoAltText
+        container["viewed_at"] = self.viewedAt?.stored
+        container["client_request_id"] = self.clientRequestID
+        container["photo_format"] = self.photoFormat
+        container["photo_width"] = self.photoWidth
+        container["photo_height"] = self.photoHeight
+        container["photo_bytes"] = self.photoBytes
     }
 }
 

@@ -17,13 +17,12 @@ struct CheckinStore: Sendable {
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: CheckinMigrations.migrator, clock: clock)
-        self.relay = Relay(writer: self.base.writer, clock: clock)
-        self.outbox = Outbox(writer: self.base.writer, clock: clock)
+        self.relay = Relay(store: self.base)
+        self.outbox = Outbox(store: self.base)
     }
 
     /// The time now, as the store keeps dates (to the millisecond).
     var now: Date { self.base.now }
-    private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Nests
 
@@ -37,7 +36,7 @@ struct CheckinStore: Sendable {
     func createNest(name: String, owner: String) async throws -> NestOutcome {
         let now = self.now
         let nest = NestRecord(id: UUID().uuidString.lowercased(), name: name, ownerUserID: owner, createdAt: now)
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard try NestRecord.filter(Column("owner_user_id") == owner).fetchCount(db) < CheckinRules.maxNestsPerOwner
             else { return .full }
             try nest.insert(db)
@@ -83,7 +82,7 @@ struct CheckinStore: Sendable {
     /// Adds a session unless its nest has ``CheckinRules/maxOpenSessionsPerNest`` not yet ended;
     /// answers whether it did.
     func createSession(_ session: SessionRecord) async throws -> Bool {
-        try await self.db.write { db in
+        try await self.base.write { db in
             let open =
                 try Int.fetchOne(
                     db,
@@ -121,7 +120,7 @@ struct CheckinStore: Sendable {
     /// Ends a session now (if it would end later).
     func endSession(_ id: String) async throws -> SessionRecord? {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard var session = try SessionRecord.fetchOne(db, cachedKey: id) else { return nil }
             if session.endsAt > now {
                 session.endsAt = max(now, session.startsAt)
@@ -159,7 +158,7 @@ struct CheckinStore: Sendable {
     func createCheckIn(_ checkIn: CheckInRecord, photo: NormalizedPhoto?, localDay: String, notify: PushMessage)
         async throws -> CreateOutcome
     {
-        try await self.db.write { db in
+        try await self.base.write { db in
             if let earlier = try Self.earlierRequest(checkIn.submitterUserID, checkIn.clientRequestID, in: db) {
                 return earlier
             }
@@ -286,7 +285,7 @@ struct CheckinStore: Sendable {
     /// Deletes a check-in, and takes back its owner's "New check-in" push if it has not gone
     /// out yet (its caption is no longer there to see).
     func deleteCheckIn(_ id: String) async throws {
-        try await self.db.write { db in
+        try await self.base.write { db in
             _ = try CheckInRecord.deleteOne(db, key: id)
             try Outbox.withdraw(id: Self.createdPushID(id), in: db)
         }
@@ -300,7 +299,7 @@ struct CheckinStore: Sendable {
     /// Sets `viewed_at` the first time; later views keep the first time.
     func markViewed(_ id: String) async throws -> CheckInRecord? {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard var checkIn = try CheckInRecord.fetchOne(db, cachedKey: id) else { return nil }
             if checkIn.viewedAt == nil {
                 checkIn.viewedAt = now
@@ -334,7 +333,7 @@ struct CheckinStore: Sendable {
             text: text,
             createdAt: self.now
         )
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             // At most 50: compared here, since SQLite's NOCASE folds only A-Z.
             let texts = try String.fetchAll(
                 db.cachedStatement(sql: "SELECT text FROM template WHERE nest_id = ?"),
@@ -352,6 +351,6 @@ struct CheckinStore: Sendable {
     }
 
     func removeTemplate(_ id: String) async throws {
-        _ = try await self.db.write { db in try TemplateRecord.deleteOne(db, key: id) }
+        _ = try await self.base.write { db in try TemplateRecord.deleteOne(db, key: id) }
     }
 }

@@ -12,12 +12,11 @@ struct RoutineStore: Sendable {
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: RoutineMigrations.migrator, clock: clock)
-        self.relay = Relay(writer: self.base.writer, clock: clock)
+        self.relay = Relay(store: self.base)
     }
 
     /// The time now, as the store keeps dates (to the millisecond).
     var now: Date { self.base.now }
-    private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Routines
 
@@ -49,7 +48,7 @@ struct RoutineStore: Sendable {
                 removedAt: nil
             )
         }
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             let count = try RoutineRecord.filter(Column("nest_id") == nestID).fetchCount(db)
             guard count < RoutineRules.maxRoutinesPerNest else { return .nestFull }
             try routine.insert(db)
@@ -90,7 +89,7 @@ struct RoutineStore: Sendable {
 
     func updateRoutine(_ id: String, title: String, category: String) async throws -> RoutineWithActions? {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard var routine = try RoutineRecord.fetchOne(db, cachedKey: id) else { return nil }
             routine.title = title
             routine.category = category
@@ -102,7 +101,7 @@ struct RoutineStore: Sendable {
 
     /// Deletes a routine with its actions and every completion of them.
     func deleteRoutine(_ id: String) async throws {
-        _ = try await self.db.write { db in try RoutineRecord.deleteOne(db, key: id) }
+        _ = try await self.base.write { db in try RoutineRecord.deleteOne(db, key: id) }
     }
 
     // MARK: Actions
@@ -117,7 +116,7 @@ struct RoutineStore: Sendable {
     /// Appends an action, unless the routine has its 10.
     func addAction(routineID: String, text: String) async throws -> ActionOutcome {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard var routine = try RoutineRecord.fetchOne(db, cachedKey: routineID) else { return .routineMissing }
             let active = try Self.activeActions(routineID, in: db)
             guard active.count < RoutineRules.maxActions else { return .full }
@@ -145,7 +144,7 @@ struct RoutineStore: Sendable {
     /// Removes an action from now on: past days keep it in their counts.
     func removeAction(routineID: String, actionID: String) async throws -> ActionOutcome {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard var routine = try RoutineRecord.fetchOne(db, cachedKey: routineID) else { return .routineMissing }
             guard var action = try ActionRecord.fetchOne(db, cachedKey: actionID), action.routineID == routineID,
                 action.removedAt == nil
@@ -171,7 +170,7 @@ struct RoutineStore: Sendable {
         zone: String
     ) async throws -> Bool {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard let action = try ActionRecord.fetchOne(db, cachedKey: actionID), action.routineID == routineID,
                 action.removedAt == nil
             else { return false }

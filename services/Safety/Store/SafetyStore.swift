@@ -53,7 +53,7 @@ struct SafetyStore: Sendable {
         -> ProfileRecord
     {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             var profile =
                 try Self.profile(user, in: db)
                 ?? ProfileRecord(
@@ -120,7 +120,7 @@ struct SafetyStore: Sendable {
 
     func addContact(_ user: String, email: String, name: String) async throws -> ContactOutcome {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
@@ -154,7 +154,7 @@ struct SafetyStore: Sendable {
     /// Removes a contact; false when the user has none with that id.
     func removeContact(_ user: String, id: String) async throws -> Bool {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             let deleted = try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0
             if deleted {
                 try db.cachedStatement(
@@ -184,7 +184,7 @@ struct SafetyStore: Sendable {
 
     /// Removes the profile, contacts, heartbeats and every alert for good.
     func deleteAccount(_ user: String) async throws {
-        _ = try await self.db.write { db in try ProfileRecord.deleteOne(db, key: user) }
+        _ = try await self.base.write { db in try ProfileRecord.deleteOne(db, key: user) }
     }
 
     // MARK: Check-ins
@@ -358,7 +358,7 @@ struct SafetyStore: Sendable {
     /// (nor once the alarm was decided: a snooze that read its time before the decider took the
     /// writer, or a clock stepped back, would start a period that alarms again).
     func snooze(_ user: String) async throws -> SwitchChange {
-        try await self.db.write { [store = self] db in
+        try await self.base.write { [store = self] db in
             let now = store.now
             guard
                 var profile = try Self.profile(user, in: db)
@@ -387,7 +387,7 @@ struct SafetyStore: Sendable {
     /// Nothing fires until `until` (or a resume); then a new period starts.
     func pause(_ user: String, until: Date) async throws -> SwitchChange {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
@@ -400,7 +400,7 @@ struct SafetyStore: Sendable {
 
     func resume(_ user: String) async throws -> SwitchChange {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard
                 var profile = try Self.profile(user, in: db)
             else { return .noProfile }
@@ -453,7 +453,7 @@ struct SafetyStore: Sendable {
         async throws -> TimeInterval?
     {
         let now = self.now
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             let lastHour = try Date.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -596,7 +596,7 @@ struct SafetyStore: Sendable {
                 ?? false
         }
         guard anyDue else { return 0 }
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             let due = try db.cachedStatement(
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
             ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
@@ -666,7 +666,7 @@ struct SafetyStore: Sendable {
         guard anyDue else { return [] }
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             let due = try AlertRecord.fetchAll(
                 db.cachedStatement(
                     sql: """

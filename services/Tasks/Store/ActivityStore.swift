@@ -40,7 +40,7 @@ struct ActivityStore: Sendable {
             createdAt: now,
             updatedAt: now
         )
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             guard try ActivityRecord.filter(Column("user_id") == user).fetchCount(db) < OfferRules.maxActivities else {
                 return .full
             }
@@ -78,14 +78,14 @@ struct ActivityStore: Sendable {
     /// Marks the activity done (for DAILY: done today in the user's zone) and cancels its open
     /// offers, except `keeping` (the offer being answered with MARK_DONE).
     func complete(_ id: String, user: String, now: Date, keeping: String? = nil) async throws -> ActivityWithRule? {
-        try await self.db.write { db in
+        try await self.base.write { db in
             try Self.complete(id, user: user, now: now, keeping: keeping, in: db)
         }
     }
 
     /// Deletes the activity and its rule; its open offers are cancelled (kept for statistics).
     func delete(_ id: String, user: String, now: Date) async throws -> Bool {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard try Self.activity(id, user: user, in: db) != nil else { return false }
             try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
             try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?").execute(arguments: [id])
@@ -94,7 +94,7 @@ struct ActivityStore: Sendable {
     }
 
     func setRule(_ id: String, user: String, rule: OfferRules.Rule, now: Date) async throws -> ActivityWithRule? {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard var found = try Self.activity(id, user: user, in: db) else { return nil }
             let record = RuleRecord(
                 activityID: id,
@@ -117,7 +117,7 @@ struct ActivityStore: Sendable {
     }
 
     func clearRule(_ id: String, user: String, now: Date) async throws -> ActivityWithRule? {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard var found = try Self.activity(id, user: user, in: db) else { return nil }
             try db.cachedStatement(sql: "DELETE FROM activity_rule WHERE activity_id = ?").execute(arguments: [id])
             try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db)
@@ -144,7 +144,7 @@ struct ActivityStore: Sendable {
             timeZone: preferences.timeZone,
             updatedAt: now
         )
-        try await self.db.write { db in
+        try await self.base.write { db in
             try record.save(db)
             // Offers off: none already made is delivered or answered any more. (Only those still
             // open: an offer past its lifetime expired, and stays so in the stats; and a user's
@@ -175,7 +175,7 @@ struct ActivityStore: Sendable {
         event: OfferRules.Event,
         now: Date
     ) async throws -> ReportOutcome {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard let found = try Self.activity(activityID, user: user, in: db) else { return .missing }
             let preferences = try Self.preferences(user: user, in: db)
             let eventSeen =
@@ -294,7 +294,7 @@ struct ActivityStore: Sendable {
     func respond(offerID: String, user: String, action: Hearth_Tasks_V1_OfferAction, now: Date) async throws
         -> RespondOutcome
     {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard
                 var offer = try OfferRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM offer WHERE id = ? AND user_id = ?"),

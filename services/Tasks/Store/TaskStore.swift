@@ -18,12 +18,11 @@ struct TaskStore: Sendable {
 
     init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
         self.base = try Store(location: location, migrator: TaskMigrations.migrator, clock: clock)
-        self.outbox = Outbox(writer: self.base.writer, clock: clock)
-        self.relay = Relay(writer: self.base.writer, clock: clock)
+        self.outbox = Outbox(store: self.base)
+        self.relay = Relay(store: self.base)
     }
 
     var now: Date { self.base.now }
-    private var db: any DatabaseWriter { self.base.writer }
 
     // MARK: Tasks
 
@@ -80,7 +79,7 @@ struct TaskStore: Sendable {
                 notifyAt: planned.scheduledAt
             )
         }
-        return try await self.db.write { db in
+        return try await self.base.write { db in
             if let clientRequestID,
                 let earlier = try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db)
             {
@@ -189,7 +188,7 @@ struct TaskStore: Sendable {
     /// Cancels an active task: its prompts neither answered, dismissed nor expired become
     /// CANCELLED (and are never pushed).
     func cancelTask(_ id: String, user: String, now: Date) async throws -> CancelOutcome {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard var task = try Self.task(id, user: user, in: db) else { return .missing }
             switch TaskRules.taskState(cancelledAt: task.cancelledAt, endsAt: task.endsAt, now: now) {
             case .cancelled: return .alreadyCancelled(task)
@@ -304,7 +303,7 @@ struct TaskStore: Sendable {
     /// Answers a prompt: in one transaction the prompt becomes RESPONDED and the check-in is
     /// recorded (with the activity for safety). The same answer again is the same result.
     func respond(promptID: String, user: String, answer: TaskRules.Answer, now: Date) async throws -> RespondOutcome {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard
                 var prompt = try Self.prompt(promptID, user: user, in: db)
             else { return .missing }
@@ -352,7 +351,7 @@ struct TaskStore: Sendable {
 
     /// Dismisses an open prompt (scheduled or due): it is not pushed or answered any more.
     func dismiss(promptID: String, user: String, now: Date) async throws -> DismissOutcome {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard
                 var prompt = try Self.prompt(promptID, user: user, in: db)
             else { return .missing }
@@ -397,7 +396,7 @@ struct TaskStore: Sendable {
         clientRequestID: String?,
         now: Date
     ) async throws -> RecordOutcome {
-        try await self.db.write { db in
+        try await self.base.write { db in
             guard let task = try Self.task(taskID, user: user, in: db) else { return .missing }
             if let clientRequestID,
                 let earlier = try CheckInRecord.filter(
@@ -440,7 +439,7 @@ struct TaskStore: Sendable {
     /// marked decided (a prompt that expired while the service was down is not pushed late).
     /// Answers how many were decided and how many pushes were enqueued.
     func notifyDue(now: Date, limit: Int) async throws -> (decided: Int, pushed: Int) {
-        try await self.db.write { db in
+        try await self.base.write { db in
             let due = try PromptRecord.fetchAll(
                 db.cachedStatement(
                     sql:
