@@ -304,6 +304,8 @@ let package = Package(
             name: "HearthTestSupport",
             dependencies: [
                 "HearthRPC",
+                "HearthStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

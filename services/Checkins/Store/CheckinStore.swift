@@ -190,7 +190,7 @@ struct CheckinStore: Sendable {
             try db.cachedStatement(
                 sql: "INSERT INTO check_in_request (submitter_user_id, client_request_id, check_in_id) VALUES (?, ?, ?)"
             ).execute(arguments: [checkIn.submitterUserID, checkIn.clientRequestID, checkIn.id])
-            try checkIn.insert(db)
+            try checkIn.insertPrepared(db)
             if let photo {
                 try db.cachedStatement(
                     sql: """

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HearthContracts
+import HearthStore
 
 struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "activity"
@@ -106,6 +107,24 @@ struct OfferRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     }
 }
 
+extension OfferRecord: ColumnWrites {
+    static let columnNames = [
+        "id", "user_id", "activity_id", "title", "channel", "occurred_at", "deliver_at", "created_at", "snoozed",
+        "action", "answered_at", "cancelled_at", "snoozed_offer_id",
+    ]
+    static let insertSQL = makeInsertSQL()
+
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [
+            self.id, self.userID, self.activityID, self.title, self.channel, self.occurredAt.stored,
+            self.deliverAt.stored, self.createdAt.stored, self.snoozed, self.action, self.answeredAt?.stored,
+            self.cancelledAt?.stored, self.snoozedOfferID,
+        ]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws { self.encodeColumns(to: &container) }
+}
+
 /// Every location event and what was decided: the duplicate check and the statistics.
 struct LocationEventRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "location_event"
@@ -128,6 +147,22 @@ struct LocationEventRecord: Codable, FetchableRecord, PersistableRecord, Equatab
         case receivedAt = "received_at"
         case offerID = "offer_id"
     }
+}
+
+extension LocationEventRecord: ColumnWrites {
+    static let columnNames = [
+        "user_id", "client_event_id", "activity_id", "trigger", "occurred_at", "received_at", "reason", "offer_id",
+    ]
+    static let insertSQL = makeInsertSQL()
+
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [
+            self.userID, self.clientEventID, self.activityID, self.trigger, self.occurredAt.stored,
+            self.receivedAt.stored, self.reason, self.offerID,
+        ]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws { self.encodeColumns(to: &container) }
 }
 
 enum ActivityMigrations {

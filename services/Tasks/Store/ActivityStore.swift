@@ -191,8 +191,8 @@ struct ActivityStore: Sendable {
                         """
                 ),
                 arguments: [
-                    user, event.occurredAt.addingTimeInterval(-2 * 86_400),
-                    event.occurredAt.addingTimeInterval(2 * 86_400 + 7200),
+                    user, event.occurredAt.addingTimeInterval(-2 * 86_400).stored,
+                    event.occurredAt.addingTimeInterval(2 * 86_400 + 7200).stored,
                 ]
             ).map { row -> OfferRules.PastOffer in
                 let deliverAt: Date = row["deliver_at"]
@@ -237,7 +237,7 @@ struct ActivityStore: Sendable {
                     createdAt: now,
                     snoozed: false
                 )
-                try offer!.insert(db)
+                try offer!.insertPrepared(db)
             case .suppressed(let why, _):
                 reason = why.rawValue
             }
@@ -247,7 +247,7 @@ struct ActivityStore: Sendable {
                         INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at, reason)
                         VALUES (?, ?, ?, ?, ?)
                         """
-                ).execute(arguments: [user, clientEventID, event.occurredAt, now, reason])
+                ).execute(arguments: [user, clientEventID, event.occurredAt.stored, now.stored, reason])
             } else {
                 try LocationEventRecord(
                     userID: user,
@@ -258,7 +258,7 @@ struct ActivityStore: Sendable {
                     receivedAt: now,
                     reason: reason,
                     offerID: offer?.id
-                ).insert(db)
+                ).insertPrepared(db)
             }
             return .decided(decision, offer)
         }

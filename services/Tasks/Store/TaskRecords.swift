@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthPush
 import HearthRelay
+import HearthStore
 
 struct TaskRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "task"
@@ -121,6 +122,24 @@ struct CheckInRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Se
     static func encode(insights: [String]) -> String {
         String(decoding: (try? JSONEncoder().encode(insights)) ?? Data("[]".utf8), as: UTF8.self)
     }
+}
+
+extension CheckInRecord: ColumnWrites {
+    static let columnNames = [
+        "id", "task_id", "user_id", "prompt_id", "client_request_id", "recorded_at", "local_date", "time_of_day",
+        "question", "question_type", "response_text", "energy", "mood", "focus", "insights",
+    ]
+    static let insertSQL = makeInsertSQL()
+
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [
+            self.id, self.taskID, self.userID, self.promptID, self.clientRequestID, self.recordedAt.stored,
+            self.localDate, self.timeOfDay, self.question, self.questionType, self.responseText, self.energy,
+            self.mood, self.focus, self.insights,
+        ]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws { self.encodeColumns(to: &container) }
 }
 
 enum TaskMigrations {

@@ -505,7 +505,7 @@ struct TaskStore: Sendable {
             focus: answer.focus,
             insights: CheckInRecord.encode(insights: answer.insights)
         )
-        try checkIn.insert(db)
+        try checkIn.insertPrepared(db)
         try Relay.forwardActivity(source: "tasks", eventID: checkIn.id, user: user, at: now, in: db)
         return checkIn
     }
