@@ -24,7 +24,12 @@ public enum ColumnWritesCheck {
                 arguments: [db.lastInsertedRowID]
             )
         }
+        return (readBack, try Self.codableKeys(record), Set(Record.columnNames))
+    }
+
+    /// The keys `record`'s `Codable` conformance encodes (nil optionals left out).
+    public static func codableKeys(_ record: some Encodable) throws -> Set<String> {
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(record)) as? [String: Any] ?? [:]
-        return (readBack, Set(json.keys), Set(Record.columnNames))
+        return Set(json.keys)
     }
 }

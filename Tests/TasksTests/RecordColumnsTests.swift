@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthStore
 import HearthTestSupport
 import Testing
@@ -68,5 +69,75 @@ struct TasksRecordColumnsTests {
         let eventCheck = try ColumnWritesCheck.roundTrip(event, migrator: TaskMigrations.migrator)
         #expect(eventCheck.columns == eventCheck.codableKeys)
         #expect(eventCheck.readBack == event)
+    }
+
+    @Test("an activity, its rule and the preferences read by position equal what GRDB reads by name")
+    func positionalReads() throws {
+        let activity = ActivityRecord(
+            id: "a1",
+            userID: "ana",
+            title: "Gym",
+            repeatKind: 1,
+            priority: 2,
+            createdAt: self.first,
+            updatedAt: self.second,
+            lastCompletedAt: self.second
+        )
+        let rule = RuleRecord(
+            activityID: "a1",
+            label: "Gym",
+            latitude: 40.7128,
+            longitude: -74.006,
+            radiusM: 150,
+            trigger: 1,
+            delayMinutes: 5,
+            cooldownMinutes: 90,
+            onlyIfIncomplete: true,
+            enabled: true,
+            updatedAt: self.first
+        )
+        let preferences = PreferencesRecord(
+            userID: "ana",
+            enabled: true,
+            dailyCap: 5,
+            minSpacingMinutes: 30,
+            defaultCooldownMinutes: 120,
+            quietStart: 1320,
+            quietEnd: 420,
+            timeZone: "America/New_York",
+            updatedAt: self.second
+        )
+        let queue = try DatabaseQueue()
+        try TaskMigrations.migrator.migrate(queue)
+        let read = try queue.write { db in
+            try activity.insert(db)
+            try rule.insert(db)
+            try preferences.insert(db)
+            return (
+                try db.cachedStatement(sql: "\(ActivityRecord.selection) FROM activity")
+                    .fetchOne(read: ActivityRecord.init(columns:)),
+                try db.cachedStatement(sql: "\(RuleRecord.selection) FROM activity_rule")
+                    .fetchOne(read: RuleRecord.init(columns:)),
+                try db.cachedStatement(sql: "\(PreferencesRecord.selection) FROM offer_preferences")
+                    .fetchOne(read: PreferencesRecord.init(columns:))
+            )
+        }
+        #expect(read.0 == activity)
+        #expect(read.1 == rule)
+        #expect(read.2 == preferences)
+        for (selection, record) in [
+            (ActivityRecord.selection, try ColumnWritesCheck.codableKeys(activity)),
+            (RuleRecord.selection, try ColumnWritesCheck.codableKeys(rule)),
+            (PreferencesRecord.selection, try ColumnWritesCheck.codableKeys(preferences)),
+        ] {
+            #expect(
+                Set(
+                    selection.dropFirst("SELECT ".count).split(separator: ",").map {
+                        $0.trimmingCharacters(in: .whitespacesAndNewlines)
+                    }
+                ) == record,
+                "every column Codable names is selected"
+            )
+        }
     }
 }

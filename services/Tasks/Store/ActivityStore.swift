@@ -475,19 +475,23 @@ struct ActivityStore: Sendable {
 
     static func activity(_ id: String, user: String, in db: Database) throws -> ActivityWithRule? {
         guard
-            let activity = try ActivityRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM activity WHERE id = ? AND user_id = ?"),
-                arguments: [id, user]
-            )
+            let activity = try db.cachedStatement(
+                sql: "\(ActivityRecord.selection) FROM activity WHERE id = ? AND user_id = ?"
+            ).fetchOne(binding: id, user, read: ActivityRecord.init(columns:))
         else { return nil }
         return ActivityWithRule(
             activity: activity,
-            rule: try RuleRecord.fetchOne(db, cachedKey: id, column: "activity_id")
+            rule: try db.cachedStatement(sql: "\(RuleRecord.selection) FROM activity_rule WHERE activity_id = ?")
+                .fetchOne(binding: id, read: RuleRecord.init(columns:))
         )
     }
 
     static func preferences(user: String, in db: Database) throws -> OfferRules.Preferences {
-        guard let record = try PreferencesRecord.fetchOne(db, cachedKey: user, column: "user_id") else {
+        guard
+            let record = try db.cachedStatement(
+                sql: "\(PreferencesRecord.selection) FROM offer_preferences WHERE user_id = ?"
+            ).fetchOne(binding: user, read: PreferencesRecord.init(columns:))
+        else {
             return OfferRules.Preferences()
         }
         return OfferRules.Preferences(
