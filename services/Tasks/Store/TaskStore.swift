@@ -323,7 +323,8 @@ struct TaskStore: Sendable {
             prompt.status = TaskRules.Status.responded.rawValue
             prompt.respondedAt = now
             prompt.notifyAt = nil
-            try prompt.update(db, columns: ["status", "responded_at", "notify_at"])
+            try db.cachedStatement(sql: "UPDATE prompt SET status = ?, responded_at = ?, notify_at = NULL WHERE id = ?")
+                .execute(binding: prompt.status, now.stored, prompt.id)
             try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
             let checkIn = try Self.record(
                 answer,
