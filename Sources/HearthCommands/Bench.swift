@@ -58,6 +58,16 @@ struct Bench: AsyncParsableCommand {
     @Argument(help: "The request as protobuf JSON. Default: {}")
     var request = "{}"
 
+    @Option(
+        name: .customLong("then"),
+        help: """
+            Another request as protobuf JSON, sent in turn with the first (repeatable): call n sends \
+            request n mod (1 + the number of --then). Example: tick, then untick, so that every call \
+            changes the row.
+            """
+    )
+    var followingRequests: [String] = []
+
     func validate() throws {
         guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         guard self.connections >= 1 else { throw ValidationError("--connections must be at least 1") }
@@ -70,7 +80,9 @@ struct Bench: AsyncParsableCommand {
         guard let descriptor = MethodCatalog.method(named: self.method) else {
             throw ValidationError("unknown method \(self.method)")
         }
-        let payload = try descriptor.requestType.init(jsonString: self.request).serializedData()
+        let payloads = try ([self.request] + self.followingRequests).map {
+            try descriptor.requestType.init(jsonString: $0).serializedData()
+        }
         let (client, executor) = BenchRunner.makeClient(
             .init(
                 host: self.target.host,
@@ -83,7 +95,7 @@ struct Bench: AsyncParsableCommand {
             client: client,
             executor: executor,
             method: self.method,
-            request: { _ in payload },
+            request: { index in payloads[index % payloads.count] },
             options: CallOptions(
                 timeout: self.timeout.duration,
                 metadata: try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }

@@ -7,16 +7,18 @@ import SwiftProtobuf
 
 /// `hearth bench-checkins`: the checkins benchmark. Unlike `hearth bench`, every call is a
 /// different request: each CreateCheckIn has its own `client_request_id` and a capture time
-/// that keeps each session under its daily cap, and ListCheckIns walks the pages of a session
-/// of 1,000 check-ins.
+/// that keeps each session under its daily cap, ListCheckIns walks the pages of a session of
+/// 1,000 check-ins, and each MarkViewed marks a check-in not seen before.
 struct BenchCheckins: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-checkins",
-        abstract: "Load-test the checkins process: CreateCheckIn (with or without a photo) or ListCheckIns.",
+        abstract:
+            "Load-test the checkins process: CreateCheckIn (with or without a photo), ListCheckIns or MarkViewed.",
         discussion: """
               hearth bench-checkins --internal-secret "$(cat data/secrets/internal.key)" create
               hearth bench-checkins --internal-secret "$SECRET" --photo photo.jpg --concurrency 4 --total 200 create
               hearth bench-checkins --internal-secret "$SECRET" list
+              hearth bench-checkins --internal-secret "$SECRET" --total 5000 view
             """
     )
 
@@ -25,6 +27,8 @@ struct BenchCheckins: AsyncParsableCommand {
         case create
         /// ListCheckIns, pages of 50 over one session of 1,000 check-ins, newest first.
         case list
+        /// MarkViewed, each call a check-in not viewed yet (all made first, not measured).
+        case view
     }
 
     @Option(help: "HOST:PORT of the checkins process.")
@@ -48,7 +52,7 @@ struct BenchCheckins: AsyncParsableCommand {
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
 
-    @Argument(help: "create or list.")
+    @Argument(help: "create, list or view.")
     var scenario: Scenario
 
     func validate() throws {
@@ -85,6 +89,15 @@ struct BenchCheckins: AsyncParsableCommand {
             method = CheckinsMethod.listCheckIns
             request = { index in pages[index % pages.count] }
             caller = owner
+        case .view:
+            let unseen = try await setup.checkIns(count: self.warmup + self.total).map(\.id)
+            method = CheckinsMethod.markViewed
+            request = { index in
+                var request = Hearth_Checkins_V1_MarkViewedRequest()
+                request.checkInID = unseen[index % unseen.count]
+                return try! request.serializedData()
+            }
+            caller = owner
         }
 
         let runner = BenchRunner(
@@ -98,7 +111,11 @@ struct BenchCheckins: AsyncParsableCommand {
             warmup: .total(self.warmup)
         )
         let name =
-            self.scenario == .create ? (self.photo == nil ? "CreateCheckIn" : "CreateCheckIn+photo") : "ListCheckIns"
+            switch self.scenario {
+            case .create: self.photo == nil ? "CreateCheckIn" : "CreateCheckIn+photo"
+            case .list: "ListCheckIns"
+            case .view: "MarkViewed"
+            }
         try await runner.runAndReport(
             method: name,
             target: self.target,
@@ -115,6 +132,7 @@ private enum CheckinsMethod {
     static let createSession = prefix + "CreateSession"
     static let createCheckIn = prefix + "CreateCheckIn"
     static let listCheckIns = prefix + "ListCheckIns"
+    static let markViewed = prefix + "MarkViewed"
 }
 
 /// A user the benchmark acts as, calling the service directly.
@@ -201,29 +219,46 @@ private struct CheckinsBenchSetup {
         return ids
     }
 
-    /// The serialized ListCheckIns requests, newest first, for every page of a session with
-    /// `count` check-ins.
-    func pageRequests(overCheckIns count: Int, pageSize: Int) async throws -> [Data] {
+    /// `count` new check-ins (8 calls in flight), in sessions of their own (one session for up
+    /// to 4,000).
+    func checkIns(count: Int) async throws -> [Hearth_Checkins_V1_CheckIn] {
         let plan = CheckInPlan(now: Date())
-        let session = try await self.sessions(count: 1, startsAt: plan.startsAt, endsAt: plan.endsAt)
+        let sessions = try await self.sessions(
+            count: plan.sessionsNeeded(forCalls: count),
+            startsAt: plan.startsAt,
+            endsAt: plan.endsAt
+        )
         let run = String(UUID().uuidString.prefix(8))
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        return try await withThrowingTaskGroup(of: [Hearth_Checkins_V1_CheckIn].self) { group in
             let workers = 8
             for worker in 0..<workers {
                 group.addTask {
+                    var made: [Hearth_Checkins_V1_CheckIn] = []
                     for index in stride(from: worker, to: count, by: workers) {
-                        _ = try await self.client.callRaw(
-                            CheckinsMethod.createCheckIn,
-                            payload: plan.request(index, sessions: session, photo: nil, run: run),
-                            options: self.sitter.options
+                        made.append(
+                            try await self.client.call(
+                                CheckinsMethod.createCheckIn,
+                                Hearth_Checkins_V1_CreateCheckInRequest(
+                                    serializedBytes: plan.request(index, sessions: sessions, photo: nil, run: run)
+                                ),
+                                as: Hearth_Checkins_V1_CheckIn.self,
+                                options: self.sitter.options
+                            )
                         )
                     }
+                    return made
                 }
             }
-            try await group.waitForAll()
+            return try await group.reduce(into: []) { $0 += $1 }
         }
+    }
+
+    /// The serialized ListCheckIns requests, newest first, for every page of a session with
+    /// `count` check-ins.
+    func pageRequests(overCheckIns count: Int, pageSize: Int) async throws -> [Data] {
+        let session = try await self.checkIns(count: count)[0].sessionID
         var request = Hearth_Checkins_V1_ListCheckInsRequest()
-        request.sessionID = session[0]
+        request.sessionID = session
         request.order = .newestFirst
         request.pageSize = UInt32(pageSize)
         var pages: [Data] = []
