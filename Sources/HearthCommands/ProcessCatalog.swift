@@ -67,38 +67,62 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         }
     }
 
-    /// Builds the services of this process, with stores under the settings' data folder.
-    func makeServices(settings: ProcessSettings) throws -> [any RPCService] {
+    /// Builds this process's module (its services and their background work), with stores under
+    /// the settings' data folder.
+    func makeModule(settings: ProcessSettings) throws -> ServiceModule {
         let store = { (name: String) in
             StoreLocation.file(settings.dataDirectory.appendingPathComponent("\(name).sqlite").path)
         }
+        let credential = settings.secrets.internalCredential
+        let logger = settings.logger
+        // Where checkins, tasks and routines forward activity.
+        let safety = {
+            RPCClient(configuration: .init(host: settings.peers.safety.host, port: settings.peers.safety.port))
+        }
         switch self {
         case .gateway:
-            return []
+            return ServiceModule(services: [])
         case .checkins:
-            return [try CheckinsService(location: store("checkins"))]
+            return try CheckinsService.module(
+                location: store("checkins"),
+                pushSender: settings.pushSender,
+                safety: safety(),
+                credential: credential,
+                logger: logger
+            )
         case .tasks:
-            let tasks = try TasksService(location: store("tasks"), logger: settings.logger)
-            return [tasks, ActivitiesService(sharingStoreOf: tasks)]
+            return try TasksService.module(
+                location: store("tasks"),
+                pushSender: settings.pushSender,
+                safety: safety(),
+                credential: credential,
+                logger: logger
+            )
         case .safety:
             let channels = AlertChannels(
-                mail: try settings.mail.transport(logger: settings.logger),
+                mail: try settings.mail.transport(logger: logger),
                 from: settings.mail.from,
                 push: settings.pushSender
             )
-            return [try SafetyService(location: store("safety"), channels: channels, logger: settings.logger)]
+            return try SafetyService.module(location: store("safety"), channels: channels, logger: logger)
         case .routines:
             let checkins = RPCClient(
                 configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
             )
             let roles = CachedNestRoles(
-                source: CheckinsNestRoles(client: checkins, internalCredential: settings.secrets.internalCredential),
+                source: CheckinsNestRoles(client: checkins, internalCredential: credential),
                 clock: SystemClock(),
                 lifetime: settings.peers.roleCache.duration
             )
-            return [try RoutinesService(location: store("routines"), roles: roles)]
+            return try RoutinesService.module(
+                location: store("routines"),
+                roles: roles,
+                safety: safety(),
+                credential: credential,
+                logger: logger
+            )
         case .echo:
-            return [EchoService()]
+            return ServiceModule(services: [EchoService()])
         }
     }
 
@@ -265,22 +289,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         )
         return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
     default:
-        let services = try name.makeServices(settings: settings)
-        let deliverers: [DueTimeScheduler] = services.compactMap { $0 as? any OutboxOwner }.map {
-            $0.outbox.deliverer(sender: settings.pushSender, logger: logger)
-        }
-        var schedulers: [DueTimeScheduler] = services.flatMap { ($0 as? any ScheduledWorkOwner)?.schedulers ?? [] }
-        let relays = services.compactMap { ($0 as? any RelayOwner)?.relay }
-        if !relays.isEmpty {
-            let safety = RPCClient(
-                configuration: .init(host: settings.peers.safety.host, port: settings.peers.safety.port)
-            )
-            for relay in relays {
-                schedulers.append(
-                    relay.deliverer(client: safety, credential: settings.secrets.internalCredential, logger: logger)
-                )
-            }
-        }
+        let module = try name.makeModule(settings: settings)
         let server = RPCServer(
             configuration: ServerConfiguration(
                 host: settings.host,
@@ -288,16 +297,16 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 maxFrameSize: name.maxFrameSize,
                 internalCredential: settings.secrets.internalCredential
             ),
-            services: services,
+            services: module.services,
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             logger: logger
         )
         // A store at fault shows in health whether a call or background work met it.
-        for scheduler in deliverers + schedulers {
+        for scheduler in module.work {
             scheduler.observeFailures { [health = server.health, logger] error in
                 health.noteFailure(error, logger: logger)
             }
         }
-        return HearthProcess(name: name, server: server, companions: deliverers + schedulers, metrics: metrics)
+        return HearthProcess(name: name, server: server, companions: module.work, metrics: metrics)
     }
 }

@@ -85,11 +85,6 @@ public final class Outbox: Sendable {
     }
 }
 
-/// A service that reports changes through an outbox in its own store.
-public protocol OutboxOwner: Sendable {
-    var outbox: Outbox { get }
-}
-
 /// Sends what the outbox holds, oldest due first; a message is marked delivered only after the
 /// receiver accepted it, so a crash in between sends it again (with the same `Idempotency-Key`),
 /// and nothing is ever lost. Failures retry with exponential backoff up to `maxDelay`. An

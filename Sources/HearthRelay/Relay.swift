@@ -96,11 +96,6 @@ public final class Relay: Sendable {
     }
 }
 
-/// A service that forwards calls through a ``Relay``.
-public protocol RelayOwner: Sendable {
-    var relay: Relay { get }
-}
-
 private struct RelayWork: DueWork {
     let store: Store
     var clock: any WallClock { self.store.clock }

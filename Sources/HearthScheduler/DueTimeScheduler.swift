@@ -14,23 +14,6 @@ public protocol DueWork: Sendable {
     func runDue(now: Date) async throws
 }
 
-/// A service with due work of its own; its process runs the schedulers beside the server.
-public protocol ScheduledWorkOwner: Sendable {
-    var schedulers: [DueTimeScheduler] { get }
-}
-
-extension ScheduledWorkOwner {
-    /// Runs every scheduler of the service until the task is cancelled (tests and probes; a
-    /// process runs them as services of its own).
-    public func runSchedulers() async throws {
-        try await withThrowingDiscardingTaskGroup { group in
-            for scheduler in self.schedulers {
-                group.addTask { try await scheduler.run() }
-            }
-        }
-    }
-}
-
 /// Fires due items on time without scanning: it asks the work for its earliest due time,
 /// sleeps until then (on the injected clock), runs what is due, and asks again. Code that
 /// schedules something earlier than what the scheduler sleeps for calls ``wake()``. On start

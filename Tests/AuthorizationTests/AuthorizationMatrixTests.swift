@@ -121,94 +121,101 @@ struct AuthorizationMatrixTests {
         )
         let configuration = ServerConfiguration(internalCredential: Self.secret)
         try await withServer(configuration: configuration, services: [checkins]) { _, checkinsPort in
-            let rolesClient = RPCClient(configuration: .init(host: "127.0.0.1", port: checkinsPort))
-            defer { Task { await rolesClient.close() } }
-            let routines = try RoutinesService(
-                location: .inMemory,
-                roles: CheckinsNestRoles(client: rolesClient, internalCredential: Self.secret, timeout: .seconds(15))
-            )
-            let services: [any RPCService] = [checkins, tasks, activities, safety, routines]
-            try await withServer(configuration: configuration, services: services) { _, port in
-                let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
-                defer { Task { await client.close() } }
-                let ids = try await Self.seed(client, now: now)
-                let methods = services.flatMap(\.methods)
-                #expect(methods.count == 62)
+            try await withClient(port: checkinsPort) { rolesClient in
+                let routines = try RoutinesService(
+                    location: .inMemory,
+                    roles: CheckinsNestRoles(
+                        client: rolesClient,
+                        internalCredential: Self.secret,
+                        timeout: .seconds(15)
+                    )
+                )
+                let services: [any RPCService] = [checkins, tasks, activities, safety, routines]
+                try await withServer(configuration: configuration, services: services) { _, port in
+                    try await withClient(port: port) { client in
+                        let ids = try await Self.seed(client, now: now)
+                        let methods = services.flatMap(\.methods)
+                        #expect(methods.count == 62)
 
-                func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
-                    var metadata: [String: String] = [:]
-                    if let user {
-                        metadata[TrustedMetadata.credential] = Self.secret
-                        metadata[TrustedMetadata.user] = user
-                    }
-                    do {
-                        let request = try method.requestType.init(jsonString: Self.request(method.name, ids, now: now))
-                        return .success(
-                            try await client.callRaw(
-                                method.name,
-                                payload: try request.serializedData(),
-                                options: CallOptions(timeout: .seconds(10), metadata: metadata)
+                        func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
+                            var metadata: [String: String] = [:]
+                            if let user {
+                                metadata[TrustedMetadata.credential] = Self.secret
+                                metadata[TrustedMetadata.user] = user
+                            }
+                            do {
+                                let request = try method.requestType.init(
+                                    jsonString: Self.request(method.name, ids, now: now)
+                                )
+                                return .success(
+                                    try await client.callRaw(
+                                        method.name,
+                                        payload: try request.serializedData(),
+                                        options: CallOptions(timeout: .seconds(10), metadata: metadata)
+                                    )
+                                )
+                            } catch {
+                                return .failure(RPCError(answering: error))
+                            }
+                        }
+                        func leaks(_ result: Result<Data, RPCError>, ids: [String]) -> Bool {
+                            let text: String
+                            switch result {
+                            case .success(let data): text = String(decoding: data, as: UTF8.self)
+                            case .failure(let error): text = error.message
+                            }
+                            return text.contains(Self.marker) || ids.contains { !$0.isEmpty && text.contains($0) }
+                        }
+
+                        for method in methods {
+                            let anonymous = await call(method, as: nil)
+                            #expect(
+                                (try? anonymous.get()) == nil && anonymous.failureCode == .unauthenticated,
+                                "\(method.name) without the credential"
                             )
-                        )
-                    } catch {
-                        return .failure(RPCError(answering: error))
-                    }
-                }
-                func leaks(_ result: Result<Data, RPCError>, ids: [String]) -> Bool {
-                    let text: String
-                    switch result {
-                    case .success(let data): text = String(decoding: data, as: UTF8.self)
-                    case .failure(let error): text = error.message
-                    }
-                    return text.contains(Self.marker) || ids.contains { !$0.isEmpty && text.contains($0) }
-                }
+                        }
+                        // A stranger may hear back the ids they sent (in NOT_FOUND), nothing else: no
+                        // content (the marker) and no id they did not send.
+                        for method in methods {
+                            let answer = await call(method, as: "mallory")
+                            #expect(!leaks(answer, ids: []), "\(method.name) as a stranger leaked: \(answer)")
+                            if case .success(let data) = answer {
+                                let sent = Self.request(method.name, ids, now: now)
+                                let unsent = ids.all.filter { !sent.contains($0) }
+                                #expect(
+                                    !leaks(.success(data), ids: unsent),
+                                    "\(method.name) as a stranger returned the owner's ids"
+                                )
+                            }
+                        }
+                        // The sitter shares the nest (checkins, routines), nothing personal.
+                        for method in methods
+                        where ["hearth.tasks.", "hearth.safety."].contains(where: method.name.hasPrefix) {
+                            let answer = await call(method, as: "sam")
+                            #expect(!leaks(answer, ids: []), "\(method.name) as the sitter leaked: \(answer)")
+                        }
 
-                for method in methods {
-                    let anonymous = await call(method, as: nil)
-                    #expect(
-                        (try? anonymous.get()) == nil && anonymous.failureCode == .unauthenticated,
-                        "\(method.name) without the credential"
-                    )
-                }
-                // A stranger may hear back the ids they sent (in NOT_FOUND), nothing else: no
-                // content (the marker) and no id they did not send.
-                for method in methods {
-                    let answer = await call(method, as: "mallory")
-                    #expect(!leaks(answer, ids: []), "\(method.name) as a stranger leaked: \(answer)")
-                    if case .success(let data) = answer {
-                        let sent = Self.request(method.name, ids, now: now)
-                        let unsent = ids.all.filter { !sent.contains($0) }
+                        // Everything the owner had is still there, unchanged by the others' calls.
+                        let intact = try await Self.ownerView(
+                            client,
+                            ids,
+                            methods: Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
+                        )
                         #expect(
-                            !leaks(.success(data), ids: unsent),
-                            "\(method.name) as a stranger returned the owner's ids"
+                            intact.allSatisfy { $0.value.contains(Self.marker) },
+                            "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
                         )
+
+                        // The owner's own calls are served (or refused for a business reason), never
+                        // mistaken for someone else's.
+                        for method in methods {
+                            let answer = await call(method, as: "olivia")
+                            #expect(
+                                ![.unauthenticated, .internal, .unimplemented].contains(answer.failureCode),
+                                "\(method.name) as the owner: \(answer)"
+                            )
+                        }
                     }
-                }
-                // The sitter shares the nest (checkins, routines), nothing personal.
-                for method in methods where ["hearth.tasks.", "hearth.safety."].contains(where: method.name.hasPrefix) {
-                    let answer = await call(method, as: "sam")
-                    #expect(!leaks(answer, ids: []), "\(method.name) as the sitter leaked: \(answer)")
-                }
-
-                // Everything the owner had is still there, unchanged by the others' calls.
-                let intact = try await Self.ownerView(
-                    client,
-                    ids,
-                    methods: Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
-                )
-                #expect(
-                    intact.allSatisfy { $0.value.contains(Self.marker) },
-                    "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
-                )
-
-                // The owner's own calls are served (or refused for a business reason), never
-                // mistaken for someone else's.
-                for method in methods {
-                    let answer = await call(method, as: "olivia")
-                    #expect(
-                        ![.unauthenticated, .internal, .unimplemented].contains(answer.failureCode),
-                        "\(method.name) as the owner: \(answer)"
-                    )
                 }
             }
         }

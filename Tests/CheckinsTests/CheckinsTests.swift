@@ -240,40 +240,40 @@ struct CheckinsTests {
         let fixture = try Fixture()
         let (_, session) = try await fixture.nestAndSession()
         try await withServer(services: [fixture.service]) { server, port in
-            let client = RPCClient(host: "127.0.0.1", port: port)
-            defer { Task { await client.close() } }
-            let health = HealthClient(client: client)
-            func checkIn(_ caption: String) async throws {
-                var request = Hearth_Checkins_V1_CreateCheckInRequest()
-                request.sessionID = session.id
-                request.caption = caption
-                request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
-                request.clientRequestID = UUID().uuidString
-                _ = try await client.call(
-                    "hearth.checkins.v1.Checkins/CreateCheckIn",
-                    request,
-                    as: Hearth_Checkins_V1_CheckIn.self,
-                    options: CallOptions(metadata: [TrustedMetadata.user: "sam"])
-                )
-            }
-            try await checkIn("before")
-            await #expect(throws: RPCError.self) { try await checkIn(String(repeating: "x", count: 281)) }
-            #expect(try await health.check() == .serving, "a bad request says nothing of the store")
-
-            let writer = fixture.service.store.base.writer
-            try await writer.writeWithoutTransaction { db in
-                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
-            }
-            var refused: RPCError?
-            for _ in 0..<200 where refused == nil {
-                do { try await checkIn(String(repeating: "x", count: 280)) } catch let error as RPCError {
-                    refused = error
+            try await withClient(port: port) { client in
+                let health = HealthClient(client: client)
+                func checkIn(_ caption: String) async throws {
+                    var request = Hearth_Checkins_V1_CreateCheckInRequest()
+                    request.sessionID = session.id
+                    request.caption = caption
+                    request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
+                    request.clientRequestID = UUID().uuidString
+                    _ = try await client.call(
+                        "hearth.checkins.v1.Checkins/CreateCheckIn",
+                        request,
+                        as: Hearth_Checkins_V1_CheckIn.self,
+                        options: CallOptions(metadata: [TrustedMetadata.user: "sam"])
+                    )
                 }
+                try await checkIn("before")
+                await #expect(throws: RPCError.self) { try await checkIn(String(repeating: "x", count: 281)) }
+                #expect(try await health.check() == .serving, "a bad request says nothing of the store")
+
+                let writer = fixture.service.store.base.writer
+                try await writer.writeWithoutTransaction { db in
+                    let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                    try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+                }
+                var refused: RPCError?
+                for _ in 0..<200 where refused == nil {
+                    do { try await checkIn(String(repeating: "x", count: 280)) } catch let error as RPCError {
+                        refused = error
+                    }
+                }
+                #expect(refused?.code == .unavailable)
+                #expect(try await health.check() == .notServing)
+                #expect(server.health.status(of: "hearth.checkins.v1.Checkins") == .notServing)
             }
-            #expect(refused?.code == .unavailable)
-            #expect(try await health.check() == .notServing)
-            #expect(server.health.status(of: "hearth.checkins.v1.Checkins") == .notServing)
         }
     }
 

@@ -14,9 +14,14 @@ import Testing
 struct ProcessWiringTests {
     @Test(
         "every scheduler beside a service's server tells its health of a store at fault",
-        arguments: [ProcessName.checkins, .tasks, .safety]
+        arguments: [
+            // checkins: its push outbox's and relay's deliverers; tasks: the prompts', the
+            // housekeeping's and the same two; safety: the decider, a sender per channel, the
+            // pruner; routines: its relay's.
+            (ProcessName.checkins, 2), (.tasks, 4), (.safety, 4), (.routines, 1),
+        ]
     )
-    func schedulersReachHealth(name: ProcessName) async throws {
+    func schedulersReachHealth(name: ProcessName, work: Int) async throws {
         try await withScratchFolder("hearth-wiring") { folder in
             // A fresh process for each scheduler (its store in a folder of its own): once one has
             // been heard of, health stays NOT_SERVING for a while.
@@ -41,7 +46,7 @@ struct ProcessWiringTests {
                 return (process, process.companions.compactMap { $0 as? DueTimeScheduler })
             }
             let count = try await freshProcess(0).1.count
-            #expect(count >= 2, "\(name) runs its own schedulers and a deliverer")
+            #expect(count == work, "\(name) runs its module's work beside its server")
             for index in 0..<count {
                 let (process, schedulers) = try await freshProcess(index + 1)
                 #expect(process.server.health.status(of: "") == .serving)

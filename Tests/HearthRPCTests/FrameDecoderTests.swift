@@ -4,6 +4,7 @@ import NIOCore
 import NIOEmbedded
 import NIOTestUtils
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 @testable import HearthRPC
@@ -371,10 +372,10 @@ struct FrameDecoderTests {
 }
 
 /// A clock for ``ReadingTime`` that moves only when a test sets it.
-final class ManualDeadline: @unchecked Sendable {
+final class ManualDeadline: Sendable {
     private let base = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    private var offset = TimeAmount.zero
+    private let offset = Mutex(TimeAmount.zero)
 
-    func set(_ offset: TimeAmount) { self.offset = offset }
-    func now() -> NIODeadline { self.base + self.offset }
+    func set(_ offset: TimeAmount) { self.offset.withLock { $0 = offset } }
+    func now() -> NIODeadline { self.base + self.offset.withLock { $0 } }
 }

@@ -2,7 +2,7 @@ public import Foundation
 
 /// Debian's aiosmtpd (smtp_sink.py) in a child process: every message it accepts lands in a
 /// folder as JSON, decoded by Python's email package.
-public final class SMTPSink {
+public final class SMTPSink: Sendable {
     public let port: Int
     public let folder: URL
     private let process: Process

@@ -126,6 +126,33 @@ public func withServer<T>(
     }
 }
 
+/// Runs `body` with `value`, then `teardown(value)`, awaited, whether `body` throws or not: the
+/// scoped form of a fixture, instead of a `defer` that cannot await.
+public func using<Value, T>(
+    _ value: Value,
+    teardown: (Value) async -> Void,
+    _ body: (Value) async throws -> T
+) async throws -> T {
+    do {
+        let result = try await body(value)
+        await teardown(value)
+        return result
+    } catch {
+        await teardown(value)
+        throw error
+    }
+}
+
+/// Runs `body` with a client of the server at `port` on loopback, closed (and awaited)
+/// afterwards, whether `body` throws or not.
+public func withClient<T>(port: Int, _ body: (RPCClient) async throws -> T) async throws -> T {
+    try await using(
+        RPCClient(configuration: .init(host: "127.0.0.1", port: port)),
+        teardown: { await $0.close() },
+        body
+    )
+}
+
 /// The fields that `body`'s INVALID_ARGUMENT names, in its order; empty when `body` succeeds.
 /// Failing with another code is recorded as an issue.
 public func violatedFields(

@@ -83,7 +83,7 @@ case "run":
     )
     let service = try SafetyService(location: .file(path), channels: channels, logger: logger)
     print("running")
-    try await service.runSchedulers()
+    try await service.schedulers.runAll()
 case "bulk":
     guard arguments.count == 6, let lead = Double(arguments[4]), let window = Double(arguments[5]) else {
         FileHandle.standardError.write(Data("usage: hearth-safety-probe bulk PATH COUNT LEAD WINDOW\n".utf8))

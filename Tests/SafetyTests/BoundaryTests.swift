@@ -34,49 +34,49 @@ struct SafetyBoundaryTests {
 
     @Test("Pause: exactly 30 days ahead is accepted; 30 days and 1 s is refused with a violation on until")
     func pauseBoundary() async throws {
-        let system = try await SafetySystem()
-        try await system.profile()
-        try await system.settle()
-        // A whole second: the service's now (to the millisecond) is exactly the clock's.
-        let now = system.clock.now()
-        #expect(now == SafetySystem.start)
-        #expect(SafetyRules.maxPause == 30 * 86_400)
+        try await withSafetySystem { system in
+            try await system.profile()
+            try await system.settle()
+            // A whole second: the service's now (to the millisecond) is exactly the clock's.
+            let now = system.clock.now()
+            #expect(now == SafetySystem.start)
+            #expect(SafetyRules.maxPause == 30 * 86_400)
 
-        var pause = Hearth_Safety_V1_PauseRequest()
-        pause.until = Google_Protobuf_Timestamp(date: now + 30 * 86_400 + 1)
-        let fields = await violatedFields { _ = try await system.service.pause(pause, callContext("mei")) }
-        #expect(fields == ["until"])
-        #expect(try await system.status().state != .paused, "the refused pause changed nothing")
+            var pause = Hearth_Safety_V1_PauseRequest()
+            pause.until = Google_Protobuf_Timestamp(date: now + 30 * 86_400 + 1)
+            let fields = await violatedFields { _ = try await system.service.pause(pause, callContext("mei")) }
+            #expect(fields == ["until"])
+            #expect(try await system.status().state != .paused, "the refused pause changed nothing")
 
-        pause.until = Google_Protobuf_Timestamp(date: now + 30 * 86_400)
-        let paused = try await system.service.pause(pause, callContext("mei"))
-        #expect(paused.state == .paused)
-        #expect(paused.pausedUntil.date == now + 30 * 86_400)
-        await system.stop()
+            pause.until = Google_Protobuf_Timestamp(date: now + 30 * 86_400)
+            let paused = try await system.service.pause(pause, callContext("mei"))
+            #expect(paused.state == .paused)
+            #expect(paused.pausedUntil.date == now + 30 * 86_400)
+        }
     }
 
     @Test("heartbeats 4.999 s after a recorded one collapse into it; one exactly 5 s after it is a new check-in")
     func coalesceBoundary() async throws {
-        let system = try await SafetySystem()
-        try await system.profile()
-        #expect(SafetyRules.coalesceWindow == 5)
-        // A minute after the profile was made, so that the first one is certainly recorded.
-        let recordedAt = SafetySystem.start + 60
-        system.clock.set(recordedAt)
-        let first = try await system.checkIn(id: "c1")
-        #expect(first.lastCheckInAt.date == recordedAt)
+        try await withSafetySystem { system in
+            try await system.profile()
+            #expect(SafetyRules.coalesceWindow == 5)
+            // A minute after the profile was made, so that the first one is certainly recorded.
+            let recordedAt = SafetySystem.start + 60
+            system.clock.set(recordedAt)
+            let first = try await system.checkIn(id: "c1")
+            #expect(first.lastCheckInAt.date == recordedAt)
 
-        system.clock.set(recordedAt + 4.999)
-        let collapsed = try await system.checkIn(id: "c2")
-        #expect(collapsed.lastCheckInAt == first.lastCheckInAt, "answered as the check-in it collapsed into")
-        #expect(collapsed.deadline == first.deadline)
+            system.clock.set(recordedAt + 4.999)
+            let collapsed = try await system.checkIn(id: "c2")
+            #expect(collapsed.lastCheckInAt == first.lastCheckInAt, "answered as the check-in it collapsed into")
+            #expect(collapsed.deadline == first.deadline)
 
-        // Had the 4.999 s one been recorded, this one (1 ms after it) would collapse into it.
-        system.clock.set(recordedAt + 5)
-        let recorded = try await system.checkIn(id: "c3")
-        #expect(recorded.lastCheckInAt.date == recordedAt + 5)
-        #expect(recorded.deadline != first.deadline)
-        #expect(try await system.status().lastCheckInAt == recorded.lastCheckInAt)
-        await system.stop()
+            // Had the 4.999 s one been recorded, this one (1 ms after it) would collapse into it.
+            system.clock.set(recordedAt + 5)
+            let recorded = try await system.checkIn(id: "c3")
+            #expect(recorded.lastCheckInAt.date == recordedAt + 5)
+            #expect(recorded.deadline != first.deadline)
+            #expect(try await system.status().lastCheckInAt == recorded.lastCheckInAt)
+        }
     }
 }

@@ -153,189 +153,189 @@ private struct Activities {
 struct OfferDecisionTests {
     @Test("the checks in order, each at its boundary")
     func suppressionBoundaries() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        let gymID = try await a.create()
-        #expect(try await a.reason(gymID) == .noRule)
-        try await a.rule(gymID, trigger: .leave, enabled: false)
-        #expect(try await a.reason(gymID) == .ruleDisabled)
-        try await a.rule(gymID, trigger: .leave)
-        #expect(try await a.reason(gymID, .arrive) == .triggerMismatch)
-        try await a.preferences(enabled: false)
-        #expect(try await a.reason(gymID, .arrive) == .disabled, "the global switch comes before the rule")
-        let ruleless = try await a.create("No rule yet")
-        #expect(try await a.reason(ruleless) == .disabled)
-        try await a.preferences()
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            let gymID = try await a.create()
+            #expect(try await a.reason(gymID) == .noRule)
+            try await a.rule(gymID, trigger: .leave, enabled: false)
+            #expect(try await a.reason(gymID) == .ruleDisabled)
+            try await a.rule(gymID, trigger: .leave)
+            #expect(try await a.reason(gymID, .arrive) == .triggerMismatch)
+            try await a.preferences(enabled: false)
+            #expect(try await a.reason(gymID, .arrive) == .disabled, "the global switch comes before the rule")
+            let ruleless = try await a.create("No rule yet")
+            #expect(try await a.reason(ruleless) == .disabled)
+            try await a.preferences()
 
-        // STALE_EVENT: 30 minutes old is still fresh; a second more, or a second ahead, is not.
-        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(1)) == .staleEvent)
-        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801)) == .staleEvent)
-        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1800), event: "e-1") == nil)
-        // DUPLICATE_EVENT: the same id again, whatever it asks.
-        #expect(try await a.reason(gymID, at: noon, event: "e-1") == .duplicateEvent)
-        #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801), event: "e-1") == .staleEvent)
-        #expect(
-            try await a.reason(gymID, at: noon, position: (gym.latitude, gym.longitude, 1), event: "e-1")
-                == .duplicateEvent
-        )
-        // The statistics count each answer as given: the repeat answered STALE_EVENT is stale,
-        // not a duplicate (before, every repeat was counted DUPLICATE_EVENT).
-        let stats = try await a.service.getOfferStats(
-            .with {
-                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
-                $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
-            },
-            a.context
-        )
-        let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
-        #expect(suppressed[.duplicateEvent] == 2 && suppressed[.staleEvent] == 3, "\(suppressed)")
+            // STALE_EVENT: 30 minutes old is still fresh; a second more, or a second ahead, is not.
+            #expect(try await a.reason(gymID, at: noon.addingTimeInterval(1)) == .staleEvent)
+            #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801)) == .staleEvent)
+            #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1800), event: "e-1") == nil)
+            // DUPLICATE_EVENT: the same id again, whatever it asks.
+            #expect(try await a.reason(gymID, at: noon, event: "e-1") == .duplicateEvent)
+            #expect(try await a.reason(gymID, at: noon.addingTimeInterval(-1801), event: "e-1") == .staleEvent)
+            #expect(
+                try await a.reason(gymID, at: noon, position: (gym.latitude, gym.longitude, 1), event: "e-1")
+                    == .duplicateEvent
+            )
+            // The statistics count each answer as given: the repeat answered STALE_EVENT is stale,
+            // not a duplicate (before, every repeat was counted DUPLICATE_EVENT).
+            let stats = try await a.service.getOfferStats(
+                .with {
+                    $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
+                    $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
+                },
+                a.context
+            )
+            let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
+            #expect(suppressed[.duplicateEvent] == 2 && suppressed[.staleEvent] == 3, "\(suppressed)")
 
-        // NOT_CONFIRMED (leave: the accuracy circle wholly beyond radius + 25 m = 175 m).
-        let other = try await a.create("Swim")
-        try await a.rule(other, trigger: .leave)
-        let outside = north(of: gym, 200)
-        #expect(try await a.reason(other, position: (outside.0, outside.1, 25.5)) == .notConfirmed)
-        #expect(try await a.reason(other, position: (outside.0, outside.1, 24.5)) == nil)
-        // ...and arrive: wholly within radius - 25 m = 125 m.
-        try await system.advance(by: 120)
-        let inside = north(of: gym, 100)
-        let arrive = try await a.create("Buy groceries")
-        try await a.rule(arrive, trigger: .arrive)
-        #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 25.5)) == .notConfirmed)
-        #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 24.5)) == nil)
+            // NOT_CONFIRMED (leave: the accuracy circle wholly beyond radius + 25 m = 175 m).
+            let other = try await a.create("Swim")
+            try await a.rule(other, trigger: .leave)
+            let outside = north(of: gym, 200)
+            #expect(try await a.reason(other, position: (outside.0, outside.1, 25.5)) == .notConfirmed)
+            #expect(try await a.reason(other, position: (outside.0, outside.1, 24.5)) == nil)
+            // ...and arrive: wholly within radius - 25 m = 125 m.
+            try await system.advance(by: 120)
+            let inside = north(of: gym, 100)
+            let arrive = try await a.create("Buy groceries")
+            try await a.rule(arrive, trigger: .arrive)
+            #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 25.5)) == .notConfirmed)
+            #expect(try await a.reason(arrive, .arrive, position: (inside.0, inside.1, 24.5)) == nil)
+        }
     }
 
     @Test("cooldown, done, quiet hours across midnight, the daily cap per local day, and spacing")
     func ledgerBoundaries() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(cap: 20, cooldown: 60)
-        let gymID = try await a.create()
-        try await a.rule(gymID)
-        #expect(try await a.reason(gymID) == nil)
-        try await system.advance(by: 3599)
-        #expect(try await a.reason(gymID) == .eventCooldown)
-        try await system.advance(by: 1)
-        #expect(try await a.reason(gymID) == nil, "60 minutes later the cooldown is over")
-        try await a.rule(gymID, cooldown: 10)
-        try await system.advance(by: 600)
-        #expect(try await a.reason(gymID) == nil, "the rule's own cooldown wins over the default")
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(cap: 20, cooldown: 60)
+            let gymID = try await a.create()
+            try await a.rule(gymID)
+            #expect(try await a.reason(gymID) == nil)
+            try await system.advance(by: 3599)
+            #expect(try await a.reason(gymID) == .eventCooldown)
+            try await system.advance(by: 1)
+            #expect(try await a.reason(gymID) == nil, "60 minutes later the cooldown is over")
+            try await a.rule(gymID, cooldown: 10)
+            try await system.advance(by: 600)
+            #expect(try await a.reason(gymID) == nil, "the rule's own cooldown wins over the default")
 
-        // ALREADY_DONE, unless the rule offers whatever the state; the cooldown is checked first.
-        _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
-        try await system.advance(by: 599)
-        #expect(try await a.reason(gymID) == .eventCooldown)
-        try await system.advance(by: 1)
-        #expect(try await a.reason(gymID) == .alreadyDone)
-        try await a.rule(gymID, cooldown: 10, onlyIfIncomplete: false)
-        #expect(try await a.reason(gymID) == nil)
+            // ALREADY_DONE, unless the rule offers whatever the state; the cooldown is checked first.
+            _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
+            try await system.advance(by: 599)
+            #expect(try await a.reason(gymID) == .eventCooldown)
+            try await system.advance(by: 1)
+            #expect(try await a.reason(gymID) == .alreadyDone)
+            try await a.rule(gymID, cooldown: 10, onlyIfIncomplete: false)
+            #expect(try await a.reason(gymID) == nil)
 
-        // QUIET_HOURS 22:00-07:00 in New York, judged at delivery time.
-        let quiet = try await a.create("Stretch")
-        try await a.rule(quiet, cooldown: 1)
-        try await a.preferences(cap: 20, quiet: ("22:00", "07:00"))
-        try await system.advance(to: at("2026-06-02T01:59:00Z"))  // 21:59
-        #expect(try await a.reason(quiet) == nil)
-        try await system.advance(to: at("2026-06-02T02:00:00Z"))  // 22:00
-        #expect(try await a.reason(quiet) == .quietHours)
-        try await system.advance(to: at("2026-06-02T10:59:00Z"))  // 06:59 the next morning
-        #expect(try await a.reason(quiet) == .quietHours)
-        try await system.advance(to: at("2026-06-02T11:00:00Z"))  // 07:00
-        #expect(try await a.reason(quiet) == nil)
+            // QUIET_HOURS 22:00-07:00 in New York, judged at delivery time.
+            let quiet = try await a.create("Stretch")
+            try await a.rule(quiet, cooldown: 1)
+            try await a.preferences(cap: 20, quiet: ("22:00", "07:00"))
+            try await system.advance(to: at("2026-06-02T01:59:00Z"))  // 21:59
+            #expect(try await a.reason(quiet) == nil)
+            try await system.advance(to: at("2026-06-02T02:00:00Z"))  // 22:00
+            #expect(try await a.reason(quiet) == .quietHours)
+            try await system.advance(to: at("2026-06-02T10:59:00Z"))  // 06:59 the next morning
+            #expect(try await a.reason(quiet) == .quietHours)
+            try await system.advance(to: at("2026-06-02T11:00:00Z"))  // 07:00
+            #expect(try await a.reason(quiet) == nil)
 
-        // Judged when the offer would arrive: an event at 21:50 with a 10-minute delay is quiet.
-        try await a.rule(quiet, delay: 10, cooldown: 1)
-        try await system.advance(to: at("2026-06-03T01:50:00Z"))  // 21:50
-        #expect(try await a.reason(quiet) == .quietHours)
-        // Quiet hours come before the daily cap.
-        try await a.preferences(cap: 1, quiet: ("22:00", "07:00"))
-        try await system.advance(to: at("2026-06-03T02:30:00Z"))  // 22:30, and June 2 already had offers
-        #expect(try await a.reason(quiet) == .quietHours)
+            // Judged when the offer would arrive: an event at 21:50 with a 10-minute delay is quiet.
+            try await a.rule(quiet, delay: 10, cooldown: 1)
+            try await system.advance(to: at("2026-06-03T01:50:00Z"))  // 21:50
+            #expect(try await a.reason(quiet) == .quietHours)
+            // Quiet hours come before the daily cap.
+            try await a.preferences(cap: 1, quiet: ("22:00", "07:00"))
+            try await system.advance(to: at("2026-06-03T02:30:00Z"))  // 22:30, and June 2 already had offers
+            #expect(try await a.reason(quiet) == .quietHours)
+        }
     }
 
     @Test(
         "the daily cap counts offers per local day and resets at local midnight; spacing is measured between deliveries"
     )
     func capAndSpacing() async throws {
-        let system = try await TasksSystem(now: at("2026-06-01T13:00:00Z"))  // 09:00 in New York
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(cap: 2, spacing: 360)
-        var ids: [String] = []
-        for n in 0..<4 {
-            let id = try await a.create("Errand \(n)")
-            try await a.rule(id, cooldown: 1)
-            ids.append(id)
+        try await withTasksSystem(now: at("2026-06-01T13:00:00Z")) { system in  // 09:00 in New York
+            let a = Activities(system: system)
+            try await a.preferences(cap: 2, spacing: 360)
+            var ids: [String] = []
+            for n in 0..<4 {
+                let id = try await a.create("Errand \(n)")
+                try await a.rule(id, cooldown: 1)
+                ids.append(id)
+            }
+            #expect(try await a.reason(ids[0]) == nil)  // 09:00
+            try await system.advance(by: 359 * 60)
+            #expect(try await a.reason(ids[1]) == .minSpacing)  // 14:59
+            try await system.advance(by: 60)
+            #expect(try await a.reason(ids[1]) == nil)  // 15:00
+            try await system.advance(by: 60)
+            #expect(try await a.reason(ids[2]) == .dailyCap, "the cap is checked before the spacing")  // 15:01
+            try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59
+            #expect(try await a.reason(ids[2]) == .dailyCap)
+            try await system.advance(to: at("2026-06-02T04:00:00Z"))  // 00:00 June 2: a new day
+            #expect(try await a.reason(ids[2]) == nil)
+            #expect(try await a.reason(ids[3]) == .minSpacing)
         }
-        #expect(try await a.reason(ids[0]) == nil)  // 09:00
-        try await system.advance(by: 359 * 60)
-        #expect(try await a.reason(ids[1]) == .minSpacing)  // 14:59
-        try await system.advance(by: 60)
-        #expect(try await a.reason(ids[1]) == nil)  // 15:00
-        try await system.advance(by: 60)
-        #expect(try await a.reason(ids[2]) == .dailyCap, "the cap is checked before the spacing")  // 15:01
-        try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59
-        #expect(try await a.reason(ids[2]) == .dailyCap)
-        try await system.advance(to: at("2026-06-02T04:00:00Z"))  // 00:00 June 2: a new day
-        #expect(try await a.reason(ids[2]) == nil)
-        #expect(try await a.reason(ids[3]) == .minSpacing)
     }
 
     @Test("a boundary bounce (arrive, leave, arrive within 2 minutes) yields one offer")
     func bounce() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences()
-        let groceries = try await a.create("Buy groceries")
-        try await a.rule(groceries, trigger: .arrive)
-        #expect(try await a.reason(groceries, .arrive) == nil)
-        try await system.advance(by: 50)
-        #expect(try await a.reason(groceries, .leave) == .triggerMismatch)
-        try await system.advance(by: 60)
-        #expect(try await a.reason(groceries, .arrive) == .eventCooldown)
-        #expect(try await a.pending().count == 1)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences()
+            let groceries = try await a.create("Buy groceries")
+            try await a.rule(groceries, trigger: .arrive)
+            #expect(try await a.reason(groceries, .arrive) == nil)
+            try await system.advance(by: 50)
+            #expect(try await a.reason(groceries, .leave) == .triggerMismatch)
+            try await system.advance(by: 60)
+            #expect(try await a.reason(groceries, .arrive) == .eventCooldown)
+            #expect(try await a.pending().count == 1)
+        }
     }
 
     @Test("20 concurrent reports against a cap of 2 yield exactly 2 offers")
     func concurrentCap() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(cap: 2, spacing: 0)
-        var ids: [String] = []
-        for n in 0..<20 {
-            let id = try await a.create("Errand \(n)")
-            try await a.rule(id)
-            ids.append(id)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(cap: 2, spacing: 0)
+            var ids: [String] = []
+            for n in 0..<20 {
+                let id = try await a.create("Errand \(n)")
+                try await a.rule(id)
+                ids.append(id)
+            }
+            let outcomes = try await withThrowingTaskGroup(of: Hearth_Tasks_V1_SuppressionReason?.self) { group in
+                for id in ids { group.addTask { try await a.reason(id) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == nil }.count == 2)
+            #expect(outcomes.filter { $0 == .dailyCap }.count == 18)
+            #expect(try await a.pending().count == 2)
         }
-        let outcomes = try await withThrowingTaskGroup(of: Hearth_Tasks_V1_SuppressionReason?.self) { group in
-            for id in ids { group.addTask { try await a.reason(id) } }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(outcomes.filter { $0 == nil }.count == 2)
-        #expect(outcomes.filter { $0 == .dailyCap }.count == 18)
-        #expect(try await a.pending().count == 2)
     }
 
     @Test("a DAILY activity done yesterday is offered today")
     func dailyRepeat() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(spacing: 0)
-        let walk = try await a.create("Walk the dog", repeat: .daily)
-        try await a.rule(walk, cooldown: 1)
-        let done = try await a.service.completeActivity(.with { $0.activityID = walk }, a.context)
-        #expect(done.done)
-        #expect(try await a.reason(walk) == .alreadyDone)
-        try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59 in New York, June 2 in UTC
-        #expect(try await a.reason(walk) == .alreadyDone, "done today is judged in the user's zone")
-        try await system.advance(to: at("2026-06-02T04:00:00Z"))  // midnight in New York
-        #expect(try await a.service.getActivity(.with { $0.activityID = walk }, a.context).done == false)
-        #expect(try await a.reason(walk) == nil)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(spacing: 0)
+            let walk = try await a.create("Walk the dog", repeat: .daily)
+            try await a.rule(walk, cooldown: 1)
+            let done = try await a.service.completeActivity(.with { $0.activityID = walk }, a.context)
+            #expect(done.done)
+            #expect(try await a.reason(walk) == .alreadyDone)
+            try await system.advance(to: at("2026-06-02T03:59:00Z"))  // 23:59 in New York, June 2 in UTC
+            #expect(try await a.reason(walk) == .alreadyDone, "done today is judged in the user's zone")
+            try await system.advance(to: at("2026-06-02T04:00:00Z"))  // midnight in New York
+            #expect(try await a.service.getActivity(.with { $0.activityID = walk }, a.context).done == false)
+            #expect(try await a.reason(walk) == nil)
+        }
     }
 }
 
@@ -381,275 +381,284 @@ struct OfferLifecycleTests {
 
     @Test("preferences without `enabled` keep offers on; turning them off cancels offers not yet answered")
     func preferencesOnAndOff() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(enabled: nil)
-        #expect(try await a.service.getOfferPreferences(.init(), a.context).enabled)
-        let gymID = try await a.create()
-        try await a.rule(gymID, delay: 10)
-        let response = try await a.report(gymID, foreground: true)
-        guard case .offer(let offer)? = response.decision else {
-            Issue.record("expected an offer, got \(response)")
-            return
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(enabled: nil)
+            #expect(try await a.service.getOfferPreferences(.init(), a.context).enabled)
+            let gymID = try await a.create()
+            try await a.rule(gymID, delay: 10)
+            let response = try await a.report(gymID, foreground: true)
+            guard case .offer(let offer)? = response.decision else {
+                Issue.record("expected an offer, got \(response)")
+                return
+            }
+            try await a.preferences(enabled: false)
+            try await system.advance(by: 600)
+            #expect(try await a.pending().isEmpty, "an offer made before offers were turned off is not delivered")
+            await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
+            #expect(try await a.reason(gymID) == .disabled)
         }
-        try await a.preferences(enabled: false)
-        try await system.advance(by: 600)
-        #expect(try await a.pending().isEmpty, "an offer made before offers were turned off is not delivered")
-        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
-        #expect(try await a.reason(gymID) == .disabled)
     }
 
     @Test("a client_event_id is compared trimmed: ' e-1 ' repeats 'e-1'")
     func trimmedEventID() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences()
-        let gymID = try await a.create()
-        try await a.rule(gymID)
-        #expect(try await a.reason(gymID, event: "e-1") == nil)
-        #expect(try await a.reason(gymID, event: " e-1 ") == .duplicateEvent)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences()
+            let gymID = try await a.create()
+            try await a.rule(gymID)
+            #expect(try await a.reason(gymID, event: "e-1") == nil)
+            #expect(try await a.reason(gymID, event: " e-1 ") == .duplicateEvent)
+        }
     }
 
     @Test("a delayed offer is cancelled by completion before delivery and never shown")
     func cancelledByCompletion() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences()
-        let gymID = try await a.create()
-        try await a.rule(gymID, delay: 10)
-        let response = try await a.report(gymID, foreground: true)
-        guard case .offer(let offer)? = response.decision else {
-            Issue.record("expected an offer, got \(response)")
-            return
-        }
-        #expect(offer.channel == .inApp && offer.deliverAt.date == noon.addingTimeInterval(600))
-        #expect(offer.title == "Mark done?" && offer.body == "Did you finish 'Gym workout'?")
-        #expect(offer.state == .scheduled && offer.actions.count == 5)
-        #expect(try await a.pending().isEmpty, "not before deliver_at")
-        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences()
+            let gymID = try await a.create()
+            try await a.rule(gymID, delay: 10)
+            let response = try await a.report(gymID, foreground: true)
+            guard case .offer(let offer)? = response.decision else {
+                Issue.record("expected an offer, got \(response)")
+                return
+            }
+            #expect(offer.channel == .inApp && offer.deliverAt.date == noon.addingTimeInterval(600))
+            #expect(offer.title == "Mark done?" && offer.body == "Did you finish 'Gym workout'?")
+            #expect(offer.state == .scheduled && offer.actions.count == 5)
+            #expect(try await a.pending().isEmpty, "not before deliver_at")
+            await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .markDone) }
 
-        _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
-        try await system.advance(by: 600)
-        #expect(try await a.pending().isEmpty)
-        await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .dismiss) }
-        let stats = try await a.service.getOfferStats(
-            .with {
-                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
-                $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
-            },
-            a.context
-        )
-        #expect(stats.eligible == 1 && stats.shown.isEmpty)
+            _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
+            try await system.advance(by: 600)
+            #expect(try await a.pending().isEmpty)
+            await expectCode(.failedPrecondition) { _ = try await a.respond(offer.offerID, .dismiss) }
+            let stats = try await a.service.getOfferStats(
+                .with {
+                    $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-3600))
+                    $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(3600))
+                },
+                a.context
+            )
+            #expect(stats.eligible == 1 && stats.shown.isEmpty)
+        }
     }
 
     @Test(
         "snooze makes a later offer outside the cap; MARK_DONE completes; DISABLE turns the rule off; answers are idempotent"
     )
     func answers() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        try await a.preferences(cap: 2, spacing: 0)
-        let gymID = try await a.create()
-        try await a.rule(gymID, cooldown: 1)
-        guard case .offer(let first)? = try await a.report(gymID).decision else {
-            Issue.record("no offer")
-            return
-        }
-        #expect(first.channel == .notification)
-        let snoozed = try await a.respond(first.offerID, .snooze15)
-        #expect(snoozed.offer.state == .answered && snoozed.offer.action == .snooze15)
-        #expect(snoozed.snoozedOffer.deliverAt.date == noon.addingTimeInterval(900) && snoozed.snoozedOffer.snoozed)
-        #expect(try await a.respond(first.offerID, .snooze15) == snoozed, "the same answer again")
-        do {
-            _ = try await a.respond(first.offerID, .dismiss)
-            Issue.record("answered twice")
-        } catch let error as RPCError {
-            #expect(error.code == .failedPrecondition && error.message.hasSuffix("already answered with SNOOZE_15"))
-        }
-        #expect(try await a.pending().isEmpty)
-        try await system.advance(by: 900)
-        #expect(try await a.pending().map(\.offerID) == [snoozed.snoozedOffer.offerID])
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(cap: 2, spacing: 0)
+            let gymID = try await a.create()
+            try await a.rule(gymID, cooldown: 1)
+            guard case .offer(let first)? = try await a.report(gymID).decision else {
+                Issue.record("no offer")
+                return
+            }
+            #expect(first.channel == .notification)
+            let snoozed = try await a.respond(first.offerID, .snooze15)
+            #expect(snoozed.offer.state == .answered && snoozed.offer.action == .snooze15)
+            #expect(snoozed.snoozedOffer.deliverAt.date == noon.addingTimeInterval(900) && snoozed.snoozedOffer.snoozed)
+            #expect(try await a.respond(first.offerID, .snooze15) == snoozed, "the same answer again")
+            do {
+                _ = try await a.respond(first.offerID, .dismiss)
+                Issue.record("answered twice")
+            } catch let error as RPCError {
+                #expect(error.code == .failedPrecondition && error.message.hasSuffix("already answered with SNOOZE_15"))
+            }
+            #expect(try await a.pending().isEmpty)
+            try await system.advance(by: 900)
+            #expect(try await a.pending().map(\.offerID) == [snoozed.snoozedOffer.offerID])
 
-        let done = try await a.respond(snoozed.snoozedOffer.offerID, .markDone)
-        #expect(done.activity.done && done.offer.action == .markDone)
+            let done = try await a.respond(snoozed.snoozedOffer.offerID, .markDone)
+            #expect(done.activity.done && done.offer.action == .markDone)
 
-        let swim = try await a.create("Swim")
-        try await a.rule(swim, cooldown: 1)
-        guard case .offer(let next)? = try await a.report(swim, foreground: true).decision else {
-            Issue.record("the snooze should not have used up the cap of 2")
-            return
+            let swim = try await a.create("Swim")
+            try await a.rule(swim, cooldown: 1)
+            guard case .offer(let next)? = try await a.report(swim, foreground: true).decision else {
+                Issue.record("the snooze should not have used up the cap of 2")
+                return
+            }
+            let third = try await a.create("Run")
+            try await a.rule(third, cooldown: 1)
+            #expect(try await a.reason(third) == .dailyCap, "two offers today, not counting the snooze")
+            _ = try await a.report(third, event: "again")
+            #expect(try await a.reason(third, event: "again") == .duplicateEvent)
+            let disabled = try await a.respond(next.offerID, .disable)
+            #expect(disabled.activity.rule.enabled == false)
+            try await system.advance(by: 120)
+            #expect(try await a.reason(swim) == .ruleDisabled)
+
+            let stats = try await a.service.getOfferStats(
+                .with {
+                    $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-60))
+                    $0.to = Google_Protobuf_Timestamp(date: at("2026-06-02T00:00:00Z"))
+                },
+                a.context
+            )
+            #expect(stats.eligible == 2)
+            let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
+            #expect(suppressed == [.dailyCap: 2, .duplicateEvent: 1, .ruleDisabled: 1])
+            let shown = Dictionary(uniqueKeysWithValues: stats.shown.map { ($0.channel, $0.count) })
+            #expect(shown == [.notification: 2, .inApp: 1])
+            #expect(
+                Dictionary(uniqueKeysWithValues: stats.actions.map { ($0.action, $0.count) }) == [
+                    .markDone: 1, .snooze15: 1, .disable: 1,
+                ]
+            )
         }
-        let third = try await a.create("Run")
-        try await a.rule(third, cooldown: 1)
-        #expect(try await a.reason(third) == .dailyCap, "two offers today, not counting the snooze")
-        _ = try await a.report(third, event: "again")
-        #expect(try await a.reason(third, event: "again") == .duplicateEvent)
-        let disabled = try await a.respond(next.offerID, .disable)
-        #expect(disabled.activity.rule.enabled == false)
-        try await system.advance(by: 120)
-        #expect(try await a.reason(swim) == .ruleDisabled)
-
-        let stats = try await a.service.getOfferStats(
-            .with {
-                $0.from = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(-60))
-                $0.to = Google_Protobuf_Timestamp(date: at("2026-06-02T00:00:00Z"))
-            },
-            a.context
-        )
-        #expect(stats.eligible == 2)
-        let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
-        #expect(suppressed == [.dailyCap: 2, .duplicateEvent: 1, .ruleDisabled: 1])
-        let shown = Dictionary(uniqueKeysWithValues: stats.shown.map { ($0.channel, $0.count) })
-        #expect(shown == [.notification: 2, .inApp: 1])
-        #expect(
-            Dictionary(uniqueKeysWithValues: stats.actions.map { ($0.action, $0.count) }) == [
-                .markDone: 1, .snooze15: 1, .disable: 1,
-            ]
-        )
     }
 
     @Test("geofences best first under the limit, with how many were left out")
     func geofences() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        let low = try await a.create("Low", priority: 1)
-        let high = try await a.create("High", priority: 3)
-        let off = try await a.create("Off", priority: 3)
-        let done = try await a.create("Done", priority: 3)
-        let newer = try await a.create("Newer low", priority: 1)
-        _ = try await a.create("No rule", priority: 3)
-        try await a.rule(low)
-        try await a.rule(high)
-        try await a.rule(off, enabled: false)
-        try await a.rule(done)
-        _ = try await a.service.completeActivity(.with { $0.activityID = done }, a.context)
-        try await system.advance(by: 1)
-        try await a.rule(newer)
-        let fences = try await a.service.listGeofences(.with { $0.max = 3 }, a.context)
-        #expect(fences.geofences.map(\.activityID) == [high, newer, low])
-        #expect(fences.leftOut == 2)
-        #expect(
-            try await a.service.listGeofences(.init(), a.context).geofences.map(\.activityID) == [
-                high, newer, low, done, off,
-            ]
-        )
-        await expectCode(.invalidArgument) { _ = try await a.service.listGeofences(.with { $0.max = 101 }, a.context) }
-        for n in 0..<20 {
-            try await a.rule(try await a.create("More \(n)"))
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            let low = try await a.create("Low", priority: 1)
+            let high = try await a.create("High", priority: 3)
+            let off = try await a.create("Off", priority: 3)
+            let done = try await a.create("Done", priority: 3)
+            let newer = try await a.create("Newer low", priority: 1)
+            _ = try await a.create("No rule", priority: 3)
+            try await a.rule(low)
+            try await a.rule(high)
+            try await a.rule(off, enabled: false)
+            try await a.rule(done)
+            _ = try await a.service.completeActivity(.with { $0.activityID = done }, a.context)
+            try await system.advance(by: 1)
+            try await a.rule(newer)
+            let fences = try await a.service.listGeofences(.with { $0.max = 3 }, a.context)
+            #expect(fences.geofences.map(\.activityID) == [high, newer, low])
+            #expect(fences.leftOut == 2)
+            #expect(
+                try await a.service.listGeofences(.init(), a.context).geofences.map(\.activityID) == [
+                    high, newer, low, done, off,
+                ]
+            )
+            await expectCode(.invalidArgument) {
+                _ = try await a.service.listGeofences(.with { $0.max = 101 }, a.context)
+            }
+            for n in 0..<20 {
+                try await a.rule(try await a.create("More \(n)"))
+            }
+            let byDefault = try await a.service.listGeofences(.init(), a.context)
+            #expect(byDefault.geofences.count == 20 && byDefault.leftOut == 5, "20 when max is 0")
+            let all = try await a.service.listGeofences(.with { $0.max = 100 }, a.context)
+            #expect(all.geofences.count == 25 && all.leftOut == 0)
         }
-        let byDefault = try await a.service.listGeofences(.init(), a.context)
-        #expect(byDefault.geofences.count == 20 && byDefault.leftOut == 5, "20 when max is 0")
-        let all = try await a.service.listGeofences(.with { $0.max = 100 }, a.context)
-        #expect(all.geofences.count == 25 && all.leftOut == 0)
     }
 
     @Test("a user has at most 200 activities; the 201st is RESOURCE_EXHAUSTED until one is deleted")
     func activityCap() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        var ids: [String] = []
-        for index in 0..<OfferRules.maxActivities { ids.append(try await a.create("Activity \(index)")) }
-        await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
-        _ = try await Activities(system: system, user: "ben").create("His own")
-        _ = try await a.service.deleteActivity(.with { $0.activityID = ids[0] }, a.context)
-        _ = try await a.create("In its place")
-        await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
-        #expect(try await a.service.listActivities(.init(), a.context).activities.count == OfferRules.maxActivities)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            var ids: [String] = []
+            for index in 0..<OfferRules.maxActivities { ids.append(try await a.create("Activity \(index)")) }
+            await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
+            _ = try await Activities(system: system, user: "ben").create("His own")
+            _ = try await a.service.deleteActivity(.with { $0.activityID = ids[0] }, a.context)
+            _ = try await a.create("In its place")
+            await expectCode(.resourceExhausted) { _ = try await a.create("One more") }
+            #expect(try await a.service.listActivities(.init(), a.context).activities.count == OfferRules.maxActivities)
+        }
     }
 
     @Test("others get NOT_FOUND; bad fields are named")
     func strangersAndValidation() async throws {
-        let system = try await TasksSystem(now: noon)
-        defer { Task { await system.stop() } }
-        let a = Activities(system: system)
-        let ben = Activities(system: system, user: "ben")
-        let gymID = try await a.create()
-        try await a.rule(gymID)
-        guard case .offer(let offer)? = try await a.report(gymID).decision else {
-            Issue.record("no offer")
-            return
-        }
-        await expectCode(.notFound) {
-            _ = try await ben.service.getActivity(.with { $0.activityID = gymID }, ben.context)
-        }
-        await expectCode(.notFound) { _ = try await ben.report(gymID) }
-        await expectCode(.notFound) { _ = try await ben.rule(gymID) }
-        await expectCode(.notFound) { _ = try await ben.respond(offer.offerID, .markDone) }
-        await expectCode(.notFound) {
-            _ = try await ben.service.completeActivity(.with { $0.activityID = gymID }, ben.context)
-        }
-        await expectCode(.notFound) {
-            _ = try await ben.service.deleteActivity(.with { $0.activityID = gymID }, ben.context)
-        }
-        #expect(try await ben.pending().isEmpty)
-        #expect(try await ben.service.listActivities(.init(), ben.context).activities.isEmpty)
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            let ben = Activities(system: system, user: "ben")
+            let gymID = try await a.create()
+            try await a.rule(gymID)
+            guard case .offer(let offer)? = try await a.report(gymID).decision else {
+                Issue.record("no offer")
+                return
+            }
+            await expectCode(.notFound) {
+                _ = try await ben.service.getActivity(.with { $0.activityID = gymID }, ben.context)
+            }
+            await expectCode(.notFound) { _ = try await ben.report(gymID) }
+            await expectCode(.notFound) { _ = try await ben.rule(gymID) }
+            await expectCode(.notFound) { _ = try await ben.respond(offer.offerID, .markDone) }
+            await expectCode(.notFound) {
+                _ = try await ben.service.completeActivity(.with { $0.activityID = gymID }, ben.context)
+            }
+            await expectCode(.notFound) {
+                _ = try await ben.service.deleteActivity(.with { $0.activityID = gymID }, ben.context)
+            }
+            #expect(try await ben.pending().isEmpty)
+            #expect(try await ben.service.listActivities(.init(), ben.context).activities.isEmpty)
 
-        #expect(await violatedFields { try await a.rule(gymID, radius: 24) } == ["place.radius_m"])
-        #expect(await violatedFields { try await a.rule(gymID, radius: 5001) } == ["place.radius_m"])
-        #expect(await violatedFields { try await a.rule(gymID, radius: 25) }.isEmpty)
-        #expect(await violatedFields { try await a.rule(gymID, radius: 5000, delay: 120, cooldown: 1440) }.isEmpty)
-        #expect(await violatedFields { try await a.rule(gymID, delay: 121) } == ["delay_minutes"])
-        #expect(await violatedFields { try await a.rule(gymID, cooldown: 0) } == ["cooldown_minutes"])
-        #expect(await violatedFields { try await a.rule(gymID, trigger: .unspecified) } == ["trigger"])
-        #expect(
-            await violatedFields { _ = try await a.report(gymID, position: (91, 0, 10)) } == ["position.latitude"]
-        )
-        #expect(
-            await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_001)) } == ["position.accuracy_m"]
-        )
-        #expect(await violatedFields { _ = try await a.report(gymID, event: "") } == ["client_event_id"])
-        #expect(await violatedFields { try await a.preferences(cap: 21) } == ["daily_cap"])
-        #expect(await violatedFields { try await a.preferences(quiet: ("25:00", "07:00")) } == ["quiet_hours.start"])
-        #expect(await violatedFields { try await a.preferences(quiet: ("07:00", "07:00")) } == ["quiet_hours.end"])
-        #expect(await violatedFields { try await a.preferences(zone: "EST") } == ["time_zone"])
-        #expect(await violatedFields { _ = try await a.create(" ") } == ["title"])
-        #expect(await violatedFields { _ = try await a.create(priority: 4) } == ["priority"])
-        #expect(await violatedFields { try await a.rule(gymID, cooldown: 1441) } == ["cooldown_minutes"])
-        #expect(
-            await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 101)) } == [
-                "place.label"
-            ]
-        )
-        #expect(await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 100)) }.isEmpty)
-        #expect(try await a.rule(gymID, radius: 0).rule.place.radiusM == 150, "0 means the default radius")
-        #expect(await violatedFields { try await a.preferences(cap: 0) } == ["daily_cap"])
-        #expect(await violatedFields { try await a.preferences(cap: 20) }.isEmpty)
-        #expect(await violatedFields { try await a.preferences(cooldown: 0) } == ["default_cooldown_minutes"])
-        #expect(await violatedFields { try await a.preferences(cooldown: 1441) } == ["default_cooldown_minutes"])
-        #expect(await violatedFields { try await a.preferences(cooldown: 1440) }.isEmpty)
-        #expect(await violatedFields { try await a.preferences(spacing: 1441) } == ["min_spacing_minutes"])
-        #expect(await violatedFields { try await a.preferences(spacing: 0) }.isEmpty)
-        #expect(await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_000)) }.isEmpty)
-        #expect(
-            await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 101)) } == [
-                "client_event_id"
-            ]
-        )
-        #expect(
-            await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 100)) }.isEmpty
-        )
-        #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 201)) } == ["title"])
-        #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 200)) }.isEmpty)
-        let stats = { (days: Double) in
-            _ = try await a.service.getOfferStats(
-                .with {
-                    $0.from = Google_Protobuf_Timestamp(date: noon)
-                    $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(days * 86_400))
-                },
-                a.context
+            #expect(await violatedFields { try await a.rule(gymID, radius: 24) } == ["place.radius_m"])
+            #expect(await violatedFields { try await a.rule(gymID, radius: 5001) } == ["place.radius_m"])
+            #expect(await violatedFields { try await a.rule(gymID, radius: 25) }.isEmpty)
+            #expect(await violatedFields { try await a.rule(gymID, radius: 5000, delay: 120, cooldown: 1440) }.isEmpty)
+            #expect(await violatedFields { try await a.rule(gymID, delay: 121) } == ["delay_minutes"])
+            #expect(await violatedFields { try await a.rule(gymID, cooldown: 0) } == ["cooldown_minutes"])
+            #expect(await violatedFields { try await a.rule(gymID, trigger: .unspecified) } == ["trigger"])
+            #expect(
+                await violatedFields { _ = try await a.report(gymID, position: (91, 0, 10)) } == ["position.latitude"]
+            )
+            #expect(
+                await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_001)) } == [
+                    "position.accuracy_m"
+                ]
+            )
+            #expect(await violatedFields { _ = try await a.report(gymID, event: "") } == ["client_event_id"])
+            #expect(await violatedFields { try await a.preferences(cap: 21) } == ["daily_cap"])
+            #expect(
+                await violatedFields { try await a.preferences(quiet: ("25:00", "07:00")) } == ["quiet_hours.start"]
+            )
+            #expect(await violatedFields { try await a.preferences(quiet: ("07:00", "07:00")) } == ["quiet_hours.end"])
+            #expect(await violatedFields { try await a.preferences(zone: "EST") } == ["time_zone"])
+            #expect(await violatedFields { _ = try await a.create(" ") } == ["title"])
+            #expect(await violatedFields { _ = try await a.create(priority: 4) } == ["priority"])
+            #expect(await violatedFields { try await a.rule(gymID, cooldown: 1441) } == ["cooldown_minutes"])
+            #expect(
+                await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 101)) } == [
+                    "place.label"
+                ]
+            )
+            #expect(await violatedFields { try await a.rule(gymID, label: String(repeating: "l", count: 100)) }.isEmpty)
+            #expect(try await a.rule(gymID, radius: 0).rule.place.radiusM == 150, "0 means the default radius")
+            #expect(await violatedFields { try await a.preferences(cap: 0) } == ["daily_cap"])
+            #expect(await violatedFields { try await a.preferences(cap: 20) }.isEmpty)
+            #expect(await violatedFields { try await a.preferences(cooldown: 0) } == ["default_cooldown_minutes"])
+            #expect(await violatedFields { try await a.preferences(cooldown: 1441) } == ["default_cooldown_minutes"])
+            #expect(await violatedFields { try await a.preferences(cooldown: 1440) }.isEmpty)
+            #expect(await violatedFields { try await a.preferences(spacing: 1441) } == ["min_spacing_minutes"])
+            #expect(await violatedFields { try await a.preferences(spacing: 0) }.isEmpty)
+            #expect(await violatedFields { _ = try await a.report(gymID, position: (0, 0, 10_000)) }.isEmpty)
+            #expect(
+                await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 101)) } == [
+                    "client_event_id"
+                ]
+            )
+            #expect(
+                await violatedFields { _ = try await a.report(gymID, event: String(repeating: "e", count: 100)) }
+                    .isEmpty
+            )
+            #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 201)) } == ["title"])
+            #expect(await violatedFields { _ = try await a.create(String(repeating: "t", count: 200)) }.isEmpty)
+            let stats = { (days: Double) in
+                _ = try await a.service.getOfferStats(
+                    .with {
+                        $0.from = Google_Protobuf_Timestamp(date: noon)
+                        $0.to = Google_Protobuf_Timestamp(date: noon.addingTimeInterval(days * 86_400))
+                    },
+                    a.context
+                )
+            }
+            #expect(await violatedFields { try await stats(366) }.isEmpty)
+            #expect(await violatedFields { try await stats(366.001) } == ["to"])
+            #expect(await violatedFields { try await stats(0) } == ["to"])
+            let defaults = try await ben.service.getOfferPreferences(.init(), ben.context)
+            #expect(
+                defaults.dailyCap == 2 && defaults.minSpacingMinutes == 360 && defaults.defaultCooldownMinutes == 120
             )
         }
-        #expect(await violatedFields { try await stats(366) }.isEmpty)
-        #expect(await violatedFields { try await stats(366.001) } == ["to"])
-        #expect(await violatedFields { try await stats(0) } == ["to"])
-        let defaults = try await ben.service.getOfferPreferences(.init(), ben.context)
-        #expect(defaults.dailyCap == 2 && defaults.minSpacingMinutes == 360 && defaults.defaultCooldownMinutes == 120)
     }
 }
 

@@ -9,26 +9,38 @@ import HearthStore
 import HearthTestSupport
 import Logging
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 @testable import TasksService
 
+/// Runs `body` with the tasks service on a new file store (``TasksSystem``), and stops it (its
+/// schedulers, the webhook, the folder) afterwards, awaited, whether `body` throws or not.
+/// - Parameter webhookStatuses: what the push webhook answers first (then 200).
+func withTasksSystem<T>(now: Date, webhookStatuses: [Int] = [], _ body: (TasksSystem) async throws -> T)
+    async throws -> T
+{
+    try await using(TasksSystem(now: now, webhookStatuses: webhookStatuses), teardown: { await $0.stop() }, body)
+}
+
 /// The tasks service on a file store, with its prompt scheduler and push outbox running on a
-/// clock the test moves; pushes go to a real webhook.
-final class TasksSystem: @unchecked Sendable {
+/// clock the test moves; pushes go to a real webhook. Made by ``withTasksSystem(now:webhookStatuses:_:)``.
+final class TasksSystem: Sendable {
     let clock: ManualClock
     let webhook: WebhookListener
     let folder: URL
-    private(set) var service: TasksService
-    private var running: [Task<Void, any Error>]
+    /// The service and its running schedulers; replaced by a restart.
+    private let state: Mutex<(service: TasksService, running: [Task<Void, any Error>])>
 
-    /// - Parameter webhookStatuses: what the push webhook answers first (then 200).
-    init(now: Date, webhookStatuses: [Int] = []) async throws {
+    var service: TasksService { self.state.withLock { $0.service } }
+
+    fileprivate init(now: Date, webhookStatuses: [Int]) async throws {
         self.clock = ManualClock(now)
         self.webhook = try await WebhookListener(statuses: webhookStatuses)
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tasks-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.webhook)
+        let started = try Self.start(self.folder, self.clock, self.webhook)
+        self.state = Mutex((started.0, started.1))
     }
 
     private static func start(_ folder: URL, _ clock: ManualClock, _ webhook: WebhookListener) throws -> (
@@ -54,15 +66,17 @@ final class TasksSystem: @unchecked Sendable {
     func restart(whileDown: () -> Void = {}) async throws {
         await self.halt()
         whileDown()
-        (self.service, self.running) = try Self.start(self.folder, self.clock, self.webhook)
+        let started = try Self.start(self.folder, self.clock, self.webhook)
+        self.state.withLock { $0 = (started.0, started.1) }
     }
 
     private func halt() async {
-        for task in self.running { task.cancel() }
-        for task in self.running { _ = try? await task.value }
+        let running = self.state.withLock { $0.running }
+        for task in running { task.cancel() }
+        for task in running { _ = try? await task.value }
     }
 
-    func stop() async {
+    fileprivate func stop() async {
         await self.halt()
         await self.webhook.close()
         try? FileManager.default.removeItem(at: self.folder)

@@ -11,7 +11,7 @@ import SwiftProtobuf
 ///
 /// The caller is always the verified user of the call context. Only a session's owner and
 /// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
-public struct CheckinsService: RPCService, OutboxOwner, RelayOwner {
+public struct CheckinsService: RPCService {
     /// The frame a CreateCheckIn with the largest photo takes: 10 MiB of photo, and room for
     /// its other fields and the call's envelope. The checkins process, and the gateway that
     /// forwards to it, take frames this large.

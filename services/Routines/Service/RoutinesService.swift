@@ -10,7 +10,7 @@ import SwiftProtobuf
 ///
 /// Access comes from the checkins service (`GetNestRole`, cached briefly): OWNER edits, SITTER
 /// reads and ticks, anyone else gets NOT_FOUND. When checkins cannot answer, UNAVAILABLE.
-public struct RoutinesService: RPCService, RelayOwner {
+public struct RoutinesService: RPCService {
     public static let package = "hearth.routines.v1.Routines"
     /// The most bytes of routines a ListRoutines page holds: half a frame.
     static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2

@@ -12,7 +12,7 @@ import SwiftProtobuf
 /// Every call acts for the verified user. Due warnings and alerts are found by the due-time
 /// scheduler (a timer to the earliest `next_due_at`) and decided into the alert outbox in one
 /// transaction; a scheduler per channel delivers them, with retries.
-public struct SafetyService: RPCService, ScheduledWorkOwner {
+public struct SafetyService: RPCService {
     public static let package = "hearth.safety.v1.Safety"
     let store: SafetyStore
     /// Decides what falls due. Calls that change a switch wake it.

@@ -14,7 +14,7 @@ import SwiftProtobuf
 /// Every call acts for the verified user; only a task's owner sees or answers anything of
 /// it (anyone else gets NOT_FOUND). Prompts are generated with the task; when one falls due
 /// the due-time scheduler puts its push in the outbox, and answering records the check-in.
-public struct TasksService: RPCService, ScheduledWorkOwner, OutboxOwner, RelayOwner {
+public struct TasksService: RPCService {
     public static let package = "hearth.tasks.v1.Tasks"
     let store: TaskStore
     /// Runs beside the server: decides the push of each prompt that falls due.
