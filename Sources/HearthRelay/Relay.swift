@@ -117,6 +117,7 @@ private struct RelayWork: DueWork {
     }
 
     func runDue(now: Date) async throws {
+        try Task.checkCancellation()
         let due = try self.store.read { db in
             try Row.fetchAll(
                 db.cachedStatement(
@@ -158,6 +159,9 @@ private struct RelayWork: DueWork {
             sql = "UPDATE relay_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?"
             arguments = [self.clock.now().stored, call.id]
         } catch {
+            // Shutting down: the call was cut short or never sent. It stays due as it was, and
+            // goes at the next start without counting as an attempt.
+            if Task.isCancelled { return nil }
             let answer = RPCError(answering: error)
             if Relay.permanent.contains(answer.code) {
                 self.logger.warning(

@@ -7,6 +7,8 @@ public import HearthRPC
 /// downcast.
 public struct ServiceModule: Sendable {
     public var services: [any RPCService]
+    /// Started in this order and stopped in the reverse: a piece that sends what another
+    /// produces comes first.
     public var work: [DueTimeScheduler]
 
     public init(services: [any RPCService], work: [DueTimeScheduler] = []) {

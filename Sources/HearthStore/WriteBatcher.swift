@@ -52,28 +52,37 @@ public final class WriteBatcher: Sendable {
 
     /// Runs `body` in a write transaction shared with other callers' and returns its value once
     /// that transaction has committed. `body` may run twice (only the last run counts, see
-    /// above): it must change nothing outside the database.
+    /// above): it must change nothing outside the database. A write whose task is cancelled
+    /// before its batch reaches it does not run: it throws `CancellationError` (a call past its
+    /// deadline writes nothing); once it has run, it commits with its batch.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let pending = Pending(
-                run: { db, inSavepoint in
-                    do {
-                        let result = try inSavepoint ? Self.inSavepoint(db, body) : body(db)
-                        return ({ continuation.resume(returning: result) }, nil)
-                    } catch {
-                        return ({ continuation.resume(throwing: error) }, error)
-                    }
-                },
-                fail: { error in continuation.resume(throwing: error) }
-            )
-            self.state.withLock { state in
-                state.queue.append(pending)
-                guard !state.leading else { return }
-                state.leading = true
-                // Queued on the writer before the lock is let go (it only enqueues): whatever
-                // queues on the writer after this call is seen to run after the first batch.
-                self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
+        let turn = WriteTurn()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let pending = Pending(
+                    run: { db, inSavepoint in
+                        // Decided once: the savepoint run repeats what the first run did.
+                        guard turn.takes() else { return ({ continuation.resume(throwing: CancellationError()) }, nil) }
+                        do {
+                            let result = try inSavepoint ? Self.inSavepoint(db, body) : body(db)
+                            return ({ continuation.resume(returning: result) }, nil)
+                        } catch {
+                            return ({ continuation.resume(throwing: error) }, error)
+                        }
+                    },
+                    fail: { error in continuation.resume(throwing: error) }
+                )
+                self.state.withLock { state in
+                    state.queue.append(pending)
+                    guard !state.leading else { return }
+                    state.leading = true
+                    // Queued on the writer before the lock is let go (it only enqueues): whatever
+                    // queues on the writer after this call is seen to run after the first batch.
+                    self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
+                }
             }
+        } onCancel: {
+            turn.cancel()
         }
     }
 
@@ -113,14 +122,13 @@ public final class WriteBatcher: Sendable {
         do {
             for pending in batch {
                 let (answer, error) = pending.run(db, savepoints)
-                if let error {
-                    // SQLite rolled the whole transaction back (a full disk, an I/O error):
-                    // every caller fails with that cause, not with "transaction aborted".
-                    if !db.isInsideTransaction { throw error }
-                    if !savepoints {
-                        try db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
-                        return nil
-                    }
+                // SQLite rolled the whole transaction back (a full disk, an I/O error): every
+                // caller fails with that cause, not with "transaction aborted"; and so it does when
+                // a closure caught that error and went on (what followed ran outside the batch).
+                if !db.isInsideTransaction { throw error ?? TransactionRolledBack() }
+                if error != nil, !savepoints {
+                    try db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
+                    return nil
                 }
                 answers.append(answer)
             }
@@ -157,4 +165,33 @@ public final class WriteBatcher: Sendable {
         }
         self.writer.asyncWriteWithoutTransaction { db in self.drain(db) }
     }
+}
+
+/// Whether a batched write runs: once its batch reaches it, unless its task was cancelled first.
+private final class WriteTurn: Sendable {
+    private enum State { case waiting, cancelled, running, skipped }
+    private let state = Mutex(State.waiting)
+
+    func cancel() {
+        self.state.withLock { if $0 == .waiting { $0 = .cancelled } }
+    }
+
+    /// Whether the write runs; the first answer holds for the batch's second run.
+    func takes() -> Bool {
+        self.state.withLock { state in
+            switch state {
+            case .waiting, .running:
+                state = .running
+                return true
+            case .cancelled, .skipped:
+                state = .skipped
+                return false
+            }
+        }
+    }
+}
+
+/// SQLite ended a batch's transaction by itself, and no write's error says why.
+struct TransactionRolledBack: Error, CustomStringConvertible {
+    var description: String { "the write transaction was rolled back by SQLite" }
 }

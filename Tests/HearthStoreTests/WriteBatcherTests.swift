@@ -249,4 +249,58 @@ struct WriteBatcherTests {
         }
         #expect(try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 100)
     }
+
+    @Test("a write whose task is cancelled before its batch reaches it does not run; the others commit")
+    func cancelledBeforeItsTurn() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        // Hold the writer so that both writes wait in the queue.
+        let gate = DispatchSemaphore(value: 0)
+        store.writer.asyncWriteWithoutTransaction { _ in gate.wait() }
+        let ran = RanWrites()
+        let insert = { @Sendable (n: Int) in
+            Task {
+                try await batcher.write { db in
+                    ran.ids.withLock { _ = $0.insert(n) }
+                    try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (?, 1)", arguments: [n])
+                }
+            }
+        }
+        let kept = insert(1)
+        let cancelled = insert(2)
+        try await eventually("both writes are queued") { batcher.queued == 2 }
+        cancelled.cancel()
+        gate.signal()
+        try await kept.value
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(ran.ids.withLock { $0 } == [1], "the cancelled write never ran")
+        let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
+        #expect(stored == [1])
+    }
+
+    @Test("a closure that swallows the error of a transaction SQLite rolled back fails its whole batch")
+    func swallowedRollback() async throws {
+        let (store, folder) = try self.store()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let batcher = WriteBatcher(writer: store.writer)
+        // As SQLite does on a full disk: the transaction ends under the closure, which goes on.
+        await #expect(throws: TransactionRolledBack.self) {
+            try await batcher.write { db in
+                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (1, 1)")
+                try? db.execute(sql: "ROLLBACK")
+                // Outside any transaction now: committed by itself, though its caller fails.
+                try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (2, 1)")
+            }
+        }
+        // The batcher serves the next write as before.
+        try await batcher.write { db in try db.execute(sql: "INSERT INTO item (id, parent_id) VALUES (3, 1)") }
+        let stored = try await store.writer.read { db in try Set(Int.fetchAll(db, sql: "SELECT id FROM item")) }
+        #expect(stored.contains(3) && !stored.contains(1))
+    }
+}
+
+/// The writes whose closures ran.
+private final class RanWrites: Sendable {
+    let ids = Mutex<Set<Int>>([])
 }

@@ -19,9 +19,10 @@ extension TasksService {
         let tasks = try TasksService(location: location, logger: logger)
         return ServiceModule(
             services: [tasks, ActivitiesService(sharingStoreOf: tasks)],
-            work: tasks.schedulers + [
-                tasks.outbox.deliverer(sender: pushSender, logger: logger),
-                tasks.relay.deliverer(client: safety, credential: credential, logger: logger),
+            // The push deliverer first: a group stops its services in reverse order, so it stops
+            // after the prompt scheduler whose pushes it sends.
+            work: [tasks.outbox.deliverer(sender: pushSender, logger: logger)] + tasks.schedulers + [
+                tasks.relay.deliverer(client: safety, credential: credential, logger: logger)
             ]
         )
     }
