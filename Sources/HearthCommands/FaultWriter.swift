@@ -82,9 +82,12 @@ struct FaultWriter: AsyncParsableCommand {
         let end = Date().addingTimeInterval(self.duration.seconds)
         let entries = try await withThrowingTaskGroup(of: [Entry].self) { group in
             for writer in 0..<self.writers {
-                let user = "fault-\(run)-\(writer)"
-                let options = try await self.options(user, signer)
                 group.addTask {
+                    // A user holds at most 200 activities: a writer that fills one goes on as a
+                    // new user, so that a long run keeps writing (and restarts keep being seen).
+                    var part = 0
+                    var user = "fault-\(run)-\(writer)-\(part)"
+                    var options = try await self.options(user, signer)
                     var entries: [Entry] = []
                     var n = 0
                     while Date() < end {
@@ -110,15 +113,21 @@ struct FaultWriter: AsyncParsableCommand {
                                 )
                             )
                         } catch {
+                            let code = RPCError(answering: error).code
                             entries.append(
                                 Entry(
                                     t: started.timeIntervalSince1970,
                                     user: user,
                                     ok: false,
-                                    code: RPCError(answering: error).code.name,
+                                    code: code.name,
                                     ms: Date().timeIntervalSince(started) * 1000
                                 )
                             )
+                            if code == .resourceExhausted {
+                                part += 1
+                                user = "fault-\(run)-\(writer)-\(part)"
+                                options = try await self.options(user, signer)
+                            }
                             try? await Task.sleep(for: .milliseconds(10))
                         }
                         // Under the gateway's per-user limit (50 a second).
