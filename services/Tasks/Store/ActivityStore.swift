@@ -18,8 +18,6 @@ struct ActivityStore: Sendable {
 
     var now: Date { self.base.now }
 
-    private var db: any DatabaseWriter { self.base.writer }
-
     // MARK: Activities
 
     enum CreateOutcome: Sendable {
@@ -157,110 +155,6 @@ struct ActivityStore: Sendable {
                         """
                 ).execute(arguments: [now, user, OfferRules.expiredBy(now)])
             }
-        }
-    }
-
-    // MARK: Location events
-
-    enum ReportOutcome: Sendable {
-        case decided(OfferRules.Decision, OfferRecord?)
-        case missing
-    }
-
-    /// Decides on an event and records the decision (and the offer) in one transaction.
-    func report(
-        user: String,
-        activityID: String,
-        clientEventID: String,
-        event: OfferRules.Event,
-        now: Date
-    ) async throws -> ReportOutcome {
-        try await self.base.write { db in
-            guard let found = try Self.activity(activityID, user: user, in: db) else { return .missing }
-            let preferences = try Self.preferences(user: user, in: db)
-            let eventSeen =
-                try Int.fetchOne(
-                    db.cachedStatement(sql: "SELECT 1 FROM location_event WHERE user_id = ? AND client_event_id = ?"),
-                    arguments: [user, clientEventID]
-                ) != nil
-            let offers = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT activity_id, occurred_at, deliver_at, snoozed, cancelled_at FROM offer
-                        WHERE user_id = ? AND deliver_at >= ? AND deliver_at <= ?
-                        """
-                ),
-                arguments: [
-                    user, event.occurredAt.addingTimeInterval(-2 * 86_400).stored,
-                    event.occurredAt.addingTimeInterval(2 * 86_400 + 7200).stored,
-                ]
-            ).map { row -> OfferRules.PastOffer in
-                let deliverAt: Date = row["deliver_at"]
-                let cancelledAt: Date? = row["cancelled_at"]
-                let snoozed: Bool = row["snoozed"]
-                // Cancelled before it was delivered: never seen, does not count.
-                let unseen = cancelledAt.map { $0 < deliverAt } ?? false
-                return OfferRules.PastOffer(
-                    activityID: row["activity_id"],
-                    occurredAt: row["occurred_at"],
-                    deliverAt: deliverAt,
-                    seen: !unseen,
-                    snoozed: snoozed
-                )
-            }
-            let ledger = OfferRules.Ledger(
-                eventSeen: eventSeen,
-                repeatKind: Hearth_Tasks_V1_Repeat(rawValue: found.activity.repeatKind) ?? .none,
-                lastCompletedAt: found.activity.lastCompletedAt,
-                offers: offers
-            )
-            let decision = OfferRules.decide(
-                activityID: activityID,
-                event: event,
-                rule: found.rule.map(\.rule),
-                preferences: preferences,
-                ledger: ledger,
-                now: now
-            )
-            var offer: OfferRecord?
-            var reason = 0
-            switch decision {
-            case .offer(let deliverAt, let channel):
-                offer = OfferRecord(
-                    id: UUID().uuidString.lowercased(),
-                    userID: user,
-                    activityID: activityID,
-                    title: found.activity.title,
-                    channel: channel.rawValue,
-                    occurredAt: event.occurredAt,
-                    deliverAt: deliverAt,
-                    createdAt: now,
-                    snoozed: false
-                )
-                try offer!.insertPrepared(db)
-            case .suppressed(let why, _):
-                reason = why.rawValue
-            }
-            if eventSeen {
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO location_event_repeat (user_id, client_event_id, occurred_at, received_at, reason)
-                        VALUES (?, ?, ?, ?, ?)
-                        """
-                ).execute(arguments: [user, clientEventID, event.occurredAt.stored, now.stored, reason])
-            } else {
-                try LocationEventRecord(
-                    userID: user,
-                    clientEventID: clientEventID,
-                    activityID: activityID,
-                    trigger: event.trigger.rawValue,
-                    occurredAt: event.occurredAt,
-                    receivedAt: now,
-                    reason: reason,
-                    offerID: offer?.id
-                ).insertPrepared(db)
-            }
-            return .decided(decision, offer)
         }
     }
 
@@ -416,59 +310,6 @@ struct ActivityStore: Sendable {
             }
             return stats
         }
-    }
-
-    // MARK: History
-
-    /// How long location events, their repeats and offers are kept: longer than any rule reads
-    /// them (the ledger looks two days back, statistics a year), so GetOfferStats covers the
-    /// last 400 days.
-    static let historyRetention: TimeInterval = 400 * 86_400
-
-    /// The tables pruned, each with the time its rows age by (indexed after `user_id`).
-    private static let history = [
-        (table: "location_event", time: "occurred_at"),
-        (table: "location_event_repeat", time: "occurred_at"),
-        (table: "offer", time: "deliver_at"),
-    ]
-
-    /// Deletes the rows of ``history`` older than ``historyRetention``, user by user through
-    /// their `(user_id, time)` indexes (users found by index seeks), in bounded transactions
-    /// (``UserBatches``). Answers how many rows went from each table.
-    func pruneHistory(now: Date, usersPerBatch: Int = 500, rowsPerTransaction: Int = 5000) async throws
-        -> [String: Int]
-    {
-        let before = now.addingTimeInterval(-Self.historyRetention)
-        var deleted: [String: Int] = [:]
-        for (table, time) in Self.history {
-            let gone = try await UserBatches.prune(
-                writer: self.db,
-                usersPerBatch: usersPerBatch,
-                rowsPerTransaction: rowsPerTransaction,
-                users: { db, after, limit in
-                    var users: [String] = []
-                    let next = try db.cachedStatement(
-                        sql: "SELECT user_id FROM \(table) WHERE user_id > ? ORDER BY user_id LIMIT 1"
-                    )
-                    while users.count < limit, let user = try String.fetchOne(next, arguments: [users.last ?? after]) {
-                        users.append(user)
-                    }
-                    return users
-                },
-                id: { $0 },
-                delete: { db, user, budget in
-                    try db.cachedStatement(
-                        sql: """
-                            DELETE FROM \(table) WHERE rowid IN (
-                                SELECT rowid FROM \(table) WHERE user_id = ? AND \(time) < ? LIMIT ?)
-                            """
-                    ).execute(arguments: [user, before, budget])
-                    return [table: db.changesCount]
-                }
-            )
-            deleted.merge(gone, uniquingKeysWith: +)
-        }
-        return deleted
     }
 
     // MARK: Helpers
