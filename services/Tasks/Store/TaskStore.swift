@@ -372,113 +372,10 @@ struct TaskStore: Sendable {
         }
     }
 
-    // MARK: Check-ins
-
-    enum RecordOutcome: Sendable {
-        /// Recorded now, or before under the same client request id.
-        case recorded(CheckInRecord, new: Bool)
-        case differentAnswer(CheckInRecord)
-        case taskCancelled
-        case full
-        case missing
-    }
-
-    /// How many check-ins of a task are not tied to a prompt. Through the task's index by
-    /// name: given `prompt_id IS NULL`, SQLite picks the unique index on `prompt_id` (one row,
-    /// it assumes) and walks every user's unprompted check-ins, inside the write transaction.
-    static let extraCheckInsSQL =
-        "SELECT COUNT(*) FROM check_in INDEXED BY check_in_by_task WHERE task_id = ? AND prompt_id IS NULL"
-
-    /// Records a check-in not tied to a prompt.
-    func recordCheckIn(
-        taskID: String,
-        user: String,
-        answer: TaskRules.Answer,
-        clientRequestID: String?,
-        now: Date
-    ) async throws -> RecordOutcome {
-        try await self.base.write { db in
-            guard let task = try Self.task(taskID, user: user, in: db) else { return .missing }
-            if let clientRequestID,
-                let earlier = try CheckInRecord.filter(
-                    Column("task_id") == taskID && Column("client_request_id") == clientRequestID
-                ).fetchOne(db)
-            {
-                let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: "")
-                return same ? .recorded(earlier, new: false) : .differentAnswer(earlier)
-            }
-            guard task.cancelledAt == nil else { return .taskCancelled }
-            let extra = try Int.fetchOne(db, sql: Self.extraCheckInsSQL, arguments: [taskID]) ?? 0
-            guard extra < TaskRules.maxExtraCheckIns else { return .full }
-            let zone = TimeZone(identifier: task.timeZone) ?? .gmt
-            let checkIn = try Self.record(
-                answer,
-                taskID: taskID,
-                user: user,
-                prompt: nil,
-                clientRequestID: clientRequestID,
-                localDate: LocalDate(now, in: zone).description,
-                timeOfDay: TaskRules.partOfDay(hour: TaskRules.minuteOfDay(now, in: zone) / 60).rawValue,
-                now: now,
-                in: db
-            )
-            return .recorded(checkIn, new: true)
-        }
-    }
-
-    // MARK: Due pushes
-
-    /// When the next prompt's push is to be decided.
-    func nextNotifyTime() async throws -> Date? {
-        try self.base.read { db in
-            try Date.fetchOne(db.cachedStatement(sql: "SELECT MIN(notify_at) FROM prompt WHERE notify_at IS NOT NULL"))
-        }
-    }
-
-    /// Decides up to `limit` prompts whose time has come, in one transaction: an open prompt
-    /// that has not expired gets its "check-in due" push in the outbox; any other is only
-    /// marked decided (a prompt that expired while the service was down is not pushed late).
-    /// Answers how many were decided and how many pushes were enqueued.
-    func notifyDue(now: Date, limit: Int) async throws -> (decided: Int, pushed: Int) {
-        try await self.base.write { db in
-            let due = try PromptRecord.fetchAll(
-                db.cachedStatement(
-                    sql:
-                        "SELECT * FROM prompt WHERE notify_at IS NOT NULL AND notify_at <= ? ORDER BY notify_at LIMIT ?"
-                ),
-                arguments: [now, limit]
-            )
-            var pushed = 0
-            for prompt in due {
-                var pushedAt: Date?
-                if prompt.promptStatus == .open, now < prompt.expiresAt {
-                    try Outbox.enqueue(
-                        PushMessage(
-                            id: Self.pushID(prompt.id),
-                            userID: prompt.userID,
-                            kind: "tasks.prompt_due",
-                            title: "Time to check in",
-                            body: prompt.question,
-                            data: ["task_id": prompt.taskID, "prompt_id": prompt.id],
-                            createdAt: now,
-                            expiresAt: prompt.expiresAt
-                        ),
-                        in: db
-                    )
-                    pushedAt = now
-                    pushed += 1
-                }
-                try db.cachedStatement(sql: "UPDATE prompt SET notify_at = NULL, pushed_at = ? WHERE id = ?").execute(
-                    arguments: [pushedAt, prompt.id])
-            }
-            return (due.count, pushed)
-        }
-    }
-
     // MARK: Helpers
 
     /// Stores a check-in and, in the same transaction, the activity forwarded to safety.
-    private static func record(
+    static func record(
         _ answer: TaskRules.Answer,
         taskID: String,
         user: String,
@@ -511,7 +408,7 @@ struct TaskStore: Sendable {
         return checkIn
     }
 
-    private static func task(_ id: String, user: String, in db: Database) throws -> TaskRecord? {
+    static func task(_ id: String, user: String, in db: Database) throws -> TaskRecord? {
         try TaskRecord.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM task WHERE id = ? AND user_id = ?"),
             arguments: [id, user]
@@ -534,7 +431,7 @@ struct TaskStore: Sendable {
         )
     }
 
-    private static func content(of checkIn: CheckInRecord) -> TaskRules.Answer {
+    static func content(of checkIn: CheckInRecord) -> TaskRules.Answer {
         TaskRules.Answer(
             text: checkIn.responseText,
             energy: checkIn.energy,
@@ -546,7 +443,7 @@ struct TaskStore: Sendable {
     }
 
     /// An answer as it would be stored (an unset question type takes the default).
-    private static func content(of answer: TaskRules.Answer, defaultType: String) -> TaskRules.Answer {
+    static func content(of answer: TaskRules.Answer, defaultType: String) -> TaskRules.Answer {
         var stored = answer
         stored.questionType = answer.questionType ?? defaultType
         return stored
