@@ -199,231 +199,12 @@ public struct CheckinsService: RPCService {
         return response
     }
 
-    // MARK: Check-ins
-
-    @Sendable func createCheckIn(_ request: Hearth_Checkins_V1_CreateCheckInRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_CheckIn
-    {
-        let user = try context.verifiedUser()
-        let session = try await self.participantSession(request.sessionID, user)
-        guard session.sitterUserID == user else {
-            throw RPCError(.permissionDenied, "only the session's sitter posts check-ins")
-        }
-        let hasPhoto = !request.photo.isEmpty
-        var violations: [FieldViolation] = []
-        let caption = CheckinRules.caption(request.caption, hasPhoto: hasPhoto).value(collecting: &violations) ?? ""
-        let altText = CheckinRules.altText(request.photoAltText).value(collecting: &violations) ?? ""
-        let requestIDIsValid =
-            !request.clientRequestID.isEmpty && FieldChecks.fits(request.clientRequestID, characters: 128)
-        if !requestIDIsValid {
-            violations.append(FieldViolation(field: "client_request_id", description: "must have 1 to 128 characters"))
-        }
-        let now = self.store.now
-        let capturedAt = FieldChecks.requiredTimestamp(
-            request.capturedAt,
-            isSet: request.hasCapturedAt,
-            field: "captured_at"
-        ).value(collecting: &violations)
-        if let capturedAt,
-            let timing = CheckinRules.timingViolation(
-                capturedAt: capturedAt,
-                now: now,
-                startsAt: session.startsAt,
-                endsAt: session.endsAt
-            )
-        {
-            violations.append(timing)
-        }
-        // A retry of a check-in already stored gets the first answer: at once, without decoding
-        // its photo again, and even when it no longer fits (an upload queue that stayed offline
-        // past the session's 24 hours). A valid one without a photo is found by the write below.
-        if requestIDIsValid, hasPhoto || !violations.isEmpty,
-            let earlier = try await self.store.earlierRequest(submitter: user, clientRequestID: request.clientRequestID)
-        {
-            return try Self.answer(earlier, request: request, session: session)
-        }
-        guard violations.isEmpty, let capturedAt else { throw RPCError.invalidArgument(violations) }
-        // Decoded and re-encoded off the event loop; nothing of the upload is kept.
-        let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
-
-        let record = CheckInRecord(
-            id: UUID().uuidString.lowercased(),
-            sessionID: session.id,
-            submitterUserID: user,
-            caption: caption,
-            // As stored (to the millisecond): the answer and a retry's answer agree.
-            capturedAt: Store.asStored(capturedAt),
-            createdAt: now,
-            photoAltText: altText,
-            viewedAt: nil,
-            clientRequestID: request.clientRequestID,
-            photoFormat: photo?.full.format.rawValue,
-            photoWidth: photo?.full.width,
-            photoHeight: photo?.full.height,
-            photoBytes: photo?.full.data.count
-        )
-        let zone = TimeZone(iana: session.timeZone) ?? .gmt
-        let localDay = LocalDate(record.capturedAt, in: zone).description
-        let notify = PushMessage(
-            id: CheckinStore.createdPushID(record.id),
-            userID: session.ownerUserID,
-            kind: "checkin.created",
-            title: "New check-in",
-            body: caption.isEmpty ? "Your sitter posted a photo." : "Your sitter: \(caption)",
-            data: ["session_id": session.id, "check_in_id": record.id],
-            createdAt: now
-        )
-        let outcome = try await self.store.createCheckIn(record, photo: photo, localDay: localDay, notify: notify)
-        if case .created = outcome {
-            self.relay.wake()
-            self.outbox.wake()
-        }
-        return try Self.answer(outcome, request: request, session: session)
-    }
-
-    private static func answer(
-        _ outcome: CheckinStore.CreateOutcome,
-        request: Hearth_Checkins_V1_CreateCheckInRequest,
-        session: SessionRecord
-    ) throws -> Hearth_Checkins_V1_CheckIn {
-        switch outcome {
-        case .created(let checkIn), .repeated(let checkIn?):
-            return checkIn.message
-        case .repeated(nil):
-            throw RPCError(.notFound, "the check-in made by request \(request.clientRequestID) was deleted")
-        case .dailyCapReached(let day):
-            throw RPCError(
-                .resourceExhausted,
-                "a session has at most \(CheckinRules.maxPerLocalDay) check-ins a day; \(day) (\(session.timeZone)) is full"
-            )
-        case .sessionEnded(let violation):
-            throw RPCError.invalidArgument([violation])
-        }
-    }
-
-    @Sendable func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_ListCheckInsResponse
-    {
-        let session = try await self.participantSession(request.sessionID, context.verifiedUser())
-        let page = try PageRequest(size: request.pageSize, token: request.pageToken, defaultSize: 20, maxSize: 100)
-        let rows = try await self.store.checkIns(
-            session: session.id,
-            newestFirst: request.order == .newestFirst,
-            after: page.after,
-            limit: page.limit
-        )
-        // Captions and alt texts are counted in characters, not bytes: a page of 100 could
-        // outgrow DESIGN's 4 MiB frame, so it ends early instead.
-        let (checkIns, nextToken) = page.page(
-            of: rows.map { (record: $0, message: $0.message) },
-            cursor: { PageCursor(time: $0.record.capturedAt, id: $0.record.id) },
-            bytes: { $0.message.encodedSize },
-            budget: Self.listBudget
-        )
-        var response = Hearth_Checkins_V1_ListCheckInsResponse()
-        response.checkIns = checkIns.map(\.message)
-        response.nextPageToken = nextToken
-        return response
-    }
-
-    @Sendable func getCheckInPhoto(_ request: Hearth_Checkins_V1_GetCheckInPhotoRequest, _ context: RPCContext)
-        async throws
-        -> Hearth_Checkins_V1_GetCheckInPhotoResponse
-    {
-        let checkIn = try await self.visibleCheckIn(request.checkInID, to: context.verifiedUser())
-        guard let image = try await self.store.photo(of: checkIn, thumbnail: request.variant == .thumbnail) else {
-            throw RPCError(.notFound, "check-in \(checkIn.id) has no photo")
-        }
-        var response = Hearth_Checkins_V1_GetCheckInPhotoResponse()
-        response.data = image.data
-        response.contentType = image.format.contentType
-        response.metadata = .with {
-            $0.width = UInt32(image.width)
-            $0.height = UInt32(image.height)
-            $0.byteSize = UInt64(image.data.count)
-            $0.format = image.format.rawValue
-        }
-        return response
-    }
-
-    @Sendable func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_DeleteCheckInResponse
-    {
-        let user = try context.verifiedUser()
-        let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
-        let session = try await self.participantSession(checkIn.sessionID, user)
-        guard checkIn.submitterUserID == user || session.ownerUserID == user else {
-            throw RPCError(.permissionDenied, "only its author or the nest's owner can delete a check-in")
-        }
-        try await self.store.deleteCheckIn(checkIn.id)
-        return Hearth_Checkins_V1_DeleteCheckInResponse()
-    }
-
-    @Sendable func markViewed(_ request: Hearth_Checkins_V1_MarkViewedRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_CheckIn
-    {
-        let user = try context.verifiedUser()
-        let checkIn = try await self.visibleCheckIn(request.checkInID, to: user)
-        let session = try await self.participantSession(checkIn.sessionID, user)
-        guard session.ownerUserID == user else {
-            throw RPCError(.permissionDenied, "only the nest's owner marks check-ins viewed")
-        }
-        guard let viewed = try await self.store.markViewed(checkIn.id) else {
-            throw RPCError.notFound("check-in", checkIn.id)
-        }
-        return viewed.message
-    }
-
-    // MARK: Templates
-
-    @Sendable func listTemplates(_ request: Hearth_Checkins_V1_ListTemplatesRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_ListTemplatesResponse
-    {
-        let nest = try await self.visibleNest(request.nestID, to: context.verifiedUser())
-        var response = Hearth_Checkins_V1_ListTemplatesResponse()
-        response.templates = try await self.store.templates(inNest: nest.id).map(\.message)
-        return response
-    }
-
-    @Sendable func addTemplate(_ request: Hearth_Checkins_V1_AddTemplateRequest, _ context: RPCContext) async throws
-        -> Hearth_Checkins_V1_Template
-    {
-        let nest = try await self.ownedNest(request.nestID, by: context.verifiedUser())
-        let text = try CheckinRules.templateText(request.text).get()
-        switch try await self.store.addTemplate(nestID: nest.id, text: text) {
-        case .added(let template):
-            return template.message
-        case .duplicate:
-            throw RPCError(.alreadyExists, "the nest already has the quick caption '\(text)'")
-        case .full:
-            throw RPCError(.failedPrecondition, "a nest has at most \(CheckinRules.maxTemplatesPerNest) quick captions")
-        }
-    }
-
-    @Sendable func removeTemplate(_ request: Hearth_Checkins_V1_RemoveTemplateRequest, _ context: RPCContext)
-        async throws
-        -> Hearth_Checkins_V1_RemoveTemplateResponse
-    {
-        let user = try context.verifiedUser()
-        guard let template = try await self.store.template(request.templateID) else {
-            throw RPCError.notFound("template", request.templateID)
-        }
-        do {
-            _ = try await self.ownedNest(template.nestID, by: user)
-        } catch let error as RPCError where error.code == .notFound {
-            // Someone who cannot see the nest learns nothing of it, not even its id.
-            throw RPCError.notFound("template", request.templateID)
-        }
-        try await self.store.removeTemplate(template.id)
-        return Hearth_Checkins_V1_RemoveTemplateResponse()
-    }
-
     // MARK: Access
 
     /// A nest its owner, or a sitter whose session is under way, to come or ended within the
     /// late-arrival day, may see; NOT_FOUND for anyone else
     /// (``NestRoleRule/canSee(user:owner:sitterSessions:now:)``).
-    private func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
+    func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
         guard let nest = try await self.store.nest(id) else { throw RPCError.notFound("nest", id) }
         if nest.ownerUserID == user { return nest }
         let sessions = try await self.store.sittingWindows(of: user, inNest: nest.id)
@@ -433,21 +214,21 @@ public struct CheckinsService: RPCService {
     }
 
     /// A nest `user` owns: NOT_FOUND if they cannot see it, PERMISSION_DENIED if they sit in it.
-    private func ownedNest(_ id: String, by user: String) async throws -> NestRecord {
+    func ownedNest(_ id: String, by user: String) async throws -> NestRecord {
         let nest = try await self.visibleNest(id, to: user)
         guard nest.ownerUserID == user else { throw RPCError(.permissionDenied, "only the nest's owner can do that") }
         return nest
     }
 
     /// A session whose owner or sitter `user` is; NOT_FOUND for anyone else.
-    private func participantSession(_ id: String, _ user: String) async throws -> SessionRecord {
+    func participantSession(_ id: String, _ user: String) async throws -> SessionRecord {
         guard let session = try await self.store.session(id), session.isParticipant(user) else {
             throw RPCError.notFound("session", id)
         }
         return session
     }
 
-    private func visibleCheckIn(_ id: String, to user: String) async throws -> CheckInRecord {
+    func visibleCheckIn(_ id: String, to user: String) async throws -> CheckInRecord {
         guard let checkIn = try await self.store.checkIn(id),
             let session = try await self.store.session(checkIn.sessionID), session.isParticipant(user)
         else { throw RPCError.notFound("check-in", id) }
