@@ -21,6 +21,9 @@ struct HealthCommand: AsyncParsableCommand {
     @Option(help: "Ask about one service (e.g. hearth.echo.v1.Echo) instead of the whole process.")
     var service = ""
 
+    @Option(help: "How long to wait for each process's answer (e.g. 500ms, 10s).")
+    var timeout = DurationArgument(.seconds(2))
+
     @OptionGroup var tls: ClientTLSOptions
 
     func run() async throws {
@@ -40,7 +43,7 @@ struct HealthCommand: AsyncParsableCommand {
             do {
                 let status = try await HealthClient(client: client).check(
                     service: self.service,
-                    options: CallOptions(timeout: .seconds(2))
+                    options: CallOptions(timeout: self.timeout.duration)
                 )
                 allServing = allServing && status == .serving
                 line = status.name

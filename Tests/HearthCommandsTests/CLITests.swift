@@ -7,6 +7,10 @@ import Testing
 /// The `hearth` binary, as a person runs it.
 @Suite("hearth CLI", .timeLimit(.minutes(2)))
 struct CLITests {
+    /// The deadline of a call meant to be answered: on a loaded 2-core CI machine a process
+    /// can wait seconds for its first turn, and the default 2 s of `hearth health` ran out once.
+    private static let patience = "60s"
+
     private func hearth(_ arguments: String...) async throws -> ProcessOutput {
         try await runProcess(try builtProduct(named: "hearth"), arguments)
     }
@@ -18,6 +22,8 @@ struct CLITests {
                 "call",
                 "--target",
                 "127.0.0.1:\(port)",
+                "--timeout",
+                Self.patience,
                 "--metadata",
                 "x-request-id=cli-1",
                 "hearth.echo.v1.Echo/Echo",
@@ -37,6 +43,8 @@ struct CLITests {
                 "call",
                 "--target",
                 target,
+                "--timeout",
+                Self.patience,
                 "hearth.echo.v1.Echo/Echo",
                 #"{"failWithCode": 5}"#
             )
@@ -47,6 +55,8 @@ struct CLITests {
                 "call",
                 "--target",
                 target,
+                "--timeout",
+                Self.patience,
                 "hearth.echo.v1.Echo/Echo",
                 #"{"failWithCode": 99}"#
             )
@@ -80,11 +90,25 @@ struct CLITests {
             )
             #expect(badTime.status == 3 && badTime.stderr.contains("RFC 3339"), "\(badTime.stderr)")
 
-            let unknown = try await self.hearth("call", "--target", target, "hearth.echo.v1.Echo/Nope")
+            let unknown = try await self.hearth(
+                "call",
+                "--target",
+                target,
+                "--timeout",
+                Self.patience,
+                "hearth.echo.v1.Echo/Nope"
+            )
             #expect(unknown.status == 12)
             #expect(unknown.stderr.hasPrefix("UNIMPLEMENTED: unknown method hearth.echo.v1.Echo/Nope"))
             #expect(unknown.stderr.contains("hearth.echo.v1.Echo has: Echo"), "its service's methods, not all 67")
-            let nowhere = try await self.hearth("call", "--target", target, "hearth.nope.v1.Nope/Nope")
+            let nowhere = try await self.hearth(
+                "call",
+                "--target",
+                target,
+                "--timeout",
+                Self.patience,
+                "hearth.nope.v1.Nope/Nope"
+            )
             #expect(nowhere.status == 12 && nowhere.stderr.contains("the services are"))
             #expect(nowhere.stderr.contains("hearth.safety.v1.Safety"))
 
@@ -124,10 +148,18 @@ struct CLITests {
     @Test("health reports SERVING")
     func health() async throws {
         try await withEchoServer { port in
-            let result = try await self.hearth("health", "--target", "127.0.0.1:\(port)")
+            let result = try await self.hearth("health", "--target", "127.0.0.1:\(port)", "--timeout", Self.patience)
             #expect(result.status == 0)
             #expect(result.stdout.contains("SERVING"))
-            let unknown = try await self.hearth("health", "--target", "127.0.0.1:\(port)", "--service", "x.y.Z")
+            let unknown = try await self.hearth(
+                "health",
+                "--target",
+                "127.0.0.1:\(port)",
+                "--timeout",
+                Self.patience,
+                "--service",
+                "x.y.Z"
+            )
             #expect(unknown.status != 0)
             #expect(unknown.stdout.contains("SERVICE_UNKNOWN"))
         }
