@@ -253,15 +253,16 @@ struct ClientServerTests {
             try await holder.send(.control(.ping, 1))
             _ = try #require(try await holder.waitFor { $0.kind == .pong })
 
-            // A backoff long enough that the second call falls inside it even when the tests
-            // running beside this one keep its task from a thread for seconds.
-            let client = RPCClient(
-                configuration: .init(
-                    host: "127.0.0.1",
-                    port: port,
-                    backoff: Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0)
-                )
+            // The backoff's clock moves only when the test moves it: the second call falls
+            // inside it however long the tests running beside this one keep its task waiting.
+            let clock = ManualDeadlines()
+            var configuration = RPCClient.Configuration(
+                host: "127.0.0.1",
+                port: port,
+                backoff: Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0)
             )
+            configuration.now = clock.now
+            let client = RPCClient(configuration: configuration)
             let echo = EchoClient(client: client)
             let first = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
             #expect(first?.code == .unavailable)
@@ -269,9 +270,13 @@ struct ClientServerTests {
             #expect(second?.code == .unavailable)
             #expect(second?.retryAfter != nil, "failed fast from the backoff instead of connecting again")
 
-            // Room again: once the backoff passes, calls succeed.
+            // Room again: once the backoff passes, calls succeed (each try lets 5 s pass, so a
+            // refusal from before the server saw the holder go backs off no longer than that).
             await holder.close()
-            try await eventually("calls succeed again") { (try? await echo.echo(echoRequest(text: "y")).text) == "y" }
+            try await eventually("calls succeed again") {
+                clock.advance(by: .seconds(5))
+                return (try? await echo.echo(echoRequest(text: "y")).text) == "y"
+            }
             await client.close()
         }
     }
@@ -667,4 +672,13 @@ private struct MetadataTagger: ClientInterceptor {
         options.metadata["x-request-id"] = "from-interceptor"
         return try await next(method, payload, options)
     }
+}
+
+/// A clock for a client's backoffs that stands still until a test moves it.
+final class ManualDeadlines: Sendable {
+    private let current = Mutex(NIODeadline.now())
+
+    var now: @Sendable () -> NIODeadline { { self.current.withLock { $0 } } }
+
+    func advance(by amount: TimeAmount) { self.current.withLock { $0 = $0 + amount } }
 }

@@ -108,7 +108,7 @@ final class ConnectionSlot: Sendable {
                     refused = error as? RPCError ?? Self.cannotConnect(to: self.target, error, retryAfter: nil)
                     state = .backingOff(until: until, failures: count, error: error)
                 }
-                let now = NIODeadline.now()
+                let now = self.configuration.now()
                 guard now >= until else {
                     return (.fail(Self.cannotConnect(to: self.target, error, retryAfter: until - now)), refused)
                 }
@@ -118,7 +118,8 @@ final class ConnectionSlot: Sendable {
             case .ready(let connection, let count, let since):
                 // It stopped taking calls (GOAWAY): replace it, after a backoff if the server
                 // refused it (soon, before answering anything), at once if it was let go idle.
-                guard !connection.hasAnswered, NIODeadline.now() - since < self.configuration.refusalWindow else {
+                guard !connection.hasAnswered, self.configuration.now() - since < self.configuration.refusalWindow
+                else {
                     failures = 0
                     break
                 }
@@ -129,7 +130,7 @@ final class ConnectionSlot: Sendable {
                     retryAfter: .nanoseconds(delay.nanoseconds),
                     cause: CallNotSent()
                 )
-                state = .backingOff(until: .now() + delay, failures: count + 1, error: error)
+                state = .backingOff(until: self.configuration.now() + delay, failures: count + 1, error: error)
                 return (.fail(error), error)
             }
             let promise = self.group.next().makePromise(of: RPCConnection.self)
@@ -166,7 +167,7 @@ final class ConnectionSlot: Sendable {
             case .success(let connection):
                 let kept = self.state.withLock { state -> Bool in
                     if case .closed = state { return false }
-                    state = .ready(connection, failures: failures, since: .now())
+                    state = .ready(connection, failures: failures, since: self.configuration.now())
                     return true
                 }
                 guard kept else {
@@ -179,13 +180,18 @@ final class ConnectionSlot: Sendable {
                         guard case .ready(let current, let count, let since) = state, current === connection else {
                             return
                         }
-                        if current.hasAnswered || NIODeadline.now() - since >= self.configuration.refusalWindow {
+                        if current.hasAnswered || self.configuration.now() - since >= self.configuration.refusalWindow {
                             state = .idle(failures: 0)
                         } else {
                             // Closed before answering anything: count it as a failed attempt.
                             let delay = self.configuration.backoff.delay(afterFailures: count + 1)
                             let error = RPCError(.unavailable, "\(self.target) closed the connection at once")
-                            state = .backingOff(until: .now() + delay, failures: count + 1, error: error, unseen: true)
+                            state = .backingOff(
+                                until: self.configuration.now() + delay,
+                                failures: count + 1,
+                                error: error,
+                                unseen: true
+                            )
                         }
                     }
                 }
@@ -195,7 +201,7 @@ final class ConnectionSlot: Sendable {
                 let delay = self.configuration.backoff.delay(afterFailures: attempts)
                 self.state.withLock { state in
                     if case .closed = state { return }
-                    state = .backingOff(until: .now() + delay, failures: attempts, error: error)
+                    state = .backingOff(until: self.configuration.now() + delay, failures: attempts, error: error)
                 }
                 promise.fail(error)
             }
@@ -230,13 +236,14 @@ final class ConnectionSlot: Sendable {
             case .ready(let connection, _, let since):
                 // No longer taking calls: as `nextStep` decides, replaced at once, or after a
                 // backoff when the server refused it before answering anything.
-                !connection.hasAnswered && NIODeadline.now() - since < self.configuration.refusalWindow ? .none : .free
+                !connection.hasAnswered && self.configuration.now() - since < self.configuration.refusalWindow
+                    ? .none : .free
             case .connecting(_, _, let calls):
                 calls >= limit ? .full : .free
             case .idle:
                 .free
             case .backingOff(let until, _, _, _):
-                NIODeadline.now() >= until ? .free : .none
+                self.configuration.now() >= until ? .free : .none
             case .closed:
                 .none
             }

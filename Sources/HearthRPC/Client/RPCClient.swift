@@ -60,6 +60,8 @@ public final class RPCClient: Sendable {
         public var refusalWindow: TimeAmount
         /// Runs first on every new connection (TLS).
         public var connectionSetup: (@Sendable (any Channel) throws -> Void)?
+        /// The clock backoffs and the refusal window are measured on (tests move one by hand).
+        public var now: @Sendable () -> NIODeadline = { .now() }
 
         public init(
             host: String,
