@@ -114,6 +114,48 @@ extension ProfileRecord {
     }
 }
 
+extension ProfileRecord {
+    /// The switch, as its rules see it.
+    var switchState: SwitchState {
+        SwitchState(
+            thresholdHours: self.thresholdHours,
+            timeZone: self.timeZone,
+            reminderEnabled: self.reminderEnabled,
+            reminderHour: self.reminderHour,
+            reminderMinute: self.reminderMinute,
+            periodStart: self.periodStart,
+            lastCheckInAt: self.lastCheckInAt,
+            snoozes: self.snoozes,
+            snoozesInARow: self.snoozesInARow,
+            pausedUntil: self.pausedUntil,
+            epoch: self.epoch,
+            checkInEpoch: self.checkInEpoch,
+            nextDueAt: self.nextDueAt,
+            updatedAt: self.updatedAt
+        )
+    }
+
+    /// The profile with the switch as the rules left it.
+    func with(_ state: SwitchState) -> ProfileRecord {
+        var profile = self
+        profile.thresholdHours = state.thresholdHours
+        profile.timeZone = state.timeZone
+        profile.reminderEnabled = state.reminderEnabled
+        profile.reminderHour = state.reminderHour
+        profile.reminderMinute = state.reminderMinute
+        profile.periodStart = state.periodStart
+        profile.lastCheckInAt = state.lastCheckInAt
+        profile.snoozes = state.snoozes
+        profile.snoozesInARow = state.snoozesInARow
+        profile.pausedUntil = state.pausedUntil
+        profile.epoch = state.epoch
+        profile.checkInEpoch = state.checkInEpoch
+        profile.nextDueAt = state.nextDueAt
+        profile.updatedAt = state.updatedAt
+        return profile
+    }
+}
+
 struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "contact"
     var id: String
@@ -137,12 +179,7 @@ struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Se
 struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "alert"
 
-    enum Kind {
-        static let alert = "alert"
-        static let allClear = "all_clear"
-        static let test = "test"
-        static let reminder = "reminder"
-    }
+    typealias Kind = MessageKind
 
     enum Channel: String, Codable, Sendable, CaseIterable {
         case email, push

@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthStore
+
+// The senders' side of the switch's outbox: claiming due messages, recording what became of
+// each attempt, and taking back attempts a killed process left under way.
+extension SafetyStore {
+    /// At a process start: attempts that a killed process left under way are due again at
+    /// once, and each may have arrived (the process may have died after the server took it).
+    /// Such an attempt, without an outcome, does not count toward giving up. One that a
+    /// check-in cancelled meanwhile earns its contact the all-clear.
+    func releaseClaims(allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)) throws {
+        let now = self.now
+        try self.db.write { db in
+            let claimed = try AlertRecord.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
+            )
+            for var alert in claimed {
+                if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
+                alert.attempts -= 1
+                alert.claimedAt = nil
+                alert.mayHaveArrived = true
+                try alert.update(db)
+                if alert.state == .cancelled {
+                    try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                }
+            }
+        }
+    }
+
+    /// The earliest time a message of `channel` is due to be (re)sent, leaving out `excluded`.
+    func nextAttemptTime(_ channel: AlertRecord.Channel, excluding excluded: Set<String>) async throws -> Date? {
+        try self.base.read { db in
+            var next: Date?
+            try db.cachedStatement(
+                sql: """
+                    SELECT id, next_attempt_at FROM alert WHERE state = 'pending' AND channel = ?
+                    ORDER BY next_attempt_at LIMIT ?
+                    """
+            ).forEachRow(binding: channel.rawValue, excluded.count + 1) { columns in
+                let id: String = try columns.value(0)
+                if next == nil, !excluded.contains(id) { next = try columns.date(1) }
+            }
+            return next
+        }
+    }
+
+    /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
+    /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
+
+    /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
+    /// `excluded`) for an attempt, in one write: the attempt is counted, and the message is not
+    /// due again until `lease` has passed, so no other pass takes it meanwhile, and one whose
+    /// outcome cannot be written (a full disk) does not go out pass after pass.
+    func claimDue(
+        _ channel: AlertRecord.Channel,
+        now: Date,
+        limit: Int,
+        lease: TimeInterval,
+        excluding excluded: Set<String> = []
+    ) async throws -> [AlertRecord] {
+        // Most passes find nothing: look with a read before taking the writer. A message under
+        // way (excluded) is usually not due (its lease is ahead), but may be (a send longer
+        // than its lease): only a due message not under way counts.
+        let anyDue = try self.base.read { db in
+            try db.cachedStatement(
+                sql: "SELECT id FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? LIMIT ?"
+            )
+            .fetchAll(binding: channel.rawValue, now.stored, excluded.count + 1) { try $0.value(0) as String }
+            .contains { !excluded.contains($0) }
+        }
+        guard anyDue else { return [] }
+        let claimedAt = self.now
+        let retryAt = claimedAt.addingTimeInterval(lease)
+        return try await self.base.write { db in
+            let due = try AlertRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ?
+                        ORDER BY next_attempt_at LIMIT ?
+                        """
+                ),
+                arguments: [channel.rawValue, now.stored, limit + excluded.count]
+            )
+            var claimed: [AlertRecord] = []
+            for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
+                if try Self.isStaleWarning(alert, at: now, in: db) {
+                    try db.cachedStatement(
+                        sql:
+                            "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL WHERE id = ?"
+                    ).execute(binding: alert.id)
+                    continue
+                }
+                alert.attempts += 1
+                alert.claimedAt = claimedAt
+                alert.nextAttemptAt = retryAt
+                try db.cachedStatement(
+                    sql: "UPDATE alert SET attempts = ?, claimed_at = ?, next_attempt_at = ? WHERE id = ?"
+                ).execute(binding: alert.attempts, claimedAt.stored, retryAt.stored, alert.id)
+                claimed.append(alert)
+            }
+            return claimed
+        }
+    }
+
+    /// A warning left pending past its deadline (decided before a restart, or retrying while
+    /// the webhook was down): "we'll email your contact in 10 minutes" while they are being
+    /// emailed. The decider cancels such warnings when it decides the alert, but a sender may
+    /// claim one first (both start at once after a restart).
+    private static func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
+        guard alert.kind != MessageKind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
+        guard let profile = try Self.profile(alert.userID, in: db) else { return true }
+        return try Self.machine(profile, at: now, reading: [], in: db).isStale(warningOf: alert.epoch, at: now)
+    }
+
+    /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
+    /// not tried again; but one that went out all the same is recorded as sent, and an alert
+    /// that went out or may have (no answer came to its content) earns its contact the
+    /// all-clear when a check-in cancelled it (`allClear`'s words).
+    func record(
+        _ id: String,
+        attempt: Result<String, DeliveryFailure>,
+        now: Date,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+    ) async throws {
+        try await self.outcomes.write { db in
+            if case .success(let note) = attempt {
+                // The common case, in one prepared statement.
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, claimed_at = NULL,
+                          last_error = ?
+                        WHERE id = ? AND state = 'pending'
+                        """
+                ).execute(binding: now.stored, note, id)
+                if db.changesCount > 0 { return }
+            }
+            guard var alert = try AlertRecord.fetchOne(db, cachedKey: id) else { return }
+            alert.claimedAt = nil
+            switch (attempt, alert.state) {
+            case (.success(let note), .cancelled):
+                alert.state = .sent
+                alert.sentAt = now
+                alert.nextAttemptAt = nil
+                alert.lastError = note
+            case (.success, _):
+                break
+            case (.failure(let failure), _):
+                alert.lastError = failure.message
+                alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
+                if alert.state == .pending {
+                    if failure.isPermanent
+                        || !DeliveryFailure.retriesForever(kind: alert.kind, mayHaveArrived: alert.mayHaveArrived)
+                            && alert.attempts >= DeliveryFailure.maxAttempts
+                    {
+                        alert.state = .failed
+                        alert.nextAttemptAt = nil
+                    } else {
+                        alert.nextAttemptAt = now.addingTimeInterval(
+                            DeliveryFailure.backoff(afterAttempts: alert.attempts)
+                        )
+                    }
+                }
+            }
+            try alert.update(db)
+            if alert.state == .sent || (alert.state == .cancelled && alert.mayHaveArrived) {
+                try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+            }
+        }
+    }
+
+    /// An alert that reached its contact, or may have, after a check-in cancelled it while it
+    /// was under way (``SwitchMachine/lateAlarmArrived(epoch:contactID:address:allClearedSince:at:)``).
+    private static func allClearIfCheckedInSince(
+        _ alert: AlertRecord,
+        at now: Date,
+        _ allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
+        in db: Database
+    ) throws {
+        guard alert.kind == MessageKind.alert, let profile = try Self.profile(alert.userID, in: db),
+            profile.checkInEpoch > alert.epoch
+        else { return }
+        // A check-in since may have sent the contact one already (the attempt was known then).
+        let allClearedSince = Set(
+            try db.cachedStatement(sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND epoch > ?")
+                .fetchAll(binding: alert.userID, MessageKind.allClear, alert.epoch) { try $0.value(0) as String }
+        )
+        var machine = try Self.machine(profile, at: now, reading: [], in: db)
+        machine.lateAlarmArrived(
+            epoch: alert.epoch,
+            contactID: alert.contactID,
+            address: alert.address,
+            allClearedSince: allClearedSince,
+            at: now
+        )
+        try Self.apply(machine.effects, of: profile, words: MessageWords(allClear: allClear), in: db)
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthStore
+
+// The switch's rules run in ``SwitchMachine``; here, inside a write transaction, the store
+// reads what a transition needs and applies what it decided.
+extension SafetyStore {
+    /// The facts a transition reads besides the contacts (each is a read of the alert table).
+    struct FactReads: OptionSet, Sendable {
+        let rawValue: Int
+        static let decided = FactReads(rawValue: 1 << 0)
+        static let period = FactReads(rawValue: 1 << 1)
+        static let reminders = FactReads(rawValue: 1 << 2)
+        static let alarm = FactReads(rawValue: 1 << 3)
+
+        /// The reminders, when `profile` has them on (a transition that cannot turn them on).
+        static func reminders(of profile: ProfileRecord) -> FactReads { profile.reminderEnabled ? .reminders : [] }
+
+        /// The period's messages, when a pause has run out by `now` (its end begins a period).
+        static func period(endingPauseOf profile: ProfileRecord, at now: Date) -> FactReads {
+            profile.switchState.pauseOver(at: now) ? .period : []
+        }
+    }
+
+    /// `profile`'s switch, with the facts `reads` names as they stand in this transaction.
+    static func machine(
+        _ profile: ProfileRecord,
+        at now: Date,
+        reading reads: FactReads,
+        in db: Database
+    ) throws -> SwitchMachine {
+        var facts = SwitchFacts(contacts: try Self.switchContacts(profile.userID, in: db))
+        if reads.contains(.decided) { facts.decided = try Self.decidedItems(profile, in: db) }
+        if reads.contains(.period) { facts.period = try Self.periodMessages(profile, in: db) }
+        if reads.contains(.reminders) { facts.reminders = try Self.reminders(profile.userID, at: now, in: db) }
+        if reads.contains(.alarm) { facts.alarmDecidedAt = try Self.alarmDecidedAt(profile, in: db) }
+        return SwitchMachine(state: profile.switchState, facts: facts)
+    }
+
+    /// The words of the messages a transition records, from the profile as it leaves it. A
+    /// transition records only messages whose words its caller gave.
+    struct MessageWords: Sendable {
+        var due: (@Sendable (ProfileRecord, DueItem, Date) -> (subject: String, body: String))?
+        var allClear: (@Sendable (ProfileRecord, Date) -> (subject: String, body: String))?
+        var reminder: (@Sendable (ProfileRecord) -> (subject: String, body: String))?
+
+        func text(_ words: SwitchMessage.Words, of profile: ProfileRecord, at now: Date) -> (
+            subject: String, body: String
+        ) {
+            switch words {
+            case .due(let item):
+                guard let due = self.due else { preconditionFailure("a due item's words were not given") }
+                return due(profile, item, now)
+            case .allClear(let checkedInAt):
+                guard let allClear = self.allClear else { preconditionFailure("the all-clear's words were not given") }
+                return allClear(profile, checkedInAt)
+            case .reminder:
+                guard let reminder = self.reminder else { preconditionFailure("the reminder's words were not given") }
+                return reminder(profile)
+            case .none:
+                return ("", "")
+            }
+        }
+    }
+
+    /// Applies `machine`'s effects, in order, for `profile` (which holds its state).
+    static func apply(
+        _ effects: [SwitchEffect],
+        of profile: ProfileRecord,
+        words: MessageWords = MessageWords(),
+        in db: Database
+    ) throws {
+        for effect in effects {
+            switch effect {
+            case .cancelPending(.warnings):
+                try db.cachedStatement(sql: Self.cancelPendingWarningsSQL).execute(binding: profile.userID)
+            case .cancelPending(.warningsAndAlarms):
+                try db.cachedStatement(sql: Self.cancelPendingSQL).execute(binding: profile.userID)
+            case .cancelPending(.contact(let id)):
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+                        WHERE user_id = ? AND contact_id = ? AND state = 'pending'
+                        """
+                ).execute(binding: profile.userID, id)
+            case .record(let message):
+                try Self.alert(message, of: profile, text: words.text(message.words, of: profile, at: message.at))
+                    .insert(db, onConflict: .ignore)
+            case .forgetSkippedReminder(let key):
+                try db.cachedStatement(
+                    sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'"
+                ).execute(binding: profile.userID, MessageKind.reminder, key)
+            }
+        }
+    }
+
+    /// The outbox row of a decided message.
+    private static func alert(
+        _ message: SwitchMessage,
+        of profile: ProfileRecord,
+        text: (subject: String, body: String)
+    ) -> AlertRecord {
+        let (channel, contactID, address): (AlertRecord.Channel, String, String) =
+            switch message.recipient {
+            case .user(let key): (.push, key, profile.pushToken)
+            case .contact(let contact): (.email, contact.id, contact.address)
+            }
+        return AlertRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: profile.userID,
+            epoch: message.epoch,
+            kind: message.kind,
+            channel: channel,
+            contactID: contactID,
+            address: address,
+            subject: text.subject,
+            body: text.body,
+            state: message.sends ? .pending : .cancelled,
+            attempts: 0,
+            lastError: "",
+            nextAttemptAt: message.sends ? message.at : nil,
+            sentAt: nil,
+            createdAt: message.at
+        )
+    }
+
+    /// The kinds a check-in or resume cancels while pending: the due items'.
+    static let cancellableKinds = Set(SwitchClock.items.map(\.kind))
+
+    private static let cancelPendingSQL = """
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        WHERE user_id = ? AND state = 'pending' AND kind IN (\(cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))
+        """
+    private static let cancelPendingWarningsSQL = """
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        WHERE user_id = ? AND state = 'pending' AND kind LIKE 'warning_%'
+        """
+
+    // MARK: Facts
+
+    static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
+        try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?")
+            .fetchOne(binding: user, read: ProfileRecord.init(columns:))
+    }
+
+    static func switchContacts(_ user: String, in db: Database) throws -> [SwitchContact] {
+        try db.cachedStatement(sql: "SELECT id, email, email_key FROM contact WHERE user_id = ?")
+            .fetchAll(binding: user) { columns in
+                SwitchContact(id: try columns.value(0), address: try columns.value(1), key: try columns.value(2))
+            }
+    }
+
+    static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
+        let kinds = try db.cachedStatement(sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?")
+            .fetchAll(binding: profile.userID, profile.epoch) { try $0.value(0) as String }
+        return Set(SwitchClock.items.filter { kinds.contains($0.kind) })
+    }
+
+    /// Every message since the last check-in, in one read.
+    private static func periodMessages(_ profile: ProfileRecord, in db: Database) throws -> PeriodMessages {
+        var period = PeriodMessages()
+        try db.cachedStatement(
+            sql: "SELECT kind, state, contact_id, may_have_arrived, address FROM alert WHERE user_id = ? AND epoch >= ?"
+        )
+        .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
+            let kind: String = try columns.value(0)
+            let state: String = try columns.value(1)
+            if state == AlertRecord.State.pending.rawValue, Self.cancellableKinds.contains(kind) {
+                period.hasPending = true
+            }
+            // An alarm whose attempt ended without an answer to its content may have reached
+            // its contact, whatever became of it since (a pause cancelled it, it failed later).
+            // One under way gets the all-clear when its outcome is known.
+            let mayHaveArrived: Bool = try columns.value(3)
+            if kind == MessageKind.alert, state == AlertRecord.State.sent.rawValue || mayHaveArrived {
+                period.alerted.append(AlertedContact(contactID: try columns.value(2), address: try columns.value(4)))
+            }
+        }
+        return period
+    }
+
+    /// The daily reminders recorded in the 3 days before `now`.
+    private static func reminders(_ user: String, at now: Date, in db: Database) throws -> [String: Bool] {
+        var reminders: [String: Bool] = [:]
+        try db.cachedStatement(
+            sql: "SELECT contact_id, state FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
+        )
+        .forEachRow(binding: user, MessageKind.reminder, now.addingTimeInterval(-3 * 86_400).stored) { columns in
+            let sends = try columns.value(1) as String != AlertRecord.State.cancelled.rawValue
+            reminders[try columns.value(0), default: false] = reminders[try columns.value(0), default: false] || sends
+        }
+        return reminders
+    }
+
+    /// When the latest alarm since the last check-in was decided, of those that may have
+    /// reached a contact (sent, tried, or under way); nil when none.
+    private static func alarmDecidedAt(_ profile: ProfileRecord, in db: Database) throws -> Date? {
+        try db.cachedStatement(
+            sql: """
+                SELECT MAX(created_at) FROM alert WHERE user_id = ? AND epoch >= ? AND kind = ?
+                    AND (state = 'sent' OR may_have_arrived OR claimed_at IS NOT NULL)
+                """
+        ).fetchOne(binding: profile.userID, profile.checkInEpoch, MessageKind.alert) { try $0.optionalDate(0) }
+            ?? nil
+    }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import GRDB
+import HearthCore
+import HearthStore
+
+// The switch's events: each reads the profile and what its rules need, runs one event of
+// ``SwitchMachine``, and applies the outcome in the same write transaction.
+extension SafetyStore {
+    // MARK: Check-ins
+
+    enum HeartbeatOutcome: Sendable {
+        /// Counted: a new period began.
+        case recorded
+        /// The same request id, or within 5 s of the previous heartbeat (or a forwarded activity
+        /// from before the period began): nothing changed.
+        case repeated
+        /// Over 120 counted in the last hour: the switch was reset, the heartbeat kept uncounted.
+        case rateLimited(retryAfter: TimeInterval)
+        case noProfile
+    }
+
+    struct HeartbeatResult: Sendable {
+        var outcome: HeartbeatOutcome
+        /// The status right after it, read in the same transaction.
+        var status: StatusSnapshot?
+        /// Whether it put something in the outbox (all-clear emails): the senders must look.
+        var enqueued: Bool
+        /// Whether the switch is now due sooner than before (a check-in after a snooze ends
+        /// the snooze; a new zone moves the daily reminder): the scheduler must look again.
+        var dueSooner: Bool
+    }
+
+    /// A check-in: a new period starts, every pending warning and alert of the old one is
+    /// cancelled, and contacts who were alerted get an all-clear email.
+    func recordHeartbeat(
+        _ user: String,
+        timeZone: String?,
+        deviceInfo: String,
+        requestID: String,
+        source: String,
+        occurredAt: Date? = nil,
+        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+    ) async throws -> HeartbeatResult {
+        // A forwarded activity counts from when it happened (never from the future).
+        let clockNow = self.now
+        let now = occurredAt.map { min(Store.asStored($0), clockNow) } ?? clockNow
+        let checkIn = SwitchMachine.CheckIn(
+            at: now,
+            receivedAt: clockNow,
+            forwarded: occurredAt != nil,
+            timeZone: timeZone
+        )
+        let row = HeartbeatRow(deviceInfo: deviceInfo, requestID: requestID, source: source)
+        return try await self.heartbeats.write { db in
+            try Self.heartbeat(user, checkIn, row, words: MessageWords(allClear: allClear), in: db)
+        }
+    }
+
+    /// What a check-in's row keeps besides its time and zone.
+    private struct HeartbeatRow {
+        var deviceInfo: String
+        var requestID: String
+        var source: String
+    }
+
+    private static func heartbeat(
+        _ user: String,
+        _ checkIn: SwitchMachine.CheckIn,
+        _ row: HeartbeatRow,
+        words: MessageWords,
+        in db: Database
+    ) throws -> HeartbeatResult {
+        guard let profile = try Self.profile(user, in: db) else {
+            return HeartbeatResult(outcome: .noProfile, status: nil, enqueued: false, dueSooner: false)
+        }
+        // A repeat changes nothing and answers the status as it stands.
+        let repeated = {
+            HeartbeatResult(
+                outcome: .repeated,
+                status: try Self.snapshot(profile, in: db),
+                enqueued: false,
+                dueSooner: false
+            )
+        }
+        let insert = { (counted: Bool) in
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id, counted)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, request_id) DO NOTHING
+                    """
+            ).execute(
+                binding: user,
+                checkIn.at.stored,
+                checkIn.timeZone ?? profile.timeZone,
+                row.deviceInfo,
+                row.source,
+                row.requestID,
+                counted
+            )
+        }
+        var reads = FactReads.period.union(.reminders(of: profile))
+        if checkIn.forwarded { reads.insert(.alarm) }
+        var machine = try Self.machine(profile, at: checkIn.at, reading: reads, in: db)
+        let decision = machine.checkIn(checkIn, recent: try Self.recentHeartbeats(user, checkIn, row, in: db))
+        let allClears: Int
+        let retryAfter: TimeInterval?
+        switch decision {
+        case .repeated(let keep):
+            if keep { try insert(false) }
+            return try repeated()
+        case .counts(.insert(let counted), let count, let retry):
+            try insert(counted)
+            // Nothing inserted: this request id was recorded more than an hour ago.
+            if db.changesCount == 0 { return try repeated() }
+            (allClears, retryAfter) = (count, retry)
+        case .counts(.lookUp, let count, let retry):
+            // Not kept, so no conflict tells an older repeat: asked (rare, and cheap by key).
+            if try db.cachedStatement(sql: "SELECT 1 FROM heartbeat WHERE user_id = ? AND request_id = ?")
+                .fetchOne(binding: user, row.requestID, read: { _ in true }) != nil
+            {
+                return try repeated()
+            }
+            (allClears, retryAfter) = (count, retry)
+        }
+        let changed = profile.with(machine.state)
+        try Self.apply(machine.effects, of: changed, words: words, in: db)
+        try changed.saveSwitch(in: db)
+        let status = StatusSnapshot(
+            profile: changed,
+            clock: machine.clock,
+            // The period began just now: its only messages are the all-clears just recorded.
+            alerts: allClears > 0 ? try Self.periodAlerts(changed, in: db) : []
+        )
+        return HeartbeatResult(
+            outcome: retryAfter.map { .rateLimited(retryAfter: $0) } ?? .recorded,
+            status: status,
+            enqueued: allClears > 0,
+            dueSooner: changed.nextDueAt.map { due in profile.nextDueAt.map { due < $0 } ?? true } ?? false
+        )
+    }
+
+    /// The last hour's heartbeats: the counted ones for the rate limit, how many were kept
+    /// uncounted, and whether one of them is this request again (an older one with its id is
+    /// found when it is inserted).
+    private static func recentHeartbeats(
+        _ user: String,
+        _ checkIn: SwitchMachine.CheckIn,
+        _ row: HeartbeatRow,
+        in db: Database
+    ) throws -> RecentHeartbeats {
+        var recent = RecentHeartbeats()
+        try db.cachedStatement(
+            sql: "SELECT at, counted, request_id = ? FROM heartbeat WHERE user_id = ? AND at > ? ORDER BY at"
+        )
+        .forEachRow(binding: row.requestID, user, checkIn.at.addingTimeInterval(-3600).stored) { columns in
+            if try columns.value(1) as Bool {
+                recent.counted.append(try columns.date(0))
+            } else {
+                recent.uncounted += 1
+            }
+            if try columns.value(2) as Bool { recent.includesRequest = true }
+        }
+        return recent
+    }
+
+    // MARK: Snooze, pause, resume
+
+    enum SwitchChange: Sendable {
+        case changed(ProfileRecord)
+        case noProfile
+        case refused(String)
+    }
+
+    /// Moves the deadline 24 h later (``SwitchMachine/snooze(at:)``).
+    func snooze(_ user: String) async throws -> SwitchChange {
+        try await self.base.write { [store = self] db in
+            let now = store.now
+            return try Self.change(user, at: now, reading: [.decided], in: db) {
+                (machine: inout SwitchMachine) throws(SwitchRefusal) in
+                try machine.snooze(at: now)
+            }
+        }
+    }
+
+    /// Nothing fires until `until` (or a resume); then a new period starts.
+    func pause(_ user: String, until: Date) async throws -> SwitchChange {
+        let now = self.now
+        return try await self.base.write { db in
+            try Self.change(user, at: now, reading: [.decided], in: db) { machine in
+                machine.pause(until: until, at: now)
+            }
+        }
+    }
+
+    func resume(_ user: String) async throws -> SwitchChange {
+        let now = self.now
+        return try await self.base.write { db in
+            try Self.change(user, at: now, reading: [.period], in: db) {
+                (machine: inout SwitchMachine) throws(SwitchRefusal) in
+                try machine.resume(at: now)
+            }
+        }
+    }
+
+    /// Runs `event` on `user`'s switch and saves what it changed; a refusal changes nothing.
+    private static func change(
+        _ user: String,
+        at now: Date,
+        reading reads: FactReads,
+        in db: Database,
+        _ event: (inout SwitchMachine) throws(SwitchRefusal) -> Void
+    ) throws -> SwitchChange {
+        guard let profile = try Self.profile(user, in: db) else { return .noProfile }
+        let reads = reads.union(.reminders(of: profile)).union(.period(endingPauseOf: profile, at: now))
+        var machine = try Self.machine(profile, at: now, reading: reads, in: db)
+        do {
+            try event(&machine)
+        } catch {
+            return .refused(error.message)
+        }
+        let changed = profile.with(machine.state)
+        try Self.apply(machine.effects, of: changed, in: db)
+        try changed.saveSwitch(in: db)
+        return .changed(changed)
+    }
+
+    // MARK: The scheduler's side
+
+    /// The earliest time a switch is due to be looked at.
+    func nextDecisionTime() async throws -> Date? {
+        try self.base.read { db in
+            try Date.fetchOne(
+                db.cachedStatement(sql: "SELECT MIN(next_due_at) FROM profile WHERE next_due_at IS NOT NULL")
+            )
+        }
+    }
+
+    /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
+    /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
+    /// switches it looked at.
+    func decideDue(
+        now: Date,
+        limit: Int,
+        texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String),
+        reminderText: @Sendable @escaping (ProfileRecord) -> (subject: String, body: String)
+    ) async throws -> Int {
+        // Most passes find nothing: look with a read before taking the writer.
+        let anyDue = try self.base.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM profile WHERE next_due_at <= ? LIMIT 1"),
+                arguments: [now.stored]
+            )
+                ?? false
+        }
+        guard anyDue else { return 0 }
+        let words = MessageWords(due: texts, reminder: reminderText)
+        return try await self.base.write { db in
+            let due = try db.cachedStatement(
+                sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
+            ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
+            for profile in due {
+                let reads = FactReads.decided.union(.reminders(of: profile))
+                    .union(.period(endingPauseOf: profile, at: now))
+                var machine = try Self.machine(profile, at: now, reading: reads, in: db)
+                machine.decideDue(at: now)
+                let changed = profile.with(machine.state)
+                try Self.apply(machine.effects, of: changed, words: words, in: db)
+                try changed.saveSwitch(in: db)
+            }
+            return due.count
+        }
+    }
+}
