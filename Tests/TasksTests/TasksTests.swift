@@ -669,7 +669,7 @@ struct PromptPushTests {
 struct TaskRulesTests {
     @Test("parts of the day for custom times, at their edges")
     func partsOfDay() {
-        let cases: [(String, Hearth_Tasks_V1_TimeOfDay)] = [
+        let cases: [(String, PartOfDay)] = [
             ("04:59", .lateNight), ("05:00", .morning), ("11:59", .morning), ("12:00", .afternoon),
             ("16:59", .afternoon), ("17:00", .evening), ("21:59", .evening), ("22:00", .lateNight),
             ("00:00", .lateNight),

@@ -1,5 +1,3 @@
-import HearthContracts
-
 /// A prompt's words: a question that quotes the task's title and fits the time of day, and a
 /// context line that says where in the task it falls.
 struct PromptTexts: Sendable, Equatable {
@@ -7,7 +5,7 @@ struct PromptTexts: Sendable, Equatable {
     var context: String
     var questionType: String
 
-    init(title: String, part: Hearth_Tasks_V1_TimeOfDay, day: Int, of days: Int) {
+    init(title: String, part: PartOfDay, day: Int, of days: Int) {
         let quoted = "\u{201C}\(title)\u{201D}"
         switch part {
         case .morning:
@@ -19,19 +17,19 @@ struct PromptTexts: Sendable, Equatable {
         case .evening:
             self.question = "Good evening! Looking back on today, what did you notice about \(quoted)?"
             self.questionType = "evening_reflection"
-        default:
+        case .lateNight:
             self.question = "Before you rest: any last thoughts on \(quoted) tonight?"
             self.questionType = "late_night_wind_down"
         }
         self.context = "Day \(day) of \(days): \(Self.name(of: part)) check-in for \(quoted)"
     }
 
-    static func name(of part: Hearth_Tasks_V1_TimeOfDay) -> String {
+    static func name(of part: PartOfDay) -> String {
         switch part {
         case .morning: "morning"
         case .afternoon: "afternoon"
         case .evening: "evening"
-        default: "late-night"
+        case .lateNight: "late-night"
         }
     }
 }

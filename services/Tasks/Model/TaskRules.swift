@@ -1,5 +1,4 @@
 import Foundation
-import HearthContracts
 import HearthCore
 import HearthRPC
 
@@ -39,9 +38,9 @@ enum TaskRules {
         var hour: Int
         var minute: Int
         /// Whether it was asked for as a preset (kept so the task shows what was chosen).
-        var preset: Hearth_Tasks_V1_TimeOfDay?
+        var preset: PartOfDay?
 
-        var partOfDay: Hearth_Tasks_V1_TimeOfDay { self.preset ?? TaskRules.partOfDay(hour: self.hour) }
+        var partOfDay: PartOfDay { self.preset ?? TaskRules.partOfDay(hour: self.hour) }
         var text: String { String(format: "%02d:%02d", self.hour, self.minute) }
         var minuteOfDay: Int { self.hour * 60 + self.minute }
 
@@ -61,7 +60,7 @@ enum TaskRules {
         /// How it is stored: the preset's name or "HH:MM".
         var storedForm: String { self.preset.map(TaskRules.presetName) ?? self.text }
 
-        init(hour: Int, minute: Int, preset: Hearth_Tasks_V1_TimeOfDay? = nil) {
+        init(hour: Int, minute: Int, preset: PartOfDay? = nil) {
             self.hour = hour
             self.minute = minute
             self.preset = preset
@@ -78,25 +77,24 @@ enum TaskRules {
         }
     }
 
-    static let presets: [Hearth_Tasks_V1_TimeOfDay: DailyTime] = [
+    static let presets: [PartOfDay: DailyTime] = [
         .morning: DailyTime(hour: 9, minute: 0, preset: .morning),
         .afternoon: DailyTime(hour: 14, minute: 0, preset: .afternoon),
         .evening: DailyTime(hour: 19, minute: 0, preset: .evening),
         .lateNight: DailyTime(hour: 22, minute: 0, preset: .lateNight),
     ]
 
-    static func presetName(_ part: Hearth_Tasks_V1_TimeOfDay) -> String {
+    static func presetName(_ part: PartOfDay) -> String {
         switch part {
         case .morning: "MORNING"
         case .afternoon: "AFTERNOON"
         case .evening: "EVENING"
         case .lateNight: "LATE_NIGHT"
-        default: "UNSPECIFIED"
         }
     }
 
     /// The part of the day a local hour belongs to.
-    static func partOfDay(hour: Int) -> Hearth_Tasks_V1_TimeOfDay {
+    static func partOfDay(hour: Int) -> PartOfDay {
         switch hour {
         case 5..<12: .morning
         case 12..<17: .afternoon
@@ -141,15 +139,15 @@ enum TaskRules {
     /// length and zone (under the same client_request_id): a request that differs in them is a
     /// client reusing an id, not retrying, and gets no task it did not ask for.
     static func canBeRetry(
-        _ request: Hearth_Tasks_V1_CreateTaskRequest,
+        _ request: TaskDraft,
         of task: (title: String, durationDays: Int, timeZone: String)
     ) -> Bool {
         request.title.trimmingCharacters(in: .whitespacesAndNewlines) == task.title
-            && Int(request.durationDays) == task.durationDays && request.timeZone == task.timeZone
+            && request.durationDays == task.durationDays && request.timeZone == task.timeZone
     }
 
     /// Every violation of a CreateTask request at once; `now` gives "today" in its zone.
-    static func newTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, now: Date) -> Result<NewTask, RPCError> {
+    static func newTask(_ request: TaskDraft, now: Date) -> Result<NewTask, RPCError> {
         var violations: [FieldViolation] = []
         let title = FieldChecks.trimmed(
             request.title,
@@ -185,7 +183,7 @@ enum TaskRules {
             }
         }
 
-        let days = Int(request.durationDays)
+        let days = request.durationDays
         if !Self.durationDays.contains(days) {
             violations.append(
                 FieldViolation(
@@ -256,10 +254,10 @@ enum TaskRules {
         )
     }
 
-    static func dailyTime(_ time: Hearth_Tasks_V1_CheckInTime, field: String) -> Result<DailyTime, FieldViolation> {
-        switch time.time {
+    static func dailyTime(_ time: RequestedTime, field: String) -> Result<DailyTime, FieldViolation> {
+        switch time {
         case .preset(let preset):
-            guard let daily = Self.presets[preset] else {
+            guard let preset, let daily = Self.presets[preset] else {
                 return .failure(
                     FieldViolation(
                         field: field,
@@ -273,7 +271,7 @@ enum TaskRules {
                 return .failure(FieldViolation(field: field, description: "'\(text)' is not a local time HH:MM"))
             }
             return .success(daily)
-        case nil:
+        case .missing:
             return .failure(FieldViolation(field: field, description: "needs a preset or a custom HH:MM"))
         }
     }
@@ -331,7 +329,7 @@ enum TaskRules {
         case open, responded, dismissed, cancelled
     }
 
-    static func state(_ status: Status, scheduledAt: Date, expiresAt: Date, now: Date) -> Hearth_Tasks_V1_PromptState {
+    static func state(_ status: Status, scheduledAt: Date, expiresAt: Date, now: Date) -> PromptState {
         switch status {
         case .responded: .responded
         case .dismissed: .dismissed
@@ -342,7 +340,7 @@ enum TaskRules {
         }
     }
 
-    static func taskState(cancelledAt: Date?, endsAt: Date, now: Date) -> Hearth_Tasks_V1_TaskState {
+    static func taskState(cancelledAt: Date?, endsAt: Date, now: Date) -> TaskState {
         if cancelledAt != nil { return .cancelled }
         return now < endsAt ? .active : .completed
     }
@@ -442,7 +440,7 @@ enum TaskRules {
     /// The response rate is answered over prompts whose time has come (``timeHasCome(scheduledAt:dismissedAt:now:)``,
     /// not cancelled): one dismissed before its time does not count against it.
     static func summary(
-        prompts: [(state: Hearth_Tasks_V1_PromptState, timeHasCome: Bool)],
+        prompts: [(state: PromptState, timeHasCome: Bool)],
         checkIns: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]
     ) -> Summary {
         var summary = Summary()

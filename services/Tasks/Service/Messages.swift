@@ -12,14 +12,14 @@ extension TaskRecord {
             TaskRules.DailyTime(storedForm: String($0))
         }.map { time in
             .with { message in
-                if let preset = time.preset { message.preset = preset } else { message.custom = time.text }
+                if let preset = time.preset { message.preset = .init(preset) } else { message.custom = time.text }
             }
         }
         task.durationDays = UInt32(self.durationDays)
         task.timeZone = self.timeZone
         task.startDate = self.startDate
         task.endDate = self.endDate
-        task.state = TaskRules.taskState(cancelledAt: self.cancelledAt, endsAt: self.endsAt, now: now)
+        task.state = .init(TaskRules.taskState(cancelledAt: self.cancelledAt, endsAt: self.endsAt, now: now))
         task.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
         if let cancelledAt = self.cancelledAt {
             task.cancelledAt = Google_Protobuf_Timestamp(millisecondsOf: cancelledAt)
@@ -43,7 +43,7 @@ extension PromptRecord {
         prompt.context = self.context
         prompt.questionType = self.questionType
         prompt.priority = self.priority
-        prompt.state = self.state(now: now)
+        prompt.state = .init(self.state(now: now))
         if let respondedAt = self.respondedAt {
             prompt.respondedAt = Google_Protobuf_Timestamp(millisecondsOf: respondedAt)
         }
@@ -53,7 +53,7 @@ extension PromptRecord {
         return prompt
     }
 
-    func state(now: Date) -> Hearth_Tasks_V1_PromptState {
+    func state(now: Date) -> PromptState {
         TaskRules.state(self.promptStatus, scheduledAt: self.scheduledAt, expiresAt: self.expiresAt, now: now)
     }
 
@@ -131,5 +131,68 @@ extension TaskRules {
             questionType: request.hasQuestionType ? request.questionType : nil,
             insights: request.insights
         )
+    }
+}
+
+// MARK: Between the rules' words and the protobuf messages
+
+extension TaskDraft {
+    init(_ request: Hearth_Tasks_V1_CreateTaskRequest) {
+        self.init(
+            title: request.title,
+            checkInTimes: request.checkInTimes.map { time in
+                switch time.time {
+                case .preset(let preset): .preset(PartOfDay(rawValue: preset.rawValue))
+                case .custom(let text): .custom(text)
+                case nil: .missing
+                }
+            },
+            durationDays: Int(request.durationDays),
+            timeZone: request.timeZone,
+            startDate: request.startDate,
+            clientRequestID: request.clientRequestID
+        )
+    }
+}
+
+extension Hearth_Tasks_V1_TimeOfDay {
+    init(_ part: PartOfDay) {
+        // The same numbers: a part of the day is stored by its wire number.
+        self = Self(rawValue: part.rawValue) ?? .unspecified
+    }
+}
+
+extension Hearth_Tasks_V1_TaskState {
+    init(_ state: TaskState) {
+        self =
+            switch state {
+            case .active: .active
+            case .completed: .completed
+            case .cancelled: .cancelled
+            }
+    }
+
+    /// The state a listing asks for; nil for every state.
+    var filter: TaskState? {
+        switch self {
+        case .active: .active
+        case .completed: .completed
+        case .cancelled: .cancelled
+        default: nil
+        }
+    }
+}
+
+extension Hearth_Tasks_V1_PromptState {
+    init(_ state: PromptState) {
+        self =
+            switch state {
+            case .scheduled: .scheduled
+            case .due: .due
+            case .responded: .responded
+            case .missed: .missed
+            case .dismissed: .dismissed
+            case .cancelled: .cancelled
+            }
     }
 }

@@ -68,7 +68,8 @@ public struct TasksService: RPCService {
         let now = self.store.now
         let requestID = request.clientRequestID.isEmpty ? nil : request.clientRequestID
         let made: (task: TaskRecord, prompts: [PromptRecord])
-        switch TaskRules.newTask(request, now: now) {
+        let draft = TaskDraft(request)
+        switch TaskRules.newTask(draft, now: now) {
         case .success(let new):
             let planned = TaskRules.prompts(for: new, now: now)
             switch try await self.store.createTask(
@@ -101,7 +102,7 @@ public struct TasksService: RPCService {
             made = earlier
         }
         let (task, prompts) = made
-        if let requestID, !TaskRules.canBeRetry(request, of: (task.title, task.durationDays, task.timeZone)) {
+        if let requestID, !TaskRules.canBeRetry(draft, of: (task.title, task.durationDays, task.timeZone)) {
             throw RPCError(.alreadyExists, "client_request_id \(requestID) was already used for a different task")
         }
         self.scheduler.wake()
@@ -175,7 +176,13 @@ public struct TasksService: RPCService {
             alongWith: violations
         )
         let now = self.store.now
-        let tasks = try await self.store.tasks(user: user, state: state, after: page.after, limit: page.limit, now: now)
+        let tasks = try await self.store.tasks(
+            user: user,
+            state: state?.filter,
+            after: page.after,
+            limit: page.limit,
+            now: now
+        )
         let (shown, nextToken) = page.page(of: tasks) { PageCursor(time: $0.createdAt, id: $0.id) }
         var response = Hearth_Tasks_V1_ListTasksResponse()
         response.tasks = shown.map { $0.message(now: now) }

@@ -145,7 +145,7 @@ struct TaskStore: Sendable {
 
     /// Up to `limit` of the user's tasks, newest first (the later made first among tasks made
     /// the same millisecond), after the cursor when given, in one state when given.
-    func tasks(user: String, state: Hearth_Tasks_V1_TaskState?, after cursor: PageCursor?, limit: Int, now: Date)
+    func tasks(user: String, state: TaskState?, after cursor: PageCursor?, limit: Int, now: Date)
         async throws -> [TaskRecord]
     {
         try self.base.read { db in
@@ -161,7 +161,7 @@ struct TaskStore: Sendable {
                 arguments += [now]
             case .cancelled?:
                 filter += " AND cancelled_at IS NOT NULL"
-            default:
+            case nil:
                 break
             }
             if let cursor {
@@ -193,7 +193,7 @@ struct TaskStore: Sendable {
             switch TaskRules.taskState(cancelledAt: task.cancelledAt, endsAt: task.endsAt, now: now) {
             case .cancelled: return .alreadyCancelled(task)
             case .completed: return .completed(task)
-            default: break
+            case .active: break
             }
             task.cancelledAt = now
             try task.update(db, columns: ["cancelled_at"])
