@@ -1,5 +1,4 @@
 import Foundation
-import HearthContracts
 import HearthCore
 import HearthRPC
 
@@ -69,10 +68,10 @@ enum OfferRules {
     }
 
     /// Every violation of a SetOfferPreferences request at once; an unset number takes its default.
-    static func preferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest) -> Result<Preferences, RPCError> {
+    static func preferences(_ request: PreferencesDraft) -> Result<Preferences, RPCError> {
         var violations: [FieldViolation] = []
         var preferences = Preferences()
-        preferences.enabled = request.hasEnabled ? request.enabled : true
+        preferences.enabled = request.enabled ?? true
         func number(_ value: UInt32?, _ field: String, _ range: ClosedRange<Int>, default fallback: Int) -> Int {
             guard let value else { return fallback }
             if !range.contains(Int(value)) {
@@ -86,37 +85,37 @@ enum OfferRules {
             return Int(value)
         }
         preferences.dailyCap = number(
-            request.hasDailyCap ? request.dailyCap : nil,
+            request.dailyCap,
             "daily_cap",
             Self.dailyCap,
             default: 2
         )
         preferences.minSpacingMinutes = number(
-            request.hasMinSpacingMinutes ? request.minSpacingMinutes : nil,
+            request.minSpacingMinutes,
             "min_spacing_minutes",
             Self.minSpacingMinutes,
             default: 360
         )
         preferences.defaultCooldownMinutes = number(
-            request.hasDefaultCooldownMinutes ? request.defaultCooldownMinutes : nil,
+            request.defaultCooldownMinutes,
             "default_cooldown_minutes",
             Self.cooldownMinutes,
             default: 120
         )
-        if request.hasQuietHours {
-            let start = TaskRules.clockTime(request.quietHours.start)
-            let end = TaskRules.clockTime(request.quietHours.end)
+        if let quietHours = request.quietHours {
+            let start = TaskRules.clockTime(quietHours.start)
+            let end = TaskRules.clockTime(quietHours.end)
             if start == nil {
                 violations.append(
                     FieldViolation(
                         field: "quiet_hours.start",
-                        description: "'\(request.quietHours.start)' is not HH:MM"
+                        description: "'\(quietHours.start)' is not HH:MM"
                     )
                 )
             }
             if end == nil {
                 violations.append(
-                    FieldViolation(field: "quiet_hours.end", description: "'\(request.quietHours.end)' is not HH:MM")
+                    FieldViolation(field: "quiet_hours.end", description: "'\(quietHours.end)' is not HH:MM")
                 )
             }
             if let start, let end {
@@ -140,52 +139,54 @@ enum OfferRules {
         var latitude: Double
         var longitude: Double
         var radiusMeters: Int
-        var trigger: Hearth_Tasks_V1_Trigger
+        var trigger: Trigger
         var delayMinutes: Int
         var cooldownMinutes: Int?
         var onlyIfIncomplete: Bool
         var enabled: Bool
     }
 
-    static func activity(title: String, repeat: Hearth_Tasks_V1_Repeat, priority: UInt32) -> Result<
-        (title: String, repeat: Hearth_Tasks_V1_Repeat, priority: Int), RPCError
+    /// `repeat`: nil when none was given, or one the rules do not know.
+    static func activity(title: String, repeat: Recurrence?, priority: UInt32) -> Result<
+        (title: String, repeat: Recurrence, priority: Int), RPCError
     > {
         var violations: [FieldViolation] = []
         let title = FieldChecks.trimmed(title, field: "title", characters: 1...Self.maxTitleCharacters)
         if case .failure(let violation) = title { violations.append(violation) }
-        if `repeat` != .none && `repeat` != .daily {
+        if `repeat` == nil {
             violations.append(FieldViolation(field: "repeat", description: "must be NONE or DAILY"))
         }
         let priority = priority == 0 ? Self.defaultPriority : Int(priority)
         if !Self.priorities.contains(priority) {
             violations.append(FieldViolation(field: "priority", description: "must be 1 to 3 (is \(priority))"))
         }
-        guard violations.isEmpty, case .success(let title) = title else {
+        guard violations.isEmpty, case .success(let title) = title, let `repeat` else {
             return .failure(.invalidArgument(violations))
         }
         return .success((title, `repeat`, priority))
     }
 
     /// Every violation of a SetLocationRule request at once.
-    static func rule(_ request: Hearth_Tasks_V1_SetLocationRuleRequest) -> Result<Rule, RPCError> {
+    static func rule(_ request: RuleDraft) -> Result<Rule, RPCError> {
         var violations: [FieldViolation] = []
+        let place = request.place ?? RuleDraft.Place()
         let label = FieldChecks.trimmed(
-            request.place.label,
+            place.label,
             field: "place.label",
             characters: 1...Self.maxLabelCharacters
         )
         if case .failure(let violation) = label { violations.append(violation) }
         violations += Self.coordinateViolations(
-            latitude: request.place.latitude,
-            longitude: request.place.longitude,
+            latitude: place.latitude,
+            longitude: place.longitude,
             prefix: "place"
         )
-        if !request.hasPlace { violations.append(FieldViolation(field: "place", description: "is required")) }
-        let radius = request.place.radiusM == 0 ? Self.defaultRadius : Int(request.place.radiusM)
+        if request.place == nil { violations.append(FieldViolation(field: "place", description: "is required")) }
+        let radius = place.radiusMeters == 0 ? Self.defaultRadius : Int(place.radiusMeters)
         if !Self.radius.contains(radius) {
             violations.append(FieldViolation(field: "place.radius_m", description: "must be 25 to 5000 (is \(radius))"))
         }
-        if request.trigger != .arrive && request.trigger != .leave {
+        if request.trigger == nil {
             violations.append(FieldViolation(field: "trigger", description: "must be ARRIVE or LEAVE"))
         }
         if !Self.delayMinutes.contains(Int(request.delayMinutes)) {
@@ -193,28 +194,28 @@ enum OfferRules {
                 FieldViolation(field: "delay_minutes", description: "must be 0 to 120 (is \(request.delayMinutes))")
             )
         }
-        if request.hasCooldownMinutes, !Self.cooldownMinutes.contains(Int(request.cooldownMinutes)) {
+        if let cooldown = request.cooldownMinutes, !Self.cooldownMinutes.contains(Int(cooldown)) {
             violations.append(
                 FieldViolation(
                     field: "cooldown_minutes",
-                    description: "must be 1 to 1440 (is \(request.cooldownMinutes))"
+                    description: "must be 1 to 1440 (is \(cooldown))"
                 )
             )
         }
-        guard violations.isEmpty, case .success(let label) = label else {
+        guard violations.isEmpty, case .success(let label) = label, let trigger = request.trigger else {
             return .failure(.invalidArgument(violations))
         }
         return .success(
             Rule(
                 label: label,
-                latitude: request.place.latitude,
-                longitude: request.place.longitude,
+                latitude: place.latitude,
+                longitude: place.longitude,
                 radiusMeters: radius,
-                trigger: request.trigger,
+                trigger: trigger,
                 delayMinutes: Int(request.delayMinutes),
-                cooldownMinutes: request.hasCooldownMinutes ? Int(request.cooldownMinutes) : nil,
-                onlyIfIncomplete: request.hasOnlyIfIncomplete ? request.onlyIfIncomplete : true,
-                enabled: request.hasEnabled ? request.enabled : true
+                cooldownMinutes: request.cooldownMinutes.map { Int($0) },
+                onlyIfIncomplete: request.onlyIfIncomplete ?? true,
+                enabled: request.enabled ?? true
             )
         )
     }
@@ -247,7 +248,7 @@ enum OfferRules {
     // MARK: Deciding
 
     struct Event: Sendable {
-        var trigger: Hearth_Tasks_V1_Trigger
+        var trigger: Trigger
         var occurredAt: Date
         var position: (latitude: Double, longitude: Double, accuracy: Double)?
         var foreground: Bool
@@ -267,15 +268,15 @@ enum OfferRules {
     /// What the store knows when an event arrives.
     struct Ledger: Sendable {
         var eventSeen: Bool
-        var repeatKind: Hearth_Tasks_V1_Repeat
+        var repeatKind: Recurrence
         var lastCompletedAt: Date?
         /// The user's offers from two days before the event to two days after its delivery.
         var offers: [PastOffer]
     }
 
     enum Decision: Sendable, Equatable {
-        case offer(deliverAt: Date, channel: Hearth_Tasks_V1_Channel)
-        case suppressed(Hearth_Tasks_V1_SuppressionReason, String)
+        case offer(deliverAt: Date, channel: OfferChannel)
+        case suppressed(SuppressionReason, String)
     }
 
     /// The checks, in order; the first that fails decides.
@@ -293,7 +294,7 @@ enum OfferRules {
         guard event.trigger == rule.trigger else {
             return .suppressed(
                 .triggerMismatch,
-                "the rule offers on \(Self.name(rule.trigger)), not \(Self.name(event.trigger))"
+                "the rule offers on \(rule.trigger.name), not \(event.trigger.name)"
             )
         }
         if event.occurredAt > now {
@@ -314,7 +315,7 @@ enum OfferRules {
                 return .suppressed(.notConfirmed, "the position is not surely inside the place")
             case .leave where distance - position.accuracy < radius + Self.confirmationMargin:
                 return .suppressed(.notConfirmed, "the position is not surely outside the place")
-            default: break
+            case .arrive, .leave: break
             }
         }
         let cooldown = TimeInterval((rule.cooldownMinutes ?? preferences.defaultCooldownMinutes) * 60)
@@ -351,7 +352,7 @@ enum OfferRules {
 
     /// Done for good (NONE), or done on `day` in `zone` (DAILY: the last completion fell on it).
     static func isDone(
-        _ kind: Hearth_Tasks_V1_Repeat,
+        _ kind: Recurrence,
         lastCompletedAt: Date?,
         on day: LocalDate,
         in zone: TimeZone
@@ -360,19 +361,15 @@ enum OfferRules {
         return kind == .daily ? LocalDate(lastCompletedAt, in: zone) == day : true
     }
 
-    static func name(_ trigger: Hearth_Tasks_V1_Trigger) -> String {
-        trigger == .arrive ? "ARRIVE" : trigger == .leave ? "LEAVE" : "UNSPECIFIED"
-    }
-
     /// The offer's words.
     static func texts(title: String) -> (title: String, body: String) {
         ("Mark done?", "Did you finish '\(title)'?")
     }
 
-    static let actions: [Hearth_Tasks_V1_OfferAction] = [.markDone, .snooze15, .snooze60, .disable, .dismiss]
+    static let actions = OfferAction.allCases
 
     /// What an open offer is at `now`.
-    static func offerState(answered: Bool, cancelled: Bool, deliverAt: Date, now: Date) -> Hearth_Tasks_V1_OfferState {
+    static func offerState(answered: Bool, cancelled: Bool, deliverAt: Date, now: Date) -> OfferState {
         if answered { return .answered }
         if cancelled { return .cancelled }
         if now < deliverAt { return .scheduled }

@@ -43,8 +43,12 @@ public struct ActivitiesService: RPCService {
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
-        let new = try OfferRules.activity(title: request.title, repeat: request.repeat, priority: request.priority)
-            .get()
+        let new = try OfferRules.activity(
+            title: request.title,
+            repeat: Recurrence(rawValue: request.repeat.rawValue),
+            priority: request.priority
+        )
+        .get()
         let now = self.store.now
         switch try await self.store.createActivity(
             user: user,
@@ -111,7 +115,7 @@ public struct ActivitiesService: RPCService {
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
-        let rule = try OfferRules.rule(request).get()
+        let rule = try OfferRules.rule(RuleDraft(request)).get()
         let now = self.store.now
         guard let changed = try await self.store.setRule(request.activityID, user: user, rule: rule, now: now) else {
             throw RPCError.notFound("activity", request.activityID)
@@ -134,7 +138,7 @@ public struct ActivitiesService: RPCService {
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
         let user = try context.verifiedUser()
-        let preferences = try OfferRules.preferences(request).get()
+        let preferences = try OfferRules.preferences(PreferencesDraft(request)).get()
         try await self.store.setPreferences(preferences, user: user, now: self.store.now)
         return preferences.message
     }
@@ -152,7 +156,8 @@ public struct ActivitiesService: RPCService {
     {
         let user = try context.verifiedUser()
         var violations: [FieldViolation] = []
-        if request.trigger != .arrive && request.trigger != .leave {
+        let trigger = Trigger(rawValue: request.trigger.rawValue)
+        if trigger == nil {
             violations.append(FieldViolation(field: "trigger", description: "must be ARRIVE or LEAVE"))
         }
         let occurredAt = FieldChecks.requiredTimestamp(
@@ -185,9 +190,9 @@ public struct ActivitiesService: RPCService {
                 violations.append(FieldViolation(field: "position.accuracy_m", description: "must be 0 to 10000"))
             }
         }
-        guard violations.isEmpty, let occurredAt else { throw RPCError.invalidArgument(violations) }
+        guard violations.isEmpty, let occurredAt, let trigger else { throw RPCError.invalidArgument(violations) }
         let event = OfferRules.Event(
-            trigger: request.trigger,
+            trigger: trigger,
             occurredAt: Store.asStored(occurredAt),
             position: request.hasPosition
                 ? (request.position.latitude, request.position.longitude, request.position.accuracyM) : nil,
@@ -206,7 +211,7 @@ public struct ActivitiesService: RPCService {
         case .decided(.suppressed(let reason, let detail), _):
             return .with {
                 $0.suppressed = .with {
-                    $0.reason = reason
+                    $0.reason = .init(reason)
                     $0.detail = detail
                 }
             }
@@ -232,14 +237,14 @@ public struct ActivitiesService: RPCService {
         async throws -> Hearth_Tasks_V1_RespondToOfferResponse
     {
         let user = try context.verifiedUser()
-        guard OfferRules.actions.contains(request.action) else {
+        guard let action = OfferAction(rawValue: request.action.rawValue) else {
             throw FieldViolation(
                 field: "action",
                 description: "must be MARK_DONE, SNOOZE_15, SNOOZE_60, DISABLE or DISMISS"
             )
         }
         let now = self.store.now
-        switch try await self.store.respond(offerID: request.offerID, user: user, action: request.action, now: now) {
+        switch try await self.store.respond(offerID: request.offerID, user: user, action: action, now: now) {
         case .answered(let offer, let activity, let snoozed):
             var response = Hearth_Tasks_V1_RespondToOfferResponse()
             response.offer = offer.message(now: now)

@@ -52,12 +52,14 @@ extension OfferRecord {
         let texts = OfferRules.texts(title: self.title)
         offer.title = texts.title
         offer.body = texts.body
-        offer.actions = OfferRules.actions
-        offer.state = OfferRules.offerState(
-            answered: self.action != nil,
-            cancelled: self.cancelledAt != nil,
-            deliverAt: self.deliverAt,
-            now: now
+        offer.actions = OfferRules.actions.map { .init($0) }
+        offer.state = .init(
+            OfferRules.offerState(
+                answered: self.action != nil,
+                cancelled: self.cancelledAt != nil,
+                deliverAt: self.deliverAt,
+                now: now
+            )
         )
         if let action = self.action { offer.action = Hearth_Tasks_V1_OfferAction(rawValue: action) ?? .unspecified }
         offer.snoozed = self.snoozed
@@ -95,5 +97,63 @@ extension Hearth_Tasks_V1_OfferAction {
         case .dismiss: "DISMISS"
         case .UNRECOGNIZED(let value): "\(value)"
         }
+    }
+}
+
+// MARK: Between the rules' words and the protobuf messages
+
+extension RuleDraft {
+    init(_ request: Hearth_Tasks_V1_SetLocationRuleRequest) {
+        self.init(
+            place: request.hasPlace
+                ? Place(
+                    label: request.place.label,
+                    latitude: request.place.latitude,
+                    longitude: request.place.longitude,
+                    radiusMeters: request.place.radiusM
+                ) : nil,
+            trigger: Trigger(rawValue: request.trigger.rawValue),
+            delayMinutes: request.delayMinutes,
+            cooldownMinutes: request.hasCooldownMinutes ? request.cooldownMinutes : nil,
+            onlyIfIncomplete: request.hasOnlyIfIncomplete ? request.onlyIfIncomplete : nil,
+            enabled: request.hasEnabled ? request.enabled : nil
+        )
+    }
+}
+
+extension PreferencesDraft {
+    init(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest) {
+        self.init(
+            enabled: request.hasEnabled ? request.enabled : nil,
+            dailyCap: request.hasDailyCap ? request.dailyCap : nil,
+            minSpacingMinutes: request.hasMinSpacingMinutes ? request.minSpacingMinutes : nil,
+            defaultCooldownMinutes: request.hasDefaultCooldownMinutes ? request.defaultCooldownMinutes : nil,
+            quietHours: request.hasQuietHours
+                ? QuietHours(start: request.quietHours.start, end: request.quietHours.end) : nil,
+            timeZone: request.timeZone
+        )
+    }
+}
+
+// The stored enums have the wire's numbers.
+
+extension Hearth_Tasks_V1_OfferAction {
+    init(_ action: OfferAction) { self = Self(rawValue: action.rawValue) ?? .unspecified }
+}
+
+extension Hearth_Tasks_V1_SuppressionReason {
+    init(_ reason: SuppressionReason) { self = Self(rawValue: reason.rawValue) ?? .unspecified }
+}
+
+extension Hearth_Tasks_V1_OfferState {
+    init(_ state: OfferState) {
+        self =
+            switch state {
+            case .scheduled: .scheduled
+            case .pending: .pending
+            case .answered: .answered
+            case .cancelled: .cancelled
+            case .expired: .expired
+            }
     }
 }

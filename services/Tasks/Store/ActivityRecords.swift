@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HearthContracts
 import HearthStore
 
 struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
@@ -8,7 +7,7 @@ struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, S
     var id: String
     var userID: String
     var title: String
-    /// `Hearth_Tasks_V1_Repeat` raw value.
+    /// ``Recurrence`` raw value.
     var repeatKind: Int
     var priority: Int
     var createdAt: Date
@@ -32,7 +31,7 @@ struct RuleRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
     var latitude: Double
     var longitude: Double
     var radiusM: Int
-    /// `Hearth_Tasks_V1_Trigger` raw value.
+    /// ``Trigger`` raw value.
     var trigger: Int
     var delayMinutes: Int
     var cooldownMinutes: Int?
@@ -87,7 +86,7 @@ struct OfferRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     var deliverAt: Date
     var createdAt: Date
     var snoozed: Bool
-    /// `Hearth_Tasks_V1_OfferAction` raw value, once answered.
+    /// ``OfferAction`` raw value, once answered.
     var action: Int?
     var answeredAt: Date?
     var cancelledAt: Date?
@@ -134,7 +133,7 @@ struct LocationEventRecord: Codable, FetchableRecord, PersistableRecord, Equatab
     var trigger: Int
     var occurredAt: Date
     var receivedAt: Date
-    /// `Hearth_Tasks_V1_SuppressionReason` raw value; 0 when it made an offer.
+    /// ``SuppressionReason`` raw value; 0 when it made an offer.
     var reason: Int
     var offerID: String?
 
@@ -257,10 +256,12 @@ enum ActivityMigrations {
     /// from before are DUPLICATE_EVENT, as they were counted.
     static func registerRepeatReasons(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v4: the reason a repeated location event was answered") { db in
+            // 6: DUPLICATE_EVENT (``SuppressionReason/duplicateEvent``), written out: a shipped
+            // migration does not change with the code.
             try db.execute(
                 sql: """
                     ALTER TABLE location_event_repeat ADD COLUMN reason INTEGER NOT NULL
-                        DEFAULT \(Hearth_Tasks_V1_SuppressionReason.duplicateEvent.rawValue)
+                        DEFAULT 6
                     """
             )
         }

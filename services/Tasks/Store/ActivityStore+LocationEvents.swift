@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HearthContracts
 import HearthCore
 import HearthStore
 
@@ -54,7 +53,7 @@ extension ActivityStore {
             }
             let ledger = OfferRules.Ledger(
                 eventSeen: eventSeen,
-                repeatKind: Hearth_Tasks_V1_Repeat(rawValue: found.activity.repeatKind) ?? .none,
+                repeatKind: Recurrence(rawValue: found.activity.repeatKind) ?? .once,
                 lastCompletedAt: found.activity.lastCompletedAt,
                 offers: offers
             )

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HearthContracts
 import HearthCore
 import HearthStore
 
@@ -26,7 +25,7 @@ struct ActivityStore: Sendable {
         case full
     }
 
-    func createActivity(user: String, title: String, repeat kind: Hearth_Tasks_V1_Repeat, priority: Int, now: Date)
+    func createActivity(user: String, title: String, repeat kind: Recurrence, priority: Int, now: Date)
         async throws -> CreateOutcome
     {
         let activity = ActivityRecord(
@@ -185,7 +184,7 @@ struct ActivityStore: Sendable {
     }
 
     /// Answers a delivered offer; answering it again the same way is the same result.
-    func respond(offerID: String, user: String, action: Hearth_Tasks_V1_OfferAction, now: Date) async throws
+    func respond(offerID: String, user: String, action: OfferAction, now: Date) async throws
         -> RespondOutcome
     {
         try await self.base.write { db in
@@ -210,7 +209,7 @@ struct ActivityStore: Sendable {
             case .scheduled: return .notDelivered(offer)
             case .expired: return .expired(offer)
             case .cancelled: return .cancelled(offer)
-            default: break
+            case .pending, .answered: break
             }
             offer.action = action.rawValue
             offer.answeredAt = now
@@ -242,7 +241,7 @@ struct ActivityStore: Sendable {
                 ).execute(arguments: [now, offer.activityID])
                 try Self.cancelOpenOffers(activityID: offer.activityID, except: offer.id, now: now, in: db)
                 activity = try Self.activity(offer.activityID, user: user, in: db)
-            default:
+            case .dismiss:
                 break
             }
             try offer.update(db)
@@ -350,7 +349,7 @@ struct ActivityStore: Sendable {
     /// Done for good (NONE), or done on `day` in `zone` (DAILY).
     static func isDone(_ activity: ActivityRecord, on day: LocalDate, in zone: TimeZone) -> Bool {
         OfferRules.isDone(
-            Hearth_Tasks_V1_Repeat(rawValue: activity.repeatKind) ?? .none,
+            Recurrence(rawValue: activity.repeatKind) ?? .once,
             lastCompletedAt: activity.lastCompletedAt,
             on: day,
             in: zone
@@ -386,7 +385,8 @@ extension RuleRecord {
             latitude: self.latitude,
             longitude: self.longitude,
             radiusMeters: self.radiusM,
-            trigger: Hearth_Tasks_V1_Trigger(rawValue: self.trigger) ?? .unspecified,
+            // Written only from a checked rule: always a trigger the rules know.
+            trigger: Trigger(rawValue: self.trigger) ?? .arrive,
             delayMinutes: self.delayMinutes,
             cooldownMinutes: self.cooldownMinutes,
             onlyIfIncomplete: self.onlyIfIncomplete,
