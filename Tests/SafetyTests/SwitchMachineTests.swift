@@ -202,6 +202,20 @@ struct SwitchMachineTests {
         #expect(machine.state.pausedUntil == nil && machine.state.periodStart == self.t0 + 2 * self.hour)
         #expect(machine.state.epoch == 5 && machine.state.snoozes == 1)
         #expect(machine.state.nextDueAt == self.t0 + (2 + 24 + 24 - 3) * self.hour)
+        #expect(machine.effects == [.cancelPending(.warnings)])
+    }
+
+    @Test("a refused snooze changes nothing, not even the period a pause's end would have begun")
+    func refusedSnoozeAfterPause() {
+        var machine = Self.machine { state in
+            state.pausedUntil = Self.t0 + 2 * Self.hour
+            state.snoozesInARow = 3
+        } facts: {
+            $0.period = PeriodMessages(hasPending: true)
+        }
+        let before = machine.state
+        #expect(throws: SwitchRefusal.tooManySnoozes) { try machine.snooze(at: self.t0 + 3 * self.hour) }
+        #expect(machine.state == before && machine.effects.isEmpty)
     }
 
     @Test("a pause cancels everything pending and holds the switch until it ends; a resume starts a period")
@@ -216,6 +230,7 @@ struct SwitchMachineTests {
         #expect(machine.state.pausedUntil == nil && machine.state.periodStart == now && machine.state.epoch == 4)
         #expect(machine.state.lastCheckInAt == self.t0, "a resume is no check-in")
         #expect(machine.state.nextDueAt == now + 21 * self.hour)
+        #expect(machine.effects == [.cancelPending(.warningsAndAlarms)], "the resume found nothing pending")
         var unpaused = Self.machine()
         #expect(throws: SwitchRefusal.notPaused) { try unpaused.resume(at: now) }
     }
@@ -275,6 +290,7 @@ struct SwitchMachineTests {
         #expect(unarmed.addContact(Self.mei, at: now) == .added)
         #expect(unarmed.state.periodStart == now && unarmed.state.epoch == 4)
         #expect(unarmed.state.nextDueAt == now + 21 * self.hour)
+        #expect(unarmed.effects == [.cancelPending(.warnings)])
         var armed = Self.machine()
         #expect(armed.addContact(Self.kai, at: now) == .added)
         #expect(armed.state.epoch == 3 && armed.effects.isEmpty)
@@ -417,5 +433,43 @@ struct SwitchMachineTests {
         #expect(!machine.isStale(warningOf: 3, at: self.t0 + 23 * self.hour))
         #expect(machine.isStale(warningOf: 3, at: self.t0 + 24 * self.hour))
         #expect(machine.isStale(warningOf: 2, at: self.t0 + self.hour))
+    }
+
+    // MARK: The facts each event reads
+
+    /// Only the facts the store reads for each event (``SafetyStore/FactReads``), reminders
+    /// off: an event that read one left out would stop the process.
+    static func bare(_ state: (inout SwitchState) -> Void = { _ in }, reads: SafetyStore.FactReads) -> SwitchMachine {
+        var machine = Self.machine(state)
+        machine.facts = SwitchFacts(
+            contacts: machine.facts.contacts,
+            decided: reads.contains(.decided) ? [] : nil,
+            period: reads.contains(.period) ? PeriodMessages() : nil,
+            reminders: reads.contains(.reminders) ? [:] : nil
+        )
+        return machine
+    }
+
+    @Test("each event runs on the facts its store reads for it")
+    func factsRead() throws {
+        var checkIn = Self.bare(reads: [.period])
+        _ = checkIn.checkIn(self.appCheckIn(at: self.t0 + self.hour), recent: RecentHeartbeats())
+        var snooze = Self.bare(reads: [.decided])
+        try snooze.snooze(at: self.t0 + self.hour)
+        var pause = Self.bare(reads: [.decided])
+        pause.pause(until: self.t0 + 2 * self.hour, at: self.t0 + self.hour)
+        var resume = Self.bare({ $0.pausedUntil = Self.t0 + 2 * Self.hour }, reads: [.period])
+        try resume.resume(at: self.t0 + self.hour)
+        var decide = Self.bare(reads: [.decided])
+        decide.decideDue(at: self.t0 + 21 * self.hour)
+        // A pause run out by then: the period is read too.
+        var ended = Self.bare({ $0.pausedUntil = Self.t0 + 2 * Self.hour }, reads: [.decided, .period])
+        ended.decideDue(at: self.t0 + 3 * self.hour)
+        var snoozeEnded = Self.bare({ $0.pausedUntil = Self.t0 + 2 * Self.hour }, reads: [.decided, .period])
+        try snoozeEnded.snooze(at: self.t0 + 3 * self.hour)
+        #expect(ended.state.periodStart == self.t0 + 2 * self.hour && snoozeEnded.state.snoozes == 1)
+        var late = Self.bare(reads: [])
+        late.lateAlarmArrived(epoch: 2, contactID: "c1", address: "", allClearedSince: [], at: self.t0)
+        #expect(late.effects.count == 1)
     }
 }

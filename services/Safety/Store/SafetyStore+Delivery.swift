@@ -46,9 +46,6 @@ extension SafetyStore {
         }
     }
 
-    /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
-    /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
-
     /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
     /// `excluded`) for an attempt, in one write: the attempt is counted, and the message is not
     /// due again until `lease` has passed, so no other pass takes it meanwhile, and one whose
