@@ -1,5 +1,4 @@
 import Foundation
-import HearthContracts
 import HearthCore
 import HearthRPC
 
@@ -114,10 +113,18 @@ enum CheckinRules {
 }
 
 /// Who a user is to a nest.
+enum NestRole: Sendable, Equatable {
+    case owner
+    /// A sitter with a session in the nest active now.
+    case sitter
+    case none
+}
+
+/// Who a user is to a nest, by the rules.
 enum NestRoleRule {
     /// OWNER for the owner; SITTER while the user has a session in the nest active at `now`.
     static func role(user: String, owner: String, sitterSessions: [(startsAt: Date, endsAt: Date)], now: Date)
-        -> Hearth_Checkins_V1_NestRole
+        -> NestRole
     {
         if user == owner { return .owner }
         if sitterSessions.contains(where: { $0.startsAt <= now && now < $0.endsAt }) { return .sitter }

@@ -190,11 +190,13 @@ public struct CheckinsService: RPCService {
             response.role = .none
             return response
         }
-        response.role = NestRoleRule.role(
-            user: request.userID,
-            owner: nest.ownerUserID,
-            sitterSessions: try await self.store.sittingWindows(of: request.userID, inNest: nest.id),
-            now: self.store.now
+        response.role = .init(
+            NestRoleRule.role(
+                user: request.userID,
+                owner: nest.ownerUserID,
+                sitterSessions: try await self.store.sittingWindows(of: request.userID, inNest: nest.id),
+                now: self.store.now
+            )
         )
         return response
     }

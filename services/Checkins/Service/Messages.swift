@@ -62,3 +62,14 @@ extension TemplateRecord {
         return template
     }
 }
+
+extension Hearth_Checkins_V1_NestRole {
+    init(_ role: NestRole) {
+        self =
+            switch role {
+            case .owner: .owner
+            case .sitter: .sitter
+            case .none: .none
+            }
+    }
+}

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HearthContracts
 import HearthCore
 import HearthPush
 import HearthRPC

@@ -1,5 +1,4 @@
 import Foundation
-import HearthContracts
 import HearthCore
 import HearthMail
 import HearthRPC
@@ -68,7 +67,7 @@ enum SafetyRules {
     static let activitySources: Set<String> = ["checkins", "tasks", "routines"]
 
     /// Every invalid field of a profile at once.
-    static func profileViolations(_ request: Hearth_Safety_V1_UpsertProfileRequest) -> [FieldViolation] {
+    static func profileViolations(_ request: ProfileDraft) -> [FieldViolation] {
         var violations: [FieldViolation] = []
         if case .failure(let violation) = FieldChecks.trimmed(
             request.name,
@@ -93,10 +92,10 @@ enum SafetyRules {
                 FieldViolation(field: "time_zone", description: "'\(request.timeZone)' is not an IANA time zone")
             )
         }
-        if request.dailyReminder.hour > 23 {
+        if request.reminderHour > 23 {
             violations.append(FieldViolation(field: "daily_reminder.hour", description: "must be 0 to 23"))
         }
-        if request.dailyReminder.minute > 59 {
+        if request.reminderMinute > 59 {
             violations.append(FieldViolation(field: "daily_reminder.minute", description: "must be 0 to 59"))
         }
         if request.pushToken.utf8.count > Self.maxPushTokenBytes {
@@ -115,6 +114,31 @@ enum SafetyRules {
         }
         return .success(email)
     }
+}
+
+/// A profile as UpsertProfile asks for it, before the rules have checked it.
+struct ProfileDraft: Sendable, Equatable {
+    var name: String
+    var email: String
+    var thresholdHours: UInt32
+    var preferredLanguage: String
+    var timeZone: String
+    var reminderHour: UInt32
+    var reminderMinute: UInt32
+    var pushToken: String
+}
+
+/// What the switch shows: where it stands against its deadline.
+enum SwitchPhase: Sendable, Equatable {
+    /// More than 3 h left.
+    case normal
+    /// 3 h or less left.
+    case warning
+    /// The deadline passed: contacts are (being) emailed.
+    case expired
+    case paused
+    /// No contact: nothing is scheduled.
+    case notArmed
 }
 
 /// What can be due in one epoch of the switch (an epoch ends at a check-in, snooze or resume).
@@ -153,7 +177,7 @@ struct SwitchClock: Sendable, Equatable {
 
     func isPaused(at now: Date) -> Bool { self.pausedUntil.map { $0 > now } ?? false }
 
-    func state(at now: Date) -> Hearth_Safety_V1_SwitchState {
+    func state(at now: Date) -> SwitchPhase {
         if !self.armed { return .notArmed }
         if self.isPaused(at: now) { return .paused }
         let left = self.deadline.timeIntervalSince(now)

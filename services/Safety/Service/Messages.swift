@@ -44,7 +44,7 @@ extension ContactRecord {
 extension SafetyStore.StatusSnapshot {
     func message(now: Date) -> Hearth_Safety_V1_Status {
         var status = Hearth_Safety_V1_Status()
-        status.state = self.clock.state(at: now)
+        status.state = .init(self.clock.state(at: now))
         if let last = self.profile.lastCheckInAt {
             status.lastCheckInAt = Google_Protobuf_Timestamp(millisecondsOf: last)
         }
@@ -84,5 +84,35 @@ extension SafetyStore.StatusSnapshot {
             }
         }
         return status
+    }
+}
+
+// MARK: Between the rules' words and the protobuf messages
+
+extension ProfileDraft {
+    init(_ request: Hearth_Safety_V1_UpsertProfileRequest) {
+        self.init(
+            name: request.name,
+            email: request.email,
+            thresholdHours: request.thresholdHours,
+            preferredLanguage: request.preferredLanguage,
+            timeZone: request.timeZone,
+            reminderHour: request.dailyReminder.hour,
+            reminderMinute: request.dailyReminder.minute,
+            pushToken: request.pushToken
+        )
+    }
+}
+
+extension Hearth_Safety_V1_SwitchState {
+    init(_ phase: SwitchPhase) {
+        self =
+            switch phase {
+            case .normal: .normal
+            case .warning: .warning
+            case .expired: .expired
+            case .paused: .paused
+            case .notArmed: .notArmed
+            }
     }
 }

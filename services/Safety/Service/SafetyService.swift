@@ -91,7 +91,7 @@ public struct SafetyService: RPCService {
         -> Hearth_Safety_V1_Profile
     {
         let user = try context.verifiedUser()
-        let violations = SafetyRules.profileViolations(request)
+        let violations = SafetyRules.profileViolations(ProfileDraft(request))
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
         let profile = try await self.store.upsertProfile(user) { profile in
             profile.name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
