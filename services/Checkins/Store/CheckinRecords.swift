@@ -18,6 +18,13 @@ struct NestRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     }
 }
 
+extension NestRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let ownerUserID = Column(CodingKeys.ownerUserID)
+    }
+}
+
 struct SessionRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "session"
     var id: String

@@ -36,7 +36,9 @@ struct CheckinStore: Sendable {
         let now = self.now
         let nest = NestRecord(id: UUID().uuidString.lowercased(), name: name, ownerUserID: owner, createdAt: now)
         return try await self.base.write { db in
-            guard try NestRecord.filter(Column("owner_user_id") == owner).fetchCount(db) < CheckinRules.maxNestsPerOwner
+            guard
+                try NestRecord.filter(NestRecord.Columns.ownerUserID == owner).fetchCount(db)
+                    < CheckinRules.maxNestsPerOwner
             else { return .full }
             try nest.insert(db)
             for text in CheckinRules.defaultTemplates {

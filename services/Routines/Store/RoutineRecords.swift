@@ -19,6 +19,13 @@ struct RoutineRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     }
 }
 
+extension RoutineRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let nestID = Column(CodingKeys.nestID)
+    }
+}
+
 /// An action; a removed one stays (with `removedAt`) so past days keep their counts.
 struct ActionRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "action"
@@ -35,6 +42,23 @@ struct ActionRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
         case routineID = "routine_id"
         case createdAt = "created_at"
         case removedAt = "removed_at"
+    }
+}
+
+extension ActionRecord {
+    /// The columns queries name, from the coding keys.
+    enum Columns {
+        static let routineID = Column(CodingKeys.routineID)
+        static let removedAt = Column(CodingKeys.removedAt)
+        static let position = Column(CodingKeys.position)
+    }
+}
+
+extension DerivableRequest<ActionRecord> {
+    /// The actions of `routines` not removed, in their order.
+    func current(of routines: [String]) -> Self {
+        self.filter(routines.contains(ActionRecord.Columns.routineID) && ActionRecord.Columns.removedAt == nil)
+            .order(ActionRecord.Columns.position)
     }
 }
 

@@ -49,7 +49,7 @@ struct RoutineStore: Sendable {
             )
         }
         return try await self.base.write { db in
-            let count = try RoutineRecord.filter(Column("nest_id") == nestID).fetchCount(db)
+            let count = try RoutineRecord.filter(RoutineRecord.Columns.nestID == nestID).fetchCount(db)
             guard count < RoutineRules.maxRoutinesPerNest else { return .nestFull }
             try routine.insert(db)
             for action in records { try action.insert(db) }
@@ -77,11 +77,7 @@ struct RoutineStore: Sendable {
                 after: cursor,
                 limit: limit
             )
-            let actions = try ActionRecord.filter(
-                routines.map(\.id).contains(Column("routine_id")) && Column("removed_at") == nil
-            )
-            .order(Column("position"))
-            .fetchAll(db)
+            let actions = try ActionRecord.all().current(of: routines.map(\.id)).fetchAll(db)
             let byRoutine = Dictionary(grouping: actions, by: \.routineID)
             return routines.map { RoutineWithActions(routine: $0, actions: byRoutine[$0.id] ?? []) }
         }

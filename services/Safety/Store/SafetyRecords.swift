@@ -173,6 +173,19 @@ struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Se
     }
 }
 
+extension ContactRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let id = Column(CodingKeys.id)
+        static let userID = Column(CodingKeys.userID)
+    }
+}
+
+extension DerivableRequest<ContactRecord> {
+    /// One user's contacts.
+    func of(user: String) -> Self { self.filter(ContactRecord.Columns.userID == user) }
+}
+
 /// One decided message: a warning push, an alert or all-clear email, or a test. The table is
 /// the switch's outbox: a row is written in the transaction that decides it, then delivered
 /// (and retried) until the server accepts it.

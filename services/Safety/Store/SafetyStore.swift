@@ -111,7 +111,7 @@ struct SafetyStore: Sendable {
     func removeContact(_ user: String, id: String) async throws -> Bool {
         let now = self.now
         return try await self.base.write { db in
-            guard try ContactRecord.filter(Column("user_id") == user && Column("id") == id).deleteAll(db) > 0 else {
+            guard try ContactRecord.all().of(user: user).filter(ContactRecord.Columns.id == id).deleteAll(db) > 0 else {
                 return false
             }
             if let profile = try Self.profile(user, in: db) {

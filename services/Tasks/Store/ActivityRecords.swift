@@ -24,6 +24,13 @@ struct ActivityRecord: Codable, FetchableRecord, PersistableRecord, Equatable, S
     }
 }
 
+extension ActivityRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let userID = Column(CodingKeys.userID)
+    }
+}
+
 struct RuleRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
     static let databaseTableName = "activity_rule"
     var activityID: String

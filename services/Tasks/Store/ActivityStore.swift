@@ -38,7 +38,10 @@ struct ActivityStore: Sendable {
             updatedAt: now
         )
         return try await self.base.write { db in
-            guard try ActivityRecord.filter(Column("user_id") == user).fetchCount(db) < OfferRules.maxActivities else {
+            guard
+                try ActivityRecord.filter(ActivityRecord.Columns.userID == user).fetchCount(db)
+                    < OfferRules.maxActivities
+            else {
                 return .full
             }
             try activity.insert(db)

@@ -37,6 +37,26 @@ struct TaskRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
     }
 }
 
+extension TaskRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let userID = Column(CodingKeys.userID)
+        static let cancelledAt = Column(CodingKeys.cancelledAt)
+        static let endsAt = Column(CodingKeys.endsAt)
+        static let clientRequestID = Column(CodingKeys.clientRequestID)
+    }
+}
+
+extension DerivableRequest<TaskRecord> {
+    /// `user`'s tasks neither cancelled nor ended at `now`.
+    func active(of user: String, at now: Date) -> Self {
+        self.filter(
+            TaskRecord.Columns.userID == user && TaskRecord.Columns.cancelledAt == nil
+                && TaskRecord.Columns.endsAt > now
+        )
+    }
+}
+
 /// One prompt. `status` is what happened to it; whether an open prompt is scheduled, due or
 /// missed follows from the time (``TaskRules/state(_:scheduledAt:expiresAt:now:)``).
 struct PromptRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
@@ -121,6 +141,15 @@ struct CheckInRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Se
 
     static func encode(insights: [String]) -> String {
         String(decoding: (try? JSONEncoder().encode(insights)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+}
+
+extension CheckInRecord {
+    /// The columns queries name, from the coding keys (GRDB's recommended practice).
+    enum Columns {
+        static let taskID = Column(CodingKeys.taskID)
+        static let promptID = Column(CodingKeys.promptID)
+        static let clientRequestID = Column(CodingKeys.clientRequestID)
     }
 }
 

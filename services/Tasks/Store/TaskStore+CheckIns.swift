@@ -34,7 +34,7 @@ extension TaskStore {
             guard let task = try Self.task(taskID, user: user, in: db) else { return .missing }
             if let clientRequestID,
                 let earlier = try CheckInRecord.filter(
-                    Column("task_id") == taskID && Column("client_request_id") == clientRequestID
+                    CheckInRecord.Columns.taskID == taskID && CheckInRecord.Columns.clientRequestID == clientRequestID
                 ).fetchOne(db)
             {
                 let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: "")

@@ -84,9 +84,7 @@ struct TaskStore: Sendable {
             {
                 return .made(task: earlier.task, prompts: earlier.prompts)
             }
-            let active = try TaskRecord.filter(
-                Column("user_id") == user && Column("cancelled_at") == nil && Column("ends_at") > now
-            ).fetchCount(db)
+            let active = try TaskRecord.all().active(of: user, at: now).fetchCount(db)
             guard active < TaskRules.maxActiveTasks else { return .tooManyActive }
             // The oldest of the last day's tasks, if the day is full: the next one may come
             // when it is a day old.
@@ -129,7 +127,7 @@ struct TaskStore: Sendable {
     {
         guard
             let task = try TaskRecord.filter(
-                Column("user_id") == user && Column("client_request_id") == clientRequestID
+                TaskRecord.Columns.userID == user && TaskRecord.Columns.clientRequestID == clientRequestID
             )
             .fetchOne(db)
         else { return nil }
@@ -308,7 +306,8 @@ struct TaskStore: Sendable {
             else { return .missing }
             switch prompt.promptStatus {
             case .responded:
-                guard let earlier = try CheckInRecord.filter(Column("prompt_id") == promptID).fetchOne(db) else {
+                guard let earlier = try CheckInRecord.filter(CheckInRecord.Columns.promptID == promptID).fetchOne(db)
+                else {
                     return .missing
                 }
                 let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: prompt.questionType)
