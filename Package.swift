@@ -238,10 +238,42 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The `hearth` command line: commands in a library so tests can drive them, a thin executable.
+        // The `hearth` command line: commands in libraries so tests can drive them, a thin executable.
+        // What every command shares: targets, durations, callers' credentials, TLS, secrets.
+        .target(
+            name: "HearthCommandLine",
+            dependencies: [
+                "HearthCore",
+                "HearthTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The load and fault tools (`hearth bench*`, `hearth fault-writer`): clients only.
+        .target(
+            name: "HearthBench",
+            dependencies: [
+                "HearthCommandLine",
+                "HearthCore",
+                "HearthRPC",
+                "HearthContracts",
+                "HearthGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Running the processes: `hearth up`, `serve`, `call`, `health`, `token`.
         .target(
             name: "HearthCommands",
             dependencies: [
+                "HearthCommandLine",
+                "HearthBench",
                 "HearthCore",
                 "HearthRPC",
                 "HearthStore",
@@ -262,7 +294,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -503,6 +534,7 @@ let package = Package(
             name: "HearthCommandsTests",
             dependencies: [
                 "HearthCommands",
+                "HearthCommandLine",
                 "HearthRPC",
                 "HearthTestSupport",
                 "EchoService",

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import HearthBench
+import HearthCommandLine
 import HearthRPC
 import SwiftProtobuf
 

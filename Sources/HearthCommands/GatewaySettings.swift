@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthGateway
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthRPC
 
 /// `hearth health`: is a process (or every local one) serving?

@@ -1,4 +1,5 @@
 public import ArgumentParser
+import HearthBench
 
 /// `hearth`: runs the Hearth processes and talks to them.
 public struct Hearth: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HearthCommandLine
 import RoutinesService
 
 /// Where a service finds the services it calls (DESIGN.md: routines asks checkins for roles;

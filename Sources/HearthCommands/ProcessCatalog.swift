@@ -2,6 +2,7 @@ import ArgumentParser
 import CheckinsService
 import EchoService
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthCore
 import HearthGateway
@@ -21,26 +22,7 @@ import SwiftProtobuf
 import TasksService
 import UnixSignals
 
-/// The processes `hearth` can run. Each service issue adds its own.
-enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
-    case gateway
-    case checkins
-    case tasks
-    case safety
-    case routines
-    case echo
-
-    /// The loopback port `hearth up` gives it (DESIGN.md's table; echo after the services).
-    var defaultPort: Int {
-        switch self {
-        case .gateway: 7100
-        case .checkins: 7101
-        case .tasks: 7102
-        case .safety: 7103
-        case .routines: 7104
-        case .echo: 7105
-        }
-    }
+extension ProcessName {
 
     /// The largest frame it takes: checkins takes photo uploads, and the gateway forwards them.
     var maxFrameSize: Int {
@@ -53,18 +35,6 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     /// The largest frame any process takes: what `hearth call` lets a request grow to.
     static var largestFrameSize: Int {
         Self.allCases.map(\.maxFrameSize).max() ?? ServerConfiguration.defaultMaxFrameSize
-    }
-
-    /// The RPC packages it serves; the gateway routes these to it.
-    var packages: [String] {
-        switch self {
-        case .gateway: []
-        case .checkins: ["hearth.checkins."]
-        case .tasks: ["hearth.tasks."]
-        case .safety: ["hearth.safety."]
-        case .routines: ["hearth.routines."]
-        case .echo: ["hearth.echo."]
-        }
     }
 
     /// Builds this process's module (its services and their background work), with stores under
@@ -124,14 +94,6 @@ enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         case .echo:
             return ServiceModule(services: [EchoService()])
         }
-    }
-
-    /// The processes behind the gateway.
-    static var services: [ProcessName] { Self.allCases.filter { $0 != .gateway } }
-
-    /// Which process serves `method` (`package.Service/Method`).
-    static func owner(of method: String) -> ProcessName? {
-        Self.allCases.first { process in process.packages.contains { method.hasPrefix($0) } }
     }
 }
 

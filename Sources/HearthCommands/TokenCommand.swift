@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthGateway
 
 /// `hearth token`: mints a client token with the deployment's HS256 secret.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthGateway
 import HearthRPC
 import Logging
@@ -20,45 +21,32 @@ struct Up: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Folder for the SQLite files and secrets. Example: --data ./data")
-    var data = "./data"
-
-    @Option(help: "Address to listen on.")
-    var host = "127.0.0.1"
-
-    @Option(help: "Serve Prometheus metrics of every process over HTTP on this port (GET /metrics).")
-    var metricsPort: Int?
-
-    @OptionGroup var secrets: SecretOptions
-    @OptionGroup var push: PushOptions
-    @OptionGroup(title: "Email (safety)") var mail: MailOptions
-    @OptionGroup(title: "Gateway TLS") var tls: ServerTLSOptions
-    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var run: RunOptions
 
     func run() async throws {
-        let logger = self.logging.bootstrap()
-        let dataDirectory = URL(fileURLWithPath: self.data)
+        let logger = self.run.logging.bootstrap()
+        let dataDirectory = self.run.dataDirectory
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        let secrets = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
-        let (gatewayDefaults, peers) = try Self.wiring(listeningOn: self.host)
-        let gatewayTLS = try self.tls.connectionSetup()
+        let secrets = try self.run.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
+        let (gatewayDefaults, peers) = try Self.wiring(listeningOn: self.run.host)
+        let gatewayTLS = try self.run.tls.connectionSetup()
         var processes: [HearthProcess] = []
         for name in ProcessName.services + [.gateway] {
             let settings = ProcessSettings(
-                host: self.host,
+                host: self.run.host,
                 port: name.defaultPort,
                 dataDirectory: dataDirectory,
                 secrets: secrets,
                 gateway: gatewayDefaults,
                 peers: peers,
-                mail: self.mail,
+                mail: self.run.mail,
                 gatewayTLS: gatewayTLS,
-                pushSender: self.push.sender(logger: logger),
+                pushSender: self.run.push.sender(logger: logger),
                 logger: logger
             )
             processes.append(try await makeProcess(name, settings: settings))
         }
-        let group = serviceGroup(for: processes, host: self.host, metricsPort: self.metricsPort, logger: logger)
+        let group = serviceGroup(for: processes, host: self.run.host, metricsPort: self.run.metricsPort, logger: logger)
         let token = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "").token(
             for: HearthClaims(subject: "dev-user", issuedAt: Date(), expiresAt: Date().addingTimeInterval(24 * 3600))
         )
@@ -69,10 +57,10 @@ struct Up: AsyncParsableCommand {
                 // Over TLS the listener is bound (awaited above) and in-process: a plaintext probe
                 // cannot reach it, and the certificate may name another host.
                 if !(process.name == .gateway && gatewayTLS != nil) {
-                    try await waitUntilHealthy(host: self.host, port: port)
+                    try await waitUntilHealthy(host: self.run.host, port: port)
                 }
                 say(
-                    "\(process.name.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(self.host):\(port)  SERVING"
+                    "\(process.name.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(self.run.host):\(port)  SERVING"
                 )
             }
             say(
@@ -83,7 +71,7 @@ struct Up: AsyncParsableCommand {
                   export HEARTH_TOKEN=\(token)
                 Then, through the gateway:
                   hearth call hearth.echo.v1.Echo/Echo '{"text": "hello"}'
-                  hearth bench --target \(self.host):\(ProcessName.gateway.defaultPort) --rps 40 --duration 5s hearth.echo.v1.Echo/Echo '{}'
+                  hearth bench --target \(self.run.host):\(ProcessName.gateway.defaultPort) --rps 40 --duration 5s hearth.echo.v1.Echo/Echo '{}'
                 (The gateway allows each user 50 calls a second, bursts of 100, 100 in flight at once.)
                 """
             )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Testing
 
+@testable import HearthCommandLine
 @testable import HearthCommands
 
 /// Command-line limits pinned at their boundary: the last value accepted and the first refused.

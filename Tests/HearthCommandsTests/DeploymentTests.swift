@@ -2,6 +2,7 @@ import Foundation
 import HearthTestSupport
 import Testing
 
+@testable import HearthCommandLine
 @testable import HearthCommands
 
 /// docker-compose.yml, checked by Compose v1 (which validates without an engine) and parsed.

@@ -5,6 +5,7 @@ import HearthGateway
 import HearthRPC
 import Testing
 
+@testable import HearthCommandLine
 @testable import HearthCommands
 
 @Suite("Command-line arguments")

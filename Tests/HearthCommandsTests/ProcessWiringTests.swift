@@ -7,6 +7,7 @@ import HearthTestSupport
 import Logging
 import Testing
 
+@testable import HearthCommandLine
 @testable import HearthCommands
 @testable import HearthScheduler
 

@@ -1,6 +1,6 @@
 import ArgumentParser
-import CheckinsService
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthRPC
 import SwiftProtobuf
@@ -9,8 +9,10 @@ import SwiftProtobuf
 /// different request: each CreateCheckIn has its own `client_request_id` and a capture time
 /// that keeps each session under its daily cap, ListCheckIns walks the pages of a session of
 /// 1,000 check-ins, and each MarkViewed marks a check-in not seen before.
-struct BenchCheckins: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct BenchCheckins: AsyncParsableCommand, Sendable {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "bench-checkins",
         abstract:
             "Load-test the checkins process: CreateCheckIn (with or without a photo), ListCheckIns or MarkViewed.",
@@ -55,14 +57,14 @@ struct BenchCheckins: AsyncParsableCommand {
     @Argument(help: "create, list or view.")
     var scenario: Scenario
 
-    func validate() throws {
+    public func validate() throws {
         guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         guard self.total >= 1 else { throw ValidationError("--total must be at least 1") }
         guard self.warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
         if self.photo != nil, self.scenario != .create { throw ValidationError("--photo goes with create") }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let run = String(UUID().uuidString.prefix(8))
         let owner = BenchUser(id: "bench-owner-\(run)", secret: self.internalSecret)

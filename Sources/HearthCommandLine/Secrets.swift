@@ -3,27 +3,29 @@ import Foundation
 
 /// The two secrets a Hearth deployment shares: the internal credential every service
 /// requires, and the HS256 key the gateway verifies client tokens with.
-struct Secrets: Sendable {
-    var internalCredential: String
+public struct Secrets: Sendable {
+    public var internalCredential: String
     /// Only the gateway (and `hearth token`) needs it; nil where it was not asked for.
-    var jwtSecret: String?
+    public var jwtSecret: String?
 }
 
 /// Where the secrets come from: files named by flags, else the environment
 /// (`HEARTH_INTERNAL_SECRET`, `HEARTH_JWT_SECRET`), else files under the data folder, created
 /// with fresh random values on first use (what `hearth up` relies on for development).
-struct SecretOptions: ParsableArguments {
+public struct SecretOptions: ParsableArguments, Sendable {
+    public init() {}
+
     @Option(
         help: "File holding the internal credential. Default: $HEARTH_INTERNAL_SECRET, else DATA/secrets/internal.key"
     )
-    var internalSecretFile: String?
+    public var internalSecretFile: String?
 
     @Option(help: "File holding the HS256 token secret. Default: $HEARTH_JWT_SECRET, else DATA/secrets/jwt.key")
-    var jwtSecretFile: String?
+    public var jwtSecretFile: String?
 
     /// The token secret as it stands, never a new one: a token signed with a secret made up
     /// now would be refused by every gateway running.
-    func existingJWTSecret(dataDirectory: URL) throws -> String {
+    public func existingJWTSecret(dataDirectory: URL) throws -> String {
         let fallback = dataDirectory.appendingPathComponent("secrets/jwt.key")
         guard
             let secret = try Self.secret(
@@ -43,7 +45,7 @@ struct SecretOptions: ParsableArguments {
 
     /// Reads the secrets, creating missing default files under `dataDirectory`; the token
     /// secret only when `includingJWT`.
-    func load(dataDirectory: URL, includingJWT: Bool) throws -> Secrets {
+    public func load(dataDirectory: URL, includingJWT: Bool) throws -> Secrets {
         let environment = ProcessInfo.processInfo.environment
         return Secrets(
             internalCredential: try Self.secret(
@@ -68,7 +70,7 @@ struct SecretOptions: ParsableArguments {
     /// A file named by a flag wins over the environment (an operator who names one means it),
     /// the environment over the data folder's file; that file is made when missing and
     /// `creating`, else nil.
-    static func secret(environment: String?, file: String?, fallback: URL, creating: Bool) throws -> String? {
+    public static func secret(environment: String?, file: String?, fallback: URL, creating: Bool) throws -> String? {
         if let file {
             let value = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthCore
 import HearthRPC
 import Histogram
@@ -8,7 +9,7 @@ import NIOPosix
 import Synchronization
 
 /// What `hearth bench` measured.
-struct BenchReport: Codable, Sendable {
+public struct BenchReport: Codable, Sendable {
     struct Latency: Codable, Sendable {
         var p50Micros: UInt64
         var p90Micros: UInt64
@@ -28,7 +29,7 @@ struct BenchReport: Codable, Sendable {
     /// Calls by status code name, e.g. `OK`, `DEADLINE_EXCEEDED`.
     var codes: [String: UInt64]
 
-    init(
+    public init(
         method: String,
         target: String,
         concurrency: Int,
@@ -55,7 +56,7 @@ struct BenchReport: Codable, Sendable {
     }
 
     /// Prints the report, and writes it as JSON to the file at `path` when one is given.
-    func emit(json path: String?) throws {
+    public func emit(json path: String?) throws {
         print(self.text)
         guard let path else { return }
         let encoder = JSONEncoder()
@@ -82,8 +83,8 @@ struct BenchReport: Codable, Sendable {
 
 /// Drives `concurrency` callers over one client pool, like ghz: for a duration or a total
 /// number of calls, optionally paced to a rate, after a warm-up that is not recorded.
-struct BenchRunner: Sendable {
-    enum Limit: Sendable {
+public struct BenchRunner: Sendable {
+    public enum Limit: Sendable {
         case duration(Duration)
         case total(Int)
 
@@ -111,7 +112,7 @@ struct BenchRunner: Sendable {
     let warmup: Limit
     private let sequence = BenchCounters()
 
-    init(
+    public init(
         client: RPCClient,
         executor: EventLoopTaskExecutor?,
         method: String,
@@ -137,7 +138,7 @@ struct BenchRunner: Sendable {
 
     /// Runs the warm-up, then the measured phase; `progress` is told the count of finished
     /// calls about once a second.
-    func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
+    public func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
         Histogram<UInt64>, [StatusCode: UInt64], Double
     ) {
         await withTaskExecutorPreference(self.executor) {
@@ -153,7 +154,7 @@ struct BenchRunner: Sendable {
     /// its caller, without a thread hop (at one call in flight this doubled `hearth bench`'s
     /// QPS). Over several connections the calls spread over the loops and the callers stay on
     /// the global pool.
-    static func makeClient(_ configuration: RPCClient.Configuration) -> (RPCClient, EventLoopTaskExecutor?) {
+    public static func makeClient(_ configuration: RPCClient.Configuration) -> (RPCClient, EventLoopTaskExecutor?) {
         guard configuration.connections == 1 else { return (RPCClient(configuration: configuration), nil) }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         return (RPCClient(configuration: configuration, group: loop), EventLoopTaskExecutor(loop: loop))
@@ -249,7 +250,7 @@ final class BenchCounters: Sendable {
 extension BenchRunner {
     /// Runs the calls on one connection, closes `client`, prints (and with `json` writes) the
     /// report named `method`; fails when any call failed, so scripts notice.
-    func runAndReport(method: String, target: Target, concurrency: Int, json: String?, client: RPCClient)
+    public func runAndReport(method: String, target: Target, concurrency: Int, json: String?, client: RPCClient)
         async throws
     {
         let (histogram, codes, seconds) = await self.run()

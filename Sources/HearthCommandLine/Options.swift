@@ -4,7 +4,9 @@ import HearthCore
 import Logging
 
 /// `--log-level`, shared by the commands that run servers.
-struct LoggingOptions: ParsableArguments {
+public struct LoggingOptions: ParsableArguments, Sendable {
+    public init() {}
+
     @Option(
         name: .long,
         help: """
@@ -12,10 +14,10 @@ struct LoggingOptions: ParsableArguments {
             logged (method, code, duration, request id). Example: --log-level info
             """
     )
-    var logLevel: LogLevel = .notice
+    public var logLevel: LogLevel = .notice
 
     /// Sends swift-log output to standard error at the chosen level, once per process.
-    func bootstrap() -> Logger {
+    public func bootstrap() -> Logger {
         let level = self.logLevel.level
         LoggingBootstrap.once {
             LoggingSystem.bootstrap { label in
@@ -44,23 +46,23 @@ private enum LoggingBootstrap {
 }
 
 /// swift-log's levels, as a command-line argument.
-enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+public enum LogLevel: String, ExpressibleByArgument, CaseIterable, Sendable {
     case trace, debug, info, notice, warning, error, critical
 
-    var level: Logger.Level { Logger.Level(rawValue: self.rawValue)! }
+    public var level: Logger.Level { Logger.Level(rawValue: self.rawValue)! }
 }
 
 /// `HOST:PORT`.
-struct Target: ExpressibleByArgument, CustomStringConvertible, Sendable {
-    var host: String
-    var port: Int
+public struct Target: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    public var host: String
+    public var port: Int
 
-    init(host: String, port: Int) {
+    public init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
-    init?(argument: String) {
+    public init?(argument: String) {
         guard let colon = argument.lastIndex(of: ":"), let port = Int(argument[argument.index(after: colon)...]),
             (1...65535).contains(port)
         else { return nil }
@@ -68,18 +70,18 @@ struct Target: ExpressibleByArgument, CustomStringConvertible, Sendable {
         self.init(host: host.isEmpty ? "127.0.0.1" : host, port: port)
     }
 
-    var description: String { "\(self.host):\(self.port)" }
+    public var description: String { "\(self.host):\(self.port)" }
 }
 
 /// A duration written as `250ms`, `5s`, `2m` or `1h`.
-struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
-    var duration: Duration
+public struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
+    public var duration: Duration
 
-    init(_ duration: Duration) {
+    public init(_ duration: Duration) {
         self.duration = duration
     }
 
-    init?(argument: String) {
+    public init?(argument: String) {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, seconds) in units where argument.hasSuffix(suffix) {
             guard let value = Double(argument.dropLast(suffix.count)), value >= 0, value.isFinite else { return nil }
@@ -89,10 +91,10 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
         return nil
     }
 
-    var seconds: Double { self.duration.seconds }
+    public var seconds: Double { self.duration.seconds }
 
     /// As it is written: `5s`, `250ms`, `1h` (for `--help`'s defaults).
-    var defaultValueDescription: String {
+    public var defaultValueDescription: String {
         let milliseconds = Int64((self.seconds * 1000).rounded())
         for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000)]
         where milliseconds >= size && milliseconds % size == 0 {
@@ -103,7 +105,7 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
 }
 
 /// Repeated `--metadata key=value`.
-func parseMetadata(_ pairs: [String]) throws -> [String: String] {
+public func parseMetadata(_ pairs: [String]) throws -> [String: String] {
     var metadata: [String: String] = [:]
     for pair in pairs {
         guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthRPC
 import SwiftProtobuf
@@ -11,8 +12,10 @@ import SwiftProtobuf
 /// - `respond`: RespondToPrompt, each call answering a different due prompt (made the same way).
 /// - `report`: ReportLocationEvent over stored activities (made first, `--activities` of them
 ///   spread over `--users` users, each with a LEAVE rule), each call a new event.
-struct BenchTasks: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct BenchTasks: AsyncParsableCommand, Sendable {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "bench-tasks",
         abstract: "Load-test the tasks process: CreateTask, ListPendingPrompts or RespondToPrompt.",
         discussion: """
@@ -60,14 +63,14 @@ struct BenchTasks: AsyncParsableCommand {
     @Argument(help: "create, pending or respond.")
     var scenario: Scenario
 
-    func validate() throws {
+    public func validate() throws {
         guard self.concurrency >= 1, self.total >= 1, self.due >= 1, self.activities >= 1, self.users >= 1 else {
             throw ValidationError("--concurrency, --total, --due, --activities and --users must be at least 1")
         }
         guard self.warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let user = BenchUser(id: self.user ?? "bench-\(UUID().uuidString.prefix(8))", secret: self.internalSecret)
         let method: String

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthRPC
 import SwiftProtobuf
@@ -9,8 +10,10 @@ import SwiftProtobuf
 /// many users as calls (warm-up included) every heartbeat is a new check-in that is written;
 /// with fewer, a user's next one may come within the 5 s coalescing window and only be
 /// answered as a repeat, which writes nothing.
-struct BenchSafety: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct BenchSafety: AsyncParsableCommand, Sendable {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "bench-safety",
         abstract: "Load-test the safety process with RecordHeartbeat from many armed users.",
         discussion: """
@@ -45,13 +48,13 @@ struct BenchSafety: AsyncParsableCommand {
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
 
-    func validate() throws {
+    public func validate() throws {
         guard self.users >= 1, self.concurrency >= 1, self.total >= 1, self.warmup >= 0 else {
             throw ValidationError("--users, --concurrency and --total must be at least 1")
         }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let (client, executor) = BenchRunner.makeClient(.init(host: self.target.host, port: self.target.port))
         let run = String(UUID().uuidString.prefix(8))
         let prefix = self.prefix ?? "bench-\(run)"

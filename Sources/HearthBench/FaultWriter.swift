@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthCommandLine
 import HearthContracts
 import HearthGateway
 import HearthRPC
@@ -10,8 +11,10 @@ import SwiftProtobuf
 /// through the gateway for a while and log every call as a JSON line (time, user, outcome,
 /// acknowledged id, latency). `--verify` reads such a log back and checks, as each user, that
 /// every acknowledged write is stored.
-struct FaultWriter: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct FaultWriter: AsyncParsableCommand, Sendable {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "fault-writer",
         abstract: "Write through the gateway, logging every acknowledged write; or verify a log.",
         discussion: """
@@ -50,14 +53,14 @@ struct FaultWriter: AsyncParsableCommand {
         var ms: Double
     }
 
-    func validate() throws {
+    public func validate() throws {
         guard (self.out == nil) != (self.verify == nil) else {
             throw ValidationError("give either --out (write) or --verify (check a log)")
         }
         guard self.writers >= 1 else { throw ValidationError("--writers must be at least 1") }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let secrets = try self.secrets.load(dataDirectory: URL(fileURLWithPath: self.data), includingJWT: true)
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
         let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
