@@ -390,16 +390,6 @@ struct ProtocolTests {
         }
     }
 
-    @Test("an idle connection gets GOAWAY and is closed")
-    func idleTimeout() async throws {
-        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(100))) { _, port in
-            let connection = try await RawConnection.connect(port: port)
-            let goAway = try #require(try await connection.waitFor { $0.kind == .goaway })
-            #expect(goAway.status.message.contains("idle"))
-            #expect(try await connection.waitUntilClosed())
-        }
-    }
-
     /// Runs `body` with a server whose call 1 on `connection` is in flight, held at the test
     /// service's gate until `signals` gets `open:TEXT`; the server's run ends before it returns.
     private func withCallInFlight(

@@ -132,7 +132,8 @@ struct DeadlineTimer<Key: Hashable> {
     /// timer is armed again for the next deadline, if any.
     mutating func takeDue() -> [Key] {
         self.timer = nil
-        let (due, rearmAt) = self.deadlines.fire(now: .now())
+        // On the loop's clock, as the deadlines were set (a test's loop keeps its own time).
+        let (due, rearmAt) = self.deadlines.fire(now: self.target?.loop.now ?? .now())
         if let rearmAt { self.arm(at: rearmAt) } else { self.target = nil }
         return due
     }
