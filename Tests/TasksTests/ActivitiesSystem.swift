@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import HearthContracts
+import HearthCore
+import HearthRPC
+import HearthStore
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+
+@testable import TasksService
+
+/// 2026-06-01 12:00 in New York (EDT).
+let noon = at("2026-06-01T16:00:00Z")
+/// The gym: a place of radius 150 m.
+let gym = (latitude: 40.7128, longitude: -74.0060)
+let earthRadius = 6_371_008.8
+
+/// A point `meters` due north of the gym (along a meridian the haversine distance is exact).
+func north(of place: (latitude: Double, longitude: Double), _ meters: Double) -> (Double, Double) {
+    (place.latitude + meters / earthRadius * 180 / .pi, place.longitude)
+}
+
+/// Calls on the activities service of a ``TasksSystem``, as one user.
+struct Activities {
+    let system: TasksSystem
+    var user = "ana"
+    var service: ActivitiesService { ActivitiesService(sharingStoreOf: self.system.service) }
+    var context: RPCContext { callContext(self.user) }
+
+    func create(_ title: String = "Gym workout", repeat kind: Hearth_Tasks_V1_Repeat = .none, priority: UInt32 = 2)
+        async throws -> String
+    {
+        try await self.service.createActivity(
+            .with {
+                $0.title = title
+                $0.repeat = kind
+                $0.priority = priority
+            },
+            self.context
+        ).id
+    }
+
+    @discardableResult
+    func rule(
+        _ id: String,
+        trigger: Hearth_Tasks_V1_Trigger = .leave,
+        label: String = "Gym",
+        radius: UInt32 = 150,
+        delay: UInt32 = 0,
+        cooldown: UInt32? = nil,
+        onlyIfIncomplete: Bool? = nil,
+        enabled: Bool? = nil
+    ) async throws -> Hearth_Tasks_V1_Activity {
+        var request = Hearth_Tasks_V1_SetLocationRuleRequest()
+        request.activityID = id
+        request.place = .with {
+            $0.label = label
+            $0.latitude = gym.latitude
+            $0.longitude = gym.longitude
+            $0.radiusM = radius
+        }
+        request.trigger = trigger
+        request.delayMinutes = delay
+        if let cooldown { request.cooldownMinutes = cooldown }
+        if let onlyIfIncomplete { request.onlyIfIncomplete = onlyIfIncomplete }
+        if let enabled { request.enabled = enabled }
+        return try await self.service.setLocationRule(request, self.context)
+    }
+
+    /// Offer preferences; by default a cap and spacing that stay out of the way.
+    func preferences(
+        enabled: Bool? = true,
+        cap: UInt32? = 20,
+        spacing: UInt32? = 1,
+        cooldown: UInt32? = nil,
+        quiet: (String, String)? = nil,
+        zone: String = "America/New_York"
+    ) async throws {
+        var request = Hearth_Tasks_V1_SetOfferPreferencesRequest()
+        if let enabled { request.enabled = enabled }
+        if let cap { request.dailyCap = cap }
+        if let spacing { request.minSpacingMinutes = spacing }
+        if let cooldown { request.defaultCooldownMinutes = cooldown }
+        if let quiet {
+            request.quietHours = .with {
+                $0.start = quiet.0
+                $0.end = quiet.1
+            }
+        }
+        request.timeZone = zone
+        _ = try await self.service.setOfferPreferences(request, self.context)
+    }
+
+    func report(
+        _ id: String,
+        _ trigger: Hearth_Tasks_V1_Trigger = .leave,
+        at occurredAt: Date? = nil,
+        position: (Double, Double, Double)? = nil,
+        foreground: Bool = false,
+        event: String = UUID().uuidString
+    ) async throws -> Hearth_Tasks_V1_ReportLocationEventResponse {
+        var request = Hearth_Tasks_V1_ReportLocationEventRequest()
+        request.activityID = id
+        request.trigger = trigger
+        request.occurredAt = Google_Protobuf_Timestamp(date: occurredAt ?? self.system.clock.now())
+        if let position {
+            request.position = .with {
+                $0.latitude = position.0
+                $0.longitude = position.1
+                $0.accuracyM = position.2
+            }
+        }
+        request.appState = foreground ? .foreground : .background
+        request.clientEventID = event
+        return try await self.service.reportLocationEvent(request, self.context)
+    }
+
+    /// The reason, or nil for an offer.
+    func outcome(_ response: Hearth_Tasks_V1_ReportLocationEventResponse) -> Hearth_Tasks_V1_SuppressionReason? {
+        if case .suppressed(let suppressed)? = response.decision { return suppressed.reason }
+        return nil
+    }
+
+    func reason(
+        _ id: String,
+        _ trigger: Hearth_Tasks_V1_Trigger = .leave,
+        at occurredAt: Date? = nil,
+        position: (Double, Double, Double)? = nil,
+        event: String = UUID().uuidString
+    ) async throws -> Hearth_Tasks_V1_SuppressionReason? {
+        self.outcome(try await self.report(id, trigger, at: occurredAt, position: position, event: event))
+    }
+
+    func pending() async throws -> [Hearth_Tasks_V1_Offer] {
+        try await self.service.listPendingOffers(.init(), self.context).offers
+    }
+
+    func respond(_ offer: String, _ action: Hearth_Tasks_V1_OfferAction) async throws
+        -> Hearth_Tasks_V1_RespondToOfferResponse
+    {
+        try await self.service.respondToOffer(
+            .with {
+                $0.offerID = offer
+                $0.action = action
+            },
+            self.context
+        )
+    }
+}
