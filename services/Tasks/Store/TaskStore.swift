@@ -122,7 +122,7 @@ struct TaskStore: Sendable {
         try self.base.read { db in try Self.earlierTask(user: user, clientRequestID: clientRequestID, in: db) }
     }
 
-    private static func earlierTask(user: String, clientRequestID: String, in db: Database) throws
+    static func earlierTask(user: String, clientRequestID: String, in db: Database) throws
         -> (task: TaskRecord, prompts: [PromptRecord])?
     {
         guard
@@ -211,165 +211,6 @@ struct TaskStore: Sendable {
         }
     }
 
-    // MARK: Prompts
-
-    /// The user's due prompts (time reached, not expired, open), highest priority first,
-    /// then earliest; and how many there are in all.
-    func pendingPrompts(user: String, taskID: String?, now: Date, limit: Int) async throws -> (
-        prompts: [PromptRecord], total: Int
-    ) {
-        // An open prompt is due from scheduled_at until scheduled_at + lifetime: a bounded
-        // range of the (user_id, scheduled_at) index, whatever else the user has stored.
-        let earliest = now.addingTimeInterval(-TaskRules.promptLifetime)
-        var filter = "user_id = ? AND status = 'open' AND scheduled_at > ? AND scheduled_at <= ? AND expires_at > ?"
-        var arguments: StatementArguments = [user, earliest, now, now]
-        if let taskID {
-            filter += " AND task_id = ?"
-            arguments += [taskID]
-        }
-        return try self.base.read { [filter, arguments] db in
-            // Two shapes of `filter` (with a task or not): each prepared once per connection.
-            let total = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)"),
-                arguments: arguments
-            )
-            let prompts = try PromptRecord.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY priority DESC, scheduled_at, id LIMIT ?"
-                ),
-                arguments: arguments + [limit]
-            )
-            return (prompts, total ?? 0)
-        }
-    }
-
-    struct TaskDetail: Sendable {
-        var task: TaskRecord
-        var prompts: [PromptRecord]
-        /// Every check-in's day and scores, for the summary.
-        var scores: [(localDate: String, energy: Int?, mood: Int?, focus: Int?)]
-        /// Up to `limit` check-ins in time order, after the cursor when given.
-        var checkIns: [CheckInRecord]
-    }
-
-    /// A task with its prompts, the scores of all its check-ins and a page of the check-ins
-    /// themselves, read in one snapshot.
-    func taskDetail(_ id: String, user: String, checkInsAfter cursor: PageCursor?, limit: Int) async throws
-        -> TaskDetail?
-    {
-        try self.base.read { db in
-            guard let task = try Self.task(id, user: user, in: db) else { return nil }
-            let prompts = try Self.prompts(ofTask: id, in: db)
-            let scores = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT local_date, energy, mood, focus FROM check_in WHERE task_id = ?"),
-                arguments: [id]
-            ).map { row in
-                (localDate: row[0] as String, energy: row[1] as Int?, mood: row[2] as Int?, focus: row[3] as Int?)
-            }
-            let checkIns = try CheckInRecord.fetchPage(
-                db,
-                where: "task_id = ?",
-                arguments: [id],
-                orderedBy: "recorded_at",
-                descending: false,
-                after: cursor,
-                limit: limit
-            )
-            return TaskDetail(task: task, prompts: prompts, scores: scores, checkIns: checkIns)
-        }
-    }
-
-    /// Every prompt of a task, in time order.
-    func prompts(taskID: String) async throws -> [PromptRecord] {
-        try self.base.read { db in
-            try Self.prompts(ofTask: taskID, in: db)
-        }
-    }
-
-    enum RespondOutcome: Sendable {
-        /// Recorded now, or the same answer recorded before.
-        case answered(PromptRecord, CheckInRecord, new: Bool)
-        case differentAnswer(CheckInRecord)
-        case notDue(PromptRecord)
-        case expired(PromptRecord)
-        case dismissed(PromptRecord)
-        case cancelled(PromptRecord)
-        case missing
-    }
-
-    /// Answers a prompt: in one transaction the prompt becomes RESPONDED and the check-in is
-    /// recorded (with the activity for safety). The same answer again is the same result.
-    func respond(promptID: String, user: String, answer: TaskRules.Answer, now: Date) async throws -> RespondOutcome {
-        try await self.base.write { db in
-            guard
-                var prompt = try Self.prompt(promptID, user: user, in: db)
-            else { return .missing }
-            switch prompt.promptStatus {
-            case .responded:
-                guard let earlier = try CheckInRecord.filter(CheckInRecord.Columns.promptID == promptID).fetchOne(db)
-                else {
-                    return .missing
-                }
-                let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: prompt.questionType)
-                return same ? .answered(prompt, earlier, new: false) : .differentAnswer(earlier)
-            case .dismissed: return .dismissed(prompt)
-            case .cancelled: return .cancelled(prompt)
-            case .open: break
-            }
-            guard now >= prompt.scheduledAt else { return .notDue(prompt) }
-            guard now < prompt.expiresAt else { return .expired(prompt) }
-            prompt.status = TaskRules.Status.responded.rawValue
-            prompt.respondedAt = now
-            prompt.notifyAt = nil
-            try db.cachedStatement(sql: "UPDATE prompt SET status = ?, responded_at = ?, notify_at = NULL WHERE id = ?")
-                .execute(binding: prompt.status, now.stored, prompt.id)
-            try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
-            let checkIn = try Self.record(
-                answer,
-                taskID: prompt.taskID,
-                user: user,
-                prompt: prompt,
-                clientRequestID: nil,
-                localDate: prompt.localDate,
-                timeOfDay: prompt.timeOfDay,
-                now: now,
-                in: db
-            )
-            return .answered(prompt, checkIn, new: true)
-        }
-    }
-
-    enum DismissOutcome: Sendable {
-        /// Dismissed now or before.
-        case dismissed(PromptRecord)
-        case responded(PromptRecord)
-        case expired(PromptRecord)
-        case cancelled(PromptRecord)
-        case missing
-    }
-
-    /// Dismisses an open prompt (scheduled or due): it is not pushed or answered any more.
-    func dismiss(promptID: String, user: String, now: Date) async throws -> DismissOutcome {
-        try await self.base.write { db in
-            guard
-                var prompt = try Self.prompt(promptID, user: user, in: db)
-            else { return .missing }
-            switch prompt.promptStatus {
-            case .dismissed: return .dismissed(prompt)
-            case .responded: return .responded(prompt)
-            case .cancelled: return .cancelled(prompt)
-            case .open: break
-            }
-            guard now < prompt.expiresAt else { return .expired(prompt) }
-            prompt.status = TaskRules.Status.dismissed.rawValue
-            prompt.dismissedAt = now
-            prompt.notifyAt = nil
-            try prompt.update(db, columns: ["status", "dismissed_at", "notify_at"])
-            try Outbox.withdraw(id: Self.pushID(prompt.id), in: db)
-            return .dismissed(prompt)
-        }
-    }
-
     // MARK: Helpers
 
     /// Stores a check-in and, in the same transaction, the activity forwarded to safety.
@@ -414,7 +255,7 @@ struct TaskStore: Sendable {
     }
 
     /// A task's prompts in time order.
-    private static func prompts(ofTask taskID: String, in db: Database) throws -> [PromptRecord] {
+    static func prompts(ofTask taskID: String, in db: Database) throws -> [PromptRecord] {
         try PromptRecord.fetchAll(
             db.cachedStatement(sql: "SELECT * FROM prompt WHERE task_id = ? ORDER BY scheduled_at, id"),
             arguments: [taskID]
@@ -422,7 +263,7 @@ struct TaskStore: Sendable {
     }
 
     /// `user`'s prompt `id`, if there is one.
-    private static func prompt(_ id: String, user: String, in db: Database) throws -> PromptRecord? {
+    static func prompt(_ id: String, user: String, in db: Database) throws -> PromptRecord? {
         try PromptRecord.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM prompt WHERE id = ? AND user_id = ?"),
             arguments: [id, user]
@@ -447,7 +288,7 @@ struct TaskStore: Sendable {
         return stored
     }
 
-    private static func newID() -> String { UUID().uuidString.lowercased() }
+    static func newID() -> String { UUID().uuidString.lowercased() }
 
     /// The outbox id of a prompt's "check-in due" push (one per prompt).
     static func pushID(_ promptID: String) -> String { "tasks.prompt.\(promptID)" }
