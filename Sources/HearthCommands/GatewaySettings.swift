@@ -35,6 +35,15 @@ struct GatewaySettings: ParsableArguments {
     @Option(help: "Calls each user may have in flight at once (one user's slow calls cannot fill a replica's 1,024).")
     var maxInFlight = 100
 
+    @Option(help: "Open connections one IP address may hold; one more is refused (RESOURCE_EXHAUSTED).")
+    var maxConnectionsPerAddress = 256
+
+    @Option(
+        help:
+            "Close a connection that has completed no authenticated call this long after it opened (health checks do not count)."
+    )
+    var authenticationWindow = DurationArgument(.seconds(10))
+
     @Option(help: "Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x).")
     var eddsaPublicKey: String?
 
@@ -63,6 +72,12 @@ struct GatewaySettings: ParsableArguments {
             throw ValidationError("--rate-limit must be positive and --burst at least 1")
         }
         guard self.maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be at least 1") }
+        guard self.maxConnectionsPerAddress >= 1 else {
+            throw ValidationError("--max-connections-per-address must be at least 1")
+        }
+        guard self.authenticationWindow.duration > .zero else {
+            throw ValidationError("--authentication-window must be longer than 0")
+        }
         return Gateway.Configuration(
             routes: routes,
             internalCredential: internalCredential,

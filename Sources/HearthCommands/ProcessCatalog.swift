@@ -235,13 +235,19 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             group: gatewayLoops,
             logger: logger
         )
+        var configuration = ServerConfiguration(
+            host: settings.host,
+            port: settings.port,
+            maxFrameSize: name.maxFrameSize,
+            connectionSetup: settings.gatewayTLS
+        )
+        // The public edge: no host takes every slot, nor holds one without authenticating.
+        configuration.maxConnectionsPerAddress = settings.gateway.maxConnectionsPerAddress
+        configuration.authenticationWindow = .nanoseconds(
+            Int64(settings.gateway.authenticationWindow.seconds * 1e9)
+        )
         let server = RPCServer(
-            configuration: ServerConfiguration(
-                host: settings.host,
-                port: settings.port,
-                maxFrameSize: name.maxFrameSize,
-                connectionSetup: settings.gatewayTLS
-            ),
+            configuration: configuration,
             services: [],
             forwarder: gateway,
             // The gateway's own methods (health); the gateway counts what it forwards.

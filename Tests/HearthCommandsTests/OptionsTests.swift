@@ -204,4 +204,23 @@ struct OptionsTests {
             try GatewaySettings.parse(["--max-in-flight", "0"]).configuration(internalCredential: "secret")
         }
     }
+
+    @Test(
+        "the gateway's edge: 256 connections an address and 10 s to authenticate unless told; at least 1 and more than 0"
+    )
+    func gatewayEdge() throws {
+        let defaults = try GatewaySettings.parse([])
+        #expect(defaults.maxConnectionsPerAddress == 256)
+        #expect(defaults.authenticationWindow.duration == .seconds(10))
+        let one = try GatewaySettings.parse(["--max-connections-per-address", "1", "--authentication-window", "1ms"])
+        #expect(throws: Never.self) { try one.configuration(internalCredential: "secret") }
+        #expect(throws: ValidationError.self) {
+            try GatewaySettings.parse(["--max-connections-per-address", "0"]).configuration(
+                internalCredential: "secret"
+            )
+        }
+        #expect(throws: ValidationError.self) {
+            try GatewaySettings.parse(["--authentication-window", "0s"]).configuration(internalCredential: "secret")
+        }
+    }
 }

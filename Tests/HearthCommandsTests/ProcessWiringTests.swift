@@ -5,6 +5,7 @@ import HearthPush
 import HearthRPC
 import HearthTestSupport
 import Logging
+import NIOCore
 import Testing
 
 @testable import HearthCommandLine
@@ -31,19 +32,7 @@ struct ProcessWiringTests {
                 try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
                 var logger = Logger(label: "test")
                 logger.logLevel = .critical
-                let settings = ProcessSettings(
-                    host: "127.0.0.1",
-                    port: 0,
-                    dataDirectory: data,
-                    secrets: Secrets(internalCredential: "test-internal-credential"),
-                    gateway: try GatewaySettings.parse([]),
-                    peers: try PeerOptions.parse([]),
-                    mail: try MailOptions.parse([]),
-                    gatewayTLS: nil,
-                    pushSender: LogPushSender(logger: logger),
-                    logger: logger
-                )
-                let process = try await makeProcess(name, settings: settings)
+                let process = try await makeProcess(name, settings: try Self.settings(data: data, logger: logger))
                 return (process, process.companions.compactMap { $0 as? DueTimeScheduler })
             }
             let count = try await freshProcess(0).1.count
@@ -56,5 +45,43 @@ struct ProcessWiringTests {
                 #expect(process.server.health.status(of: "") == .notServing, "\(name): scheduler \(index) not heard")
             }
         }
+    }
+
+    @Test(
+        "the gateway's server caps connections per address and gives each 10 s to authenticate; a service's does neither"
+    )
+    func edgeLimits() async throws {
+        try await withScratchFolder("hearth-wiring") { folder in
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            func configuration(of name: ProcessName) async throws -> ServerConfiguration {
+                try await makeProcess(name, settings: try Self.settings(data: folder, logger: logger)).server
+                    .configuration
+            }
+            let gateway = try await configuration(of: .gateway)
+            #expect(gateway.maxConnectionsPerAddress == 256)
+            #expect(gateway.authenticationWindow == .seconds(10))
+            let echo = try await configuration(of: .echo)
+            #expect(echo.maxConnectionsPerAddress == nil && echo.authenticationWindow == nil)
+        }
+    }
+
+    /// A process's settings as `hearth serve` gives them by default, its store under `data`.
+    static func settings(data: URL, logger: Logger) throws -> ProcessSettings {
+        ProcessSettings(
+            host: "127.0.0.1",
+            port: 0,
+            dataDirectory: data,
+            secrets: Secrets(
+                internalCredential: "test-internal-credential",
+                jwtSecret: String(repeating: "k", count: 32)
+            ),
+            gateway: try GatewaySettings.parse([]),
+            peers: try PeerOptions.parse([]),
+            mail: try MailOptions.parse([]),
+            gatewayTLS: nil,
+            pushSender: LogPushSender(logger: logger),
+            logger: logger
+        )
     }
 }

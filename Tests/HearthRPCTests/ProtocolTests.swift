@@ -360,6 +360,38 @@ struct ProtocolTests {
         }
     }
 
+    @Test(
+        "connections from one address: the cap passes, one more gets GOAWAY RESOURCE_EXHAUSTED; other addresses go on"
+    )
+    func perAddressCap() async throws {
+        var configuration = ServerConfiguration()
+        configuration.maxConnectionsPerAddress = 2
+        try await withTestServer(configuration: configuration) { _, port in
+            let first = try await RawConnection.connect(port: port)
+            let second = try await RawConnection.connect(port: port)
+            for connection in [first, second] {
+                try await connection.send(.control(.ping, 1))
+                #expect(try await connection.waitFor { $0.kind == .pong } != nil)
+            }
+            let third = try await RawConnection.connect(port: port)
+            let goAway = try #require(try await third.waitFor { $0.kind == .goaway })
+            #expect(goAway.status.code == .resourceExhausted)
+            #expect(goAway.status.message.contains("from 127.0.0.1 (limit 2)"), "\(goAway.status.message)")
+            #expect(try await third.waitUntilClosed())
+
+            // Another host is not refused for this one's connections.
+            let other = try await RawConnection.connect(port: port, from: "127.0.0.2")
+            try await other.send(.control(.ping, 2))
+            #expect(try await other.waitFor { $0.kind == .pong } != nil)
+
+            // Closing one makes room again for its address.
+            await first.close()
+            try await eventually("a new connection from 127.0.0.1 is admitted") { await Self.admits(port: port) }
+            await second.close()
+            await other.close()
+        }
+    }
+
     @Test("connections: the limit passes, one more gets GOAWAY RESOURCE_EXHAUSTED")
     func connectionLimitBoundary() async throws {
         try await withTestServer(configuration: ServerConfiguration(maxConnections: 2)) { _, port in
@@ -377,15 +409,7 @@ struct ProtocolTests {
 
             // Closing one makes room again.
             await first.close()
-            try await eventually("a new connection is admitted") {
-                let next = try await RawConnection.connect(port: port)
-                let admitted = try? await {
-                    try await next.send(.control(.ping, 5))
-                    return try await next.waitFor(within: .milliseconds(200)) { $0.kind == .pong } != nil
-                }()
-                await next.close()
-                return admitted == true
-            }
+            try await eventually("a new connection is admitted") { await Self.admits(port: port) }
             await second.close()
         }
     }
@@ -514,5 +538,17 @@ struct ProtocolTests {
             try? await connection.channel.close()
         }
         await server.close()
+    }
+
+    /// Whether a new connection to `port` is served (a PING answered) rather than refused.
+    static func admits(port: Int) async -> Bool {
+        guard let next = try? await RawConnection.connect(port: port) else { return false }
+        // Served: a PONG; refused: GOAWAY and a close (either comes at once; 5 s bound the wait).
+        let admitted = try? await {
+            try await next.send(.control(.ping, 5))
+            return try await next.waitFor(within: .seconds(5)) { $0.kind == .pong || $0.kind == .goaway }?.kind == .pong
+        }()
+        await next.close()
+        return admitted == true
     }
 }

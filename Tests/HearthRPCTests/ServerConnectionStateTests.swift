@@ -114,4 +114,26 @@ struct ServerConnectionStateTests {
         #expect(state.callEnded(callsInFlight: 0) == .none)
         #expect(state.protocolError(.resourceExhausted, "again") == .none)
     }
+
+    @Test("the authentication window closes a connection no call has authenticated on, and no other")
+    func authenticationWindow() {
+        var silent = ServerConnectionState()
+        #expect(
+            silent.authenticationWindowEnded(.seconds(10))
+                == .close(
+                    .protocolError(
+                        .unauthenticated,
+                        "no authenticated call within \(TimeAmount.seconds(10)) of connecting"
+                    )
+                )
+        )
+        #expect(!silent.readsFrames)
+        var authenticated = ServerConnectionState()
+        authenticated.callAuthenticated()
+        #expect(authenticated.authenticationWindowEnded(.seconds(10)) == .none)
+        #expect(authenticated.admit() == .take)
+        var closed = ServerConnectionState()
+        _ = closed.protocolError(.invalidArgument, "bad")
+        #expect(closed.authenticationWindowEnded(.seconds(10)) == .none, "closing already")
+    }
 }

@@ -13,6 +13,9 @@ import Testing
 @Suite("Server connection timers on a test clock")
 struct ServerConnectionTimerTests {
     static let waits = "hearth.test.v1.Test/Wait"
+    static let answers = "hearth.test.v1.Test/Answer"
+    static let refuses = "hearth.test.v1.Test/Refuse"
+    static let health = "hearth.health.v1.Health/Check"
 
     /// One connection with a method that waits until it is cancelled.
     final class Connection {
@@ -35,11 +38,16 @@ struct ServerConnectionTimerTests {
                 cancelled.value.wrappingAdd(1, ordering: .relaxed)
                 throw CancellationError()
             }
+            let answer: RawHandler = { payload, _ in payload }
+            let refuse: RawHandler = { _, _ in throw RPCError(.unauthenticated, "bad token") }
             try self.channel.pipeline.syncOperations.addServerConnectionHandlers(
                 router: MethodRouter(
-                    handlers: [ServerConnectionTimerTests.waits: wait],
+                    handlers: [
+                        ServerConnectionTimerTests.waits: wait, ServerConnectionTimerTests.answers: answer,
+                        ServerConnectionTimerTests.refuses: refuse, ServerConnectionTimerTests.health: answer,
+                    ],
                     forwarder: nil,
-                    publicMethods: [],
+                    publicMethods: [ServerConnectionTimerTests.health],
                     credential: nil
                 ),
                 configuration: configuration,
@@ -55,9 +63,11 @@ struct ServerConnectionTimerTests {
             self.loop.run()
         }
 
-        func request(_ callID: UInt64, timeoutMs: UInt32 = 0) throws {
+        func request(_ callID: UInt64, _ method: String = ServerConnectionTimerTests.waits, timeoutMs: UInt32 = 0)
+            throws
+        {
             var frame = WireFrame.control(.request, callID)
-            frame.method = ServerConnectionTimerTests.waits
+            frame.method = method
             frame.timeoutMs = timeoutMs
             try self.send(frame)
         }
@@ -159,5 +169,40 @@ struct ServerConnectionTimerTests {
         #expect(connection.isOpen)
         try connection.send(.control(.pong, 0))
         #expect(!connection.isOpen)
+    }
+
+    @Test(
+        "no authenticated call within the window: GOAWAY UNAUTHENTICATED at that moment; PINGs, health checks and refused calls do not count"
+    )
+    func unauthenticatedClosed() throws {
+        var configuration = ServerConfiguration()
+        configuration.authenticationWindow = .seconds(10)
+        let connection = try Connection(configuration)
+        try connection.send(.control(.ping, 1))
+        try connection.request(2, ServerConnectionTimerTests.health)
+        try connection.request(3, ServerConnectionTimerTests.refuses)
+        connection.loop.advanceTime(by: .seconds(9))
+        try connection.send(.control(.ping, 4))
+        let before = try connection.written()
+        #expect(before.map(\.kind) == [.pong, .response, .response, .pong])
+        connection.loop.advanceTime(by: .seconds(1) - .milliseconds(1))
+        #expect(connection.isOpen)
+        connection.loop.advanceTime(by: .milliseconds(1))
+        let goAway = try #require(try connection.written().first)
+        #expect(goAway.kind == .goaway && goAway.status.code == .unauthenticated)
+        #expect(!connection.isOpen)
+    }
+
+    @Test("one authenticated call within the window keeps the connection, however long it then stays")
+    func authenticatedKept() throws {
+        var configuration = ServerConfiguration()
+        configuration.authenticationWindow = .seconds(10)
+        let connection = try Connection(configuration)
+        connection.loop.advanceTime(by: .seconds(10) - .milliseconds(1))
+        try connection.request(1, ServerConnectionTimerTests.answers)
+        #expect(try connection.written().map(\.kind) == [.response])
+        connection.loop.advanceTime(by: .seconds(60))
+        let later = try connection.written()
+        #expect(connection.isOpen && later.isEmpty)
     }
 }

@@ -42,6 +42,10 @@ struct MethodRouter: Sendable {
         self.credential = credential.map { Array($0.utf8) }
     }
 
+    /// Whether anyone may call `method` without credentials (a health check): such a call
+    /// proves nothing about who is calling.
+    func isPublic(_ method: String) -> Bool { self.publicMethods.contains(method) }
+
     /// What serves `method` called with `metadata`, or the error to answer instead.
     func route(for method: String, metadata: Metadata) -> Result<Route, RPCError> {
         if let credential = self.credential, !self.publicMethods.contains(method) {

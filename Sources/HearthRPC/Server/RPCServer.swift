@@ -12,6 +12,8 @@ public final class RPCServer: Service, Sendable {
     private struct State {
         var listener: (any Channel)?
         var connections: [ObjectIdentifier: any Channel] = [:]
+        /// Open connections by the peer's IP address (when there is a per-address cap).
+        var perAddress: [String: Int] = [:]
         var shuttingDown = false
         var listenerClosed = false
     }
@@ -199,16 +201,33 @@ public final class RPCServer: Service, Sendable {
     }
 
     private func initialize(connection channel: any Channel) -> EventLoopFuture<Void> {
-        let admitted = self.state.withLock { state -> Bool in
-            guard !state.shuttingDown, state.connections.count < self.configuration.maxConnections else { return false }
+        let cap = self.configuration.maxConnectionsPerAddress
+        let address = cap.map { _ in channel.remoteAddress?.ipAddress ?? "unknown" }
+        let refusal = self.state.withLock { state -> RPCError? in
+            if state.shuttingDown { return RPCError(.unavailable, "server is shutting down") }
+            guard state.connections.count < self.configuration.maxConnections else {
+                return RPCError(.resourceExhausted, "too many connections (limit \(self.configuration.maxConnections))")
+            }
+            if let cap, let address {
+                guard state.perAddress[address, default: 0] < cap else {
+                    return RPCError(.resourceExhausted, "too many connections from \(address) (limit \(cap))")
+                }
+                state.perAddress[address, default: 0] += 1
+            }
             state.connections[ObjectIdentifier(channel)] = channel
-            return true
+            return nil
         }
-        guard admitted else {
-            return self.refuse(channel)
+        if let refusal {
+            return self.refuse(channel, refusal)
         }
         channel.closeFuture.whenComplete { _ in
-            self.state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+            self.state.withLock { state in
+                _ = state.connections.removeValue(forKey: ObjectIdentifier(channel))
+                if let address {
+                    state.perAddress[address, default: 1] -= 1
+                    if state.perAddress[address] == 0 { state.perAddress[address] = nil }
+                }
+            }
             self.finishIfStopped()
         }
         return channel.eventLoop.makeCompletedFuture {
@@ -224,14 +243,10 @@ public final class RPCServer: Service, Sendable {
         }
     }
 
-    /// Over the connection limit (or shutting down): GOAWAY with the reason, then close.
-    private func refuse(_ channel: any Channel) -> EventLoopFuture<Void> {
+    /// Over a connection limit (or shutting down): GOAWAY with the reason, then close.
+    private func refuse(_ channel: any Channel, _ reason: RPCError) -> EventLoopFuture<Void> {
         var frame = WireFrame()
         frame.kind = .goaway
-        let reason =
-            self.state.withLock(\.shuttingDown)
-            ? RPCError(.unavailable, "server is shutting down")
-            : RPCError(.resourceExhausted, "too many connections (limit \(self.configuration.maxConnections))")
         frame.status = reason.wireStatus
         if let buffer = try? channel.allocator.buffer(framing: frame) {
             channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }

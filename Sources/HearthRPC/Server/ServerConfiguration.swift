@@ -27,6 +27,14 @@ public struct ServerConfiguration: Sendable {
     public var maxConcurrentCallsPerConnection: Int
     /// Open connections; one more gets GOAWAY and is closed.
     public var maxConnections: Int
+    /// Open connections from one IP address; one more gets GOAWAY (RESOURCE_EXHAUSTED) and is
+    /// closed, so that one host cannot take every slot. Nil: no such cap (the services, which
+    /// only the gateway and their peers reach).
+    public var maxConnectionsPerAddress: Int?
+    /// A connection that has not completed an authenticated call this long after it opened gets
+    /// GOAWAY (UNAUTHENTICATED) and is closed; health checks do not count. Nil: no such window
+    /// (the services, whose callers authenticate every call with the internal credential).
+    public var authenticationWindow: TimeAmount?
     /// A connection with no traffic and no call in flight this long gets GOAWAY and is closed.
     public var idleTimeout: TimeAmount
     /// After a graceful shutdown begins, how long in-flight calls may still run.

@@ -73,7 +73,11 @@ extension ServerConnectionHandler {
         let loop = context.eventLoop
         let generation = self.nextGeneration
         self.nextGeneration &+= 1
-        self.calls[callID] = InFlightCall(generation: generation)
+        self.calls[callID] = InFlightCall(
+            generation: generation,
+            mayAuthenticate: self.configuration.authenticationWindow != nil && !self.lifecycle.authenticated
+                && !self.router.isPublic(frame.method)
+        )
         if let deadline {
             self.addDeadline(deadline, for: CallKey(callID: callID, generation: generation))
         }
@@ -124,9 +128,17 @@ extension ServerConnectionHandler {
         self.unfinishedCalls -= 1
         // Gone when the deadline passed or the caller cancelled (the id may even be in use by
         // a newer call): no second answer.
-        guard self.removeCall(callID, generation: generation) != nil else { return }
+        guard let call = self.removeCall(callID, generation: generation) else { return }
+        if call.mayAuthenticate, !Self.failedAuthentication(result) { self.lifecycle.callAuthenticated() }
         self.respond(callID, result)
         self.perform(self.lifecycle.callEnded(callsInFlight: self.calls.count))
+    }
+
+    /// Whether a call was refused for who is calling (or what they may do).
+    static func failedAuthentication(_ result: Result<Data, any Error>) -> Bool {
+        guard case .failure(let error) = result else { return false }
+        let code = RPCError(answering: error).code
+        return code == .unauthenticated || code == .permissionDenied
     }
 
     func addDeadline(_ deadline: NIODeadline, for key: CallKey) {

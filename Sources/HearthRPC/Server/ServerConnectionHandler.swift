@@ -38,6 +38,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         /// Tells this call from a later one that reuses its call_id.
         var generation: UInt64
         var work: Work?
+        /// Whether its completion would prove who is calling, while the connection's
+        /// authentication window still waits for that (a health check proves nothing).
+        var mayAuthenticate = false
     }
 
     /// What runs a call: its handler's task, or the call its forwarder sent on.
@@ -115,6 +118,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.peer = context.channel.remoteAddress?.description ?? "unknown"
         self.lastActivity = context.eventLoop.now
         self.scheduleIdleCheck(at: self.lastActivity + self.configuration.idleTimeout)
+        if let window = self.configuration.authenticationWindow {
+            let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: window) {
+                this.value.perform(this.value.lifecycle.authenticationWindowEnded(window))
+            }
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

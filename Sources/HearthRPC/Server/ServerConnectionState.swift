@@ -49,6 +49,8 @@ struct ServerConnectionState {
     }
 
     private(set) var state = State.serving(idleGoAwaySent: false)
+    /// Whether a call that proves who is calling (not a health check) has completed.
+    private(set) var authenticated = false
 
     /// Whether frames that arrive are read at all.
     var readsFrames: Bool { self.state != .closing }
@@ -123,6 +125,22 @@ struct ServerConnectionState {
     mutating func idleGraceEnded(callsInFlight: Int) -> Action {
         self.stopTakingCalls()
         return self.closeIfDrained(callsInFlight: callsInFlight)
+    }
+
+    // MARK: Authentication
+
+    /// A call that proves who is calling completed: it passed authentication (whatever its
+    /// answer then was).
+    mutating func callAuthenticated() {
+        self.authenticated = true
+    }
+
+    /// The connection has been open for the configured window: closed unless a call proved who
+    /// is calling (a host must not hold slots with connections that never authenticate).
+    mutating func authenticationWindowEnded(_ window: TimeAmount) -> Action {
+        guard !self.authenticated, self.state != .closing else { return .none }
+        self.state = .closing
+        return .close(.protocolError(.unauthenticated, "no authenticated call within \(window) of connecting"))
     }
 
     // MARK: Errors

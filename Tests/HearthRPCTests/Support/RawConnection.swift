@@ -16,9 +16,14 @@ final class RawConnection: Sendable {
         self.received = received
     }
 
-    static func connect(port: Int) async throws -> RawConnection {
+    /// Connects to `port` on 127.0.0.1, from `source` (another loopback address: 127.0.0.2,
+    /// ...) when given.
+    static func connect(port: Int, from source: String? = nil) async throws -> RawConnection {
         let collector = Collector()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let channel =
+            try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
