@@ -43,6 +43,9 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
     @Option(help: "A log to verify instead of writing.")
     var verify: String?
 
+    @Option(help: "The deadline of each call (a write, or a read of the check).")
+    var callTimeout = DurationArgument(.seconds(2))
+
     struct Entry: Codable {
         /// Seconds since the Unix epoch, when the call began.
         var t: Double
@@ -77,7 +80,7 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         let token = try await signer.token(
             for: HearthClaims(subject: user, issuedAt: now, expiresAt: now.addingTimeInterval(3600))
         )
-        return CallOptions(timeout: .seconds(2), metadata: ["authorization": "Bearer \(token)"])
+        return CallOptions(timeout: self.callTimeout.duration, metadata: ["authorization": "Bearer \(token)"])
     }
 
     private func write(to path: String, client: RPCClient, signer: TokenSigner) async throws {
@@ -160,7 +163,7 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         let acknowledged = Dictionary(grouping: entries.filter(\.ok), by: \.user).mapValues { Set($0.compactMap(\.id)) }
         var missing = 0
         for (user, ids) in acknowledged {
-            let stored = try await Self.retryingUnavailable {
+            let stored = try await Self.retryingUnanswered {
                 try await client.call(
                     "hearth.tasks.v1.Activities/ListActivities",
                     Hearth_Tasks_V1_ListActivitiesRequest(),
@@ -175,15 +178,18 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         if missing > 0 { throw ExitCode(1) }
     }
 
-    /// Runs `read` again while it fails with UNAVAILABLE, for at most 15 s: the check reads what
-    /// was stored, and the gateway may still be reconnecting to the service restarted last
-    /// (its backoff), which is no verdict on the data.
-    private static func retryingUnavailable<T>(_ read: () async throws -> T) async throws -> T {
-        let deadline = ContinuousClock.now + .seconds(15)
+    /// Runs `read` again while it fails with UNAVAILABLE or DEADLINE_EXCEEDED, for at most 60 s:
+    /// the check reads what was stored, and the gateway may still be reconnecting to the service
+    /// restarted last (its backoff), or a loaded machine answer late, which is no verdict on the
+    /// data.
+    private static func retryingUnanswered<T>(_ read: () async throws -> T) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(60)
         while true {
             do {
                 return try await read()
-            } catch let error as RPCError where error.code == .unavailable && ContinuousClock.now < deadline {
+            } catch let error as RPCError
+                where [.unavailable, .deadlineExceeded].contains(error.code) && ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }

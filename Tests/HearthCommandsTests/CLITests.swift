@@ -182,6 +182,8 @@ struct CLITests {
                 "2",
                 "--warmup",
                 "0s",
+                "--timeout",
+                Self.patience,
                 "--json",
                 report.path,
                 "hearth.echo.v1.Echo/Echo",

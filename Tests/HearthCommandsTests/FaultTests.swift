@@ -15,6 +15,9 @@ struct FaultTests {
         // Two writers: enough to have calls in flight at each kill, light enough not to slow
         // the tests that run beside it.
         environment["FAULT_WRITERS"] = "2"
+        // A call that should succeed is not failed by a loaded machine's pauses (the gateway's
+        // 15 s route timeout still names a hung service DEADLINE_EXCEEDED).
+        environment["FAULT_CALL_TIMEOUT"] = "30s"
         let run = try await runProcess(
             URL(fileURLWithPath: "/bin/bash"),
             [repositoryRoot.appendingPathComponent("scripts/faults").path, "3", "8"],

@@ -22,7 +22,7 @@ struct BackendLoopTests {
             host: "127.0.0.1",
             port: try await backend.port,
             connections: 1,
-            connectTimeout: .seconds(2),
+            connectTimeout: .seconds(30),
             policy: EjectionPolicy(),
             loops: loops
         )
@@ -139,7 +139,7 @@ struct BackendLoopTests {
             host: "127.0.0.1",
             port: try await backend.port,
             connections: 1,
-            connectTimeout: .seconds(2),
+            connectTimeout: .seconds(30),
             policy: policy,
             loops: [loop]
         )
@@ -160,8 +160,9 @@ struct BackendLoopTests {
                 payload: try hold.serializedData(),
                 metadata: [TrustedMetadata.credential: credential],
                 // Long enough to be sent on a loaded machine (one that passes before the call
-                // goes out is no unanswered call), short against the 30 s between checks.
-                deadline: .now() + .seconds(1)
+                // goes out is no unanswered call, and starts no check); short against the 60 s
+                // the replica takes, and the three (15 s) against the 30 s between checks.
+                deadline: .now() + .seconds(5)
             )
             let error = await #expect(throws: RPCError.self) {
                 _ = try await pool.startOnReplica(request, on: loop).value

@@ -34,8 +34,8 @@ final class Events: Sendable {
 
 /// Reports which replica served a call and what reached it: the user id and metadata keys.
 /// `Hold` sleeps `sleep_ms` and records when it starts and when it is cancelled. `Stubborn`
-/// records when it starts and runs until the test records `open:<text>` (10 s at most),
-/// whatever becomes of its call.
+/// records when it starts and runs until the test records `open:<text>` (60 s at most: a
+/// loaded CI machine can stall a test for over 10), whatever becomes of its call.
 struct ProbeService: RPCService {
     static let method = "hearth.probe.v1.Probe/Who"
     static let hold = "hearth.probe.v1.Probe/Hold"
@@ -67,7 +67,7 @@ struct ProbeService: RPCService {
             },
             .unary(Self.stubborn) { (request: Hearth_Echo_V1_EchoRequest, _) in
                 self.events.record("started:\(request.text)")
-                let end = ContinuousClock.now + .seconds(10)
+                let end = ContinuousClock.now + .seconds(60)
                 while !self.events.contains("open:\(request.text)"), ContinuousClock.now < end {
                     await sleepIgnoringCancellation(.milliseconds(2))
                 }
@@ -186,14 +186,15 @@ struct GatewayHarness {
     /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
     /// `unservedPorts` are further backends of the same routes that no replica serves.
     /// `backendConnections`: the calls each replica takes on a connection, and the extra
-    /// connections the gateway may open to it from a loop.
+    /// connections the gateway may open to it from a loop. `connectTimeout`: long, as a connect
+    /// to a live loopback replica may be kept off a loaded CI machine's CPUs for seconds.
     static func run(
         replicas replicaCount: Int = 2,
         limits: RateLimiter.Limits = RateLimiter.Limits(),
         ejection: EjectionPolicy = EjectionPolicy(),
         routeTimeout: Duration = .seconds(15),
         eddsaPublicKey: String? = nil,
-        connectTimeout: Duration = .seconds(2),
+        connectTimeout: Duration = .seconds(30),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
         internalMethods: Set<String> = [],

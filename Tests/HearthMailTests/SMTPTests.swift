@@ -135,19 +135,20 @@ struct SMTPTests {
 
     @Test("the answer to a message's content is waited for as long as RFC 5321 says (10 min), not 30 s like the rest")
     func slowContentReply() async throws {
-        // A content filter takes 2.5 s; every other reply may take 2 s here.
-        let filtering = try await SMTPSink(arguments: ["--content-reply-delay", "2.5"])
+        // A content filter takes 8 s; every other reply may take 5 s here. (Margins of seconds
+        // either way: a loaded machine may keep either side from a CPU for a while.)
+        let filtering = try await SMTPSink(arguments: ["--content-reply-delay", "8"])
         var configuration = SMTPConfiguration(
             host: "127.0.0.1",
             port: filtering.port,
             security: .none,
-            timeout: .seconds(2)
+            timeout: .seconds(5)
         )
         #expect(configuration.contentReplyTimeout == .minutes(10))
         #expect(await Self.failure(sendingTo: filtering.port, configuration: configuration) == nil)
         #expect(try filtering.messages().count == 1)
         // Waiting less gives up on a message that arrives all the same: sent twice.
-        configuration.contentReplyTimeout = .seconds(2)
+        configuration.contentReplyTimeout = .seconds(1)
         let impatient = try #require(await Self.failure(sendingTo: filtering.port, configuration: configuration))
         #expect(impatient.mayHaveDelivered && impatient.message.contains("no reply within"), "\(impatient)")
         try await eventually("the server took it all the same") { try filtering.messages().count == 2 }

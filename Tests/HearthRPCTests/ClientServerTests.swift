@@ -121,7 +121,7 @@ struct ClientServerTests {
             let call = Task {
                 try await client.callRaw(
                     "hearth.test.v1.Test/Observed",
-                    payload: echoRequest(text: "t", sleepMs: 10_000).serializedData()
+                    payload: echoRequest(text: "t", sleepMs: 60_000).serializedData()
                 )
             }
             try await eventually("the handler started") { signals.contains("started:t") }
@@ -143,7 +143,7 @@ struct ClientServerTests {
         let inFlight = Task {
             try await client.call(
                 "hearth.test.v1.Test/Observed",
-                echoRequest(text: "lost", sleepMs: 10_000),
+                echoRequest(text: "lost", sleepMs: 60_000),
                 as: Hearth_Echo_V1_EchoResponse.self
             )
         }
@@ -210,8 +210,9 @@ struct ClientServerTests {
     @Test("after the server closes an idle connection, the next call goes out on a new one")
     func reconnectAfterIdleGoAway() async throws {
         // Long enough that a fresh connection is not itself idle before its first call goes out
-        // (the client sends it from the connect's completion, on the event loop).
-        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(1))) { _, port in
+        // (the client sends it from the connect's completion, on the event loop), even on a
+        // loaded machine.
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(5))) { _, port in
             let client = makeClient(port: port)
             let echo = EchoClient(client: client)
             #expect(try await echo.echo(echoRequest(text: "first")).text == "first")

@@ -318,7 +318,7 @@ struct ProtocolTests {
         try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
             let connection = try await RawConnection.connect(port: port)
             try await connection.send(
-                .request(7, "hearth.test.v1.Test/Observed", echoRequest(text: "c", sleepMs: 10_000))
+                .request(7, "hearth.test.v1.Test/Observed", echoRequest(text: "c", sleepMs: 60_000))
             )
             try await eventually("the handler started") { signals.contains("started:c") }
             try await connection.send(.control(.cancel, 7))
@@ -464,7 +464,7 @@ struct ProtocolTests {
         configuration.drainTimeout = .milliseconds(300)
         try await self.withCallInFlight("held", configuration: configuration) { server, connection, signals in
             server.beginShutdown()
-            let answer = try #require(try await connection.waitFor(within: .seconds(10)) { $0.isResponse(to: 1) })
+            let answer = try #require(try await connection.waitFor(within: .seconds(30)) { $0.isResponse(to: 1) })
             #expect(answer.status.code == .unavailable)
             #expect(answer.status.message.contains("stopped before the call finished"))
             #expect(try await connection.waitUntilClosed())
@@ -495,7 +495,7 @@ struct ProtocolTests {
             #expect(ping.callID == 0)
             // Sent as if before the GOAWAY had been read.
             try await connection.send(.request(1, self.echo, echoRequest(text: "crossing")))
-            let answer = try #require(try await connection.waitFor(within: .seconds(5)) { $0.isResponse(to: 1) })
+            let answer = try #require(try await connection.waitFor(within: .seconds(30)) { $0.isResponse(to: 1) })
             #expect(answer.status.code == .unavailable)
             #expect(answer.metadata.contains { $0.key == TrustedMetadata.notRun }, "marked as not run")
             #expect(!connection.isClosed)
@@ -530,7 +530,7 @@ struct ProtocolTests {
         for (method, notRun) in [("hearth.test.v1.Test/NotRun", true), ("hearth.test.v1.Test/Ran", false)] {
             let connection = try await RPCConnection.connect(host: "127.0.0.1", port: server.port).get()
             do {
-                _ = try await connection.call(method: method, payload: Data(), timeout: .seconds(5))
+                _ = try await connection.call(method: method, payload: Data(), timeout: .seconds(30))
                 Issue.record("\(method) succeeded")
             } catch let error as RPCError {
                 #expect(error.code == .unavailable && error.wasNeverSent == notRun, "\(method): \(error)")

@@ -40,7 +40,7 @@ struct DeliveryFaultTests {
             // An hour later, kai's 1 h warning goes out while that email still waits.
             system.clock.set(t0 + 25 * hour)
             system.service.decider.wake()
-            try await eventually("kai's 1 h warning", within: .seconds(10)) { try system.pushes().count == 5 }
+            try await eventually("kai's 1 h warning") { try system.pushes().count == 5 }
             let stuck = try await system.status("mei").emails
             #expect(stuck.map(\.state) == [.pending] && stuck.map(\.attempts) == [1], "still under way")
 
@@ -73,7 +73,7 @@ struct DeliveryFaultTests {
             // still waits (the client waits 30 s for an answer), and hers is not sent again.
             system.clock.set(t0 + 25 * hour)
             system.service.decider.wake()
-            try await eventually("kai's alert", within: .seconds(10)) { try hanging.messages().count == 2 }
+            try await eventually("kai's alert") { try hanging.messages().count == 2 }
             let kai = try hanging.messages().last?["rcpt_tos"] as? [String]
             #expect(kai == ["brother@example.com"])
             let mei = try await system.status("mei").emails
@@ -100,7 +100,7 @@ struct DeliveryFaultTests {
             // counted against hers (hers is under way, not due), and goes out at once.
             system.clock.set(t0 + 24 * hour + 60)
             system.service.decider.wake()
-            try await eventually("kai's alert", within: .seconds(10)) { try hanging.messages().count == 2 }
+            try await eventually("kai's alert") { try hanging.messages().count == 2 }
             #expect(try hanging.messages().last?["rcpt_tos"] as? [String] == ["brother@example.com"])
             hanging.stop()
         }
