@@ -224,7 +224,10 @@ struct ClientServerTests {
 
     @Test("a connection made ahead and let go idle is no refusal: none is reported and the next call goes out at once")
     func unusedConnectionLetGoIdle() async throws {
-        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .milliseconds(300))) { _, port in
+        // Idle after 5 s: the unused connection is let go long after the refusal window (100 ms)
+        // whatever the machine's pauses, and the next connection lasts (5 s and the grace) until
+        // the call after it arrives.
+        try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(5))) { _, port in
             // A backoff the call would notice: had the idle close counted as a refusal, the call
             // would fail fast with UNAVAILABLE for 5 s.
             let client = RPCClient(
