@@ -161,20 +161,31 @@ public final class Gateway: Service, CallForwarder, Sendable {
         let authorization = context.metadata["authorization"]
         var user: String?
         let call: StartedCall
+        // The token first: a caller without one learns nothing else, not even which methods
+        // exist, and any answer but UNAUTHENTICATED tells the listener the caller proved who
+        // they are (its authentication window counts on it).
         do {
-            guard let pool = self.pools.first(where: { context.method.hasPrefix($0.prefix) }) else {
-                throw RPCError(.unimplemented, "no service serves \(context.method)")
-            }
             user = try self.verifier.knownUserID(authorization: authorization)
             if let user {
-                call = try self.admitAndForward(payload, context: context, user: user, to: pool, on: loop)
+                call = try self.admitAndForward(
+                    payload,
+                    context: context,
+                    user: user,
+                    to: try self.pool(serving: context.method),
+                    on: loop
+                )
             } else {
                 // The first call with this token: checking its signature awaits.
                 call = .task(on: loop) {
                     let user = try await self.verifier.userID(authorization: authorization)
                     try Task.checkCancellation()
-                    return try await self.admitAndForward(payload, context: context, user: user, to: pool, on: loop)
-                        .value
+                    return try await self.admitAndForward(
+                        payload,
+                        context: context,
+                        user: user,
+                        to: try self.pool(serving: context.method),
+                        on: loop
+                    ).value
                 }
             }
         } catch {
@@ -195,6 +206,14 @@ public final class Gateway: Service, CallForwarder, Sendable {
             )
         }
         return call
+    }
+
+    /// The replicas of the service whose package `method` is in.
+    private func pool(serving method: String) throws -> BackendPool {
+        guard let pool = self.pools.first(where: { method.hasPrefix($0.prefix) }) else {
+            throw RPCError(.unimplemented, "no service serves \(method)")
+        }
+        return pool
     }
 
     /// Applies the user's limits (rate, calls in flight), then forwards the call; it counts as

@@ -204,6 +204,18 @@ struct GatewayTests {
         }
     }
 
+    @Test("without a token, any method is UNAUTHENTICATED, one of no known service too: the token comes first")
+    func tokenFirst() async throws {
+        try await GatewayHarness.run(replicas: 1) { harness in
+            for method in ["hearth.nope.v1.Nope/Nope", "hearth.probe.v1.Probe/MadeUp"] {
+                let error = await #expect(throws: RPCError.self) {
+                    _ = try await harness.call(method, authorization: nil)
+                }
+                #expect(error?.code == .unauthenticated, "\(method)")
+            }
+        }
+    }
+
     @Test("a method of no known service is UNIMPLEMENTED")
     func unknownPackage() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in

@@ -115,25 +115,46 @@ struct ServerConnectionStateTests {
         #expect(state.protocolError(.resourceExhausted, "again") == .none)
     }
 
-    @Test("the authentication window closes a connection no call has authenticated on, and no other")
+    @Test(
+        "the authentication window closes a connection no call has authenticated on; with a call in flight, after its answer"
+    )
     func authenticationWindow() {
+        let reason = "no authenticated call within \(TimeAmount.seconds(10)) of connecting"
         var silent = ServerConnectionState()
         #expect(
-            silent.authenticationWindowEnded(.seconds(10))
-                == .close(
-                    .protocolError(
-                        .unauthenticated,
-                        "no authenticated call within \(TimeAmount.seconds(10)) of connecting"
-                    )
-                )
+            silent.authenticationWindowEnded(.seconds(10), callsInFlight: 0)
+                == .close(.protocolError(.unauthenticated, reason))
         )
         #expect(!silent.readsFrames)
+        var slow = ServerConnectionState()
+        #expect(slow.authenticationWindowEnded(.seconds(10), callsInFlight: 1) == .sendGoAway(.unauthenticated, reason))
+        #expect(slow.admit() == .refuse, "no new call once the window has passed")
+        #expect(slow.callEnded(callsInFlight: 0) == .close(.drained))
         var authenticated = ServerConnectionState()
         authenticated.callAuthenticated()
-        #expect(authenticated.authenticationWindowEnded(.seconds(10)) == .none)
+        #expect(authenticated.authenticationWindowEnded(.seconds(10), callsInFlight: 0) == .none)
         #expect(authenticated.admit() == .take)
+        var draining = ServerConnectionState()
+        _ = draining.drainRequested()
+        #expect(
+            draining.authenticationWindowEnded(.seconds(10), callsInFlight: 0) == .none,
+            "the drain goes on as it was"
+        )
         var closed = ServerConnectionState()
         _ = closed.protocolError(.invalidArgument, "bad")
-        #expect(closed.authenticationWindowEnded(.seconds(10)) == .none, "closing already")
+        #expect(closed.authenticationWindowEnded(.seconds(10), callsInFlight: 0) == .none, "closing already")
+    }
+}
+
+/// What a peer's connections are counted under for the per-address cap.
+@Suite("Peer address keys")
+struct PeerAddressKeyTests {
+    @Test("IPv4 by address, IPv4-mapped IPv6 folded into it, IPv6 by its /64")
+    func keys() throws {
+        #expect(PeerAddressKey.of(try SocketAddress(ipAddress: "203.0.113.7", port: 1)) == "203.0.113.7")
+        #expect(PeerAddressKey.of(try SocketAddress(ipAddress: "::ffff:203.0.113.7", port: 1)) == "203.0.113.7")
+        #expect(PeerAddressKey.of(try SocketAddress(ipAddress: "2001:db8:1:2:3:4:5:6", port: 1)) == "2001:db8:1:2::/64")
+        #expect(PeerAddressKey.of(try SocketAddress(ipAddress: "2001:db8:1:2:ffff::9", port: 1)) == "2001:db8:1:2::/64")
+        #expect(PeerAddressKey.of(nil) == "unknown")
     }
 }

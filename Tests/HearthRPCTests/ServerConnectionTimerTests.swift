@@ -15,6 +15,7 @@ struct ServerConnectionTimerTests {
     static let waits = "hearth.test.v1.Test/Wait"
     static let answers = "hearth.test.v1.Test/Answer"
     static let refuses = "hearth.test.v1.Test/Refuse"
+    static let denies = "hearth.test.v1.Test/Deny"
     static let health = "hearth.health.v1.Health/Check"
 
     /// One connection with a method that waits until it is cancelled.
@@ -40,11 +41,13 @@ struct ServerConnectionTimerTests {
             }
             let answer: RawHandler = { payload, _ in payload }
             let refuse: RawHandler = { _, _ in throw RPCError(.unauthenticated, "bad token") }
+            let deny: RawHandler = { _, _ in throw RPCError(.permissionDenied, "not yours") }
             try self.channel.pipeline.syncOperations.addServerConnectionHandlers(
                 router: MethodRouter(
                     handlers: [
                         ServerConnectionTimerTests.waits: wait, ServerConnectionTimerTests.answers: answer,
                         ServerConnectionTimerTests.refuses: refuse, ServerConnectionTimerTests.health: answer,
+                        ServerConnectionTimerTests.denies: deny,
                     ],
                     forwarder: nil,
                     publicMethods: [ServerConnectionTimerTests.health],
@@ -204,5 +207,41 @@ struct ServerConnectionTimerTests {
         connection.loop.advanceTime(by: .seconds(60))
         let later = try connection.written()
         #expect(connection.isOpen && later.isEmpty)
+    }
+
+    @Test("an unknown method proves nothing; a call denied for what it asks (PERMISSION_DENIED) proves who is calling")
+    func whatAuthenticates() throws {
+        var configuration = ServerConfiguration()
+        configuration.authenticationWindow = .seconds(10)
+        let unknown = try Connection(configuration)
+        try unknown.request(1, "hearth.test.v1.Test/NoSuchMethod")
+        unknown.loop.advanceTime(by: .seconds(10))
+        #expect(try unknown.written().map(\.kind) == [.response, .goaway])
+        #expect(!unknown.isOpen)
+        let denied = try Connection(configuration)
+        try denied.request(1, ServerConnectionTimerTests.denies)
+        denied.loop.advanceTime(by: .seconds(60))
+        #expect(denied.isOpen)
+    }
+
+    @Test(
+        "a slow first call still running when the window ends is answered; no new call is taken; then the connection closes"
+    )
+    func slowFirstCall() throws {
+        var configuration = ServerConfiguration()
+        configuration.authenticationWindow = .seconds(10)
+        let connection = try Connection(configuration)
+        try connection.request(1, timeoutMs: 15_000)
+        connection.loop.advanceTime(by: .seconds(10))
+        let goAway = try #require(try connection.written().first)
+        #expect(goAway.kind == .goaway && goAway.status.code == .unauthenticated)
+        #expect(connection.isOpen)
+        try connection.request(2, ServerConnectionTimerTests.answers)
+        let refused = try #require(try connection.written().first)
+        #expect(refused.isResponse(to: 2) && refused.status.code == .unavailable)
+        connection.loop.advanceTime(by: .seconds(5))
+        let answer = try #require(try connection.written().first)
+        #expect(answer.isResponse(to: 1) && answer.status.code == .deadlineExceeded)
+        #expect(!connection.isOpen)
     }
 }

@@ -202,7 +202,7 @@ public final class RPCServer: Service, Sendable {
 
     private func initialize(connection channel: any Channel) -> EventLoopFuture<Void> {
         let cap = self.configuration.maxConnectionsPerAddress
-        let address = cap.map { _ in channel.remoteAddress?.ipAddress ?? "unknown" }
+        let address = cap.map { _ in PeerAddressKey.of(channel.remoteAddress) }
         let refusal = self.state.withLock { state -> RPCError? in
             if state.shuttingDown { return RPCError(.unavailable, "server is shutting down") }
             guard state.connections.count < self.configuration.maxConnections else {

@@ -129,16 +129,21 @@ extension ServerConnectionHandler {
         // Gone when the deadline passed or the caller cancelled (the id may even be in use by
         // a newer call): no second answer.
         guard let call = self.removeCall(callID, generation: generation) else { return }
-        if call.mayAuthenticate, !Self.failedAuthentication(result) { self.lifecycle.callAuthenticated() }
+        if call.mayAuthenticate, !Self.failedAuthentication(result) {
+            self.lifecycle.callAuthenticated()
+            self.authenticationCheck?.cancel()
+            self.authenticationCheck = nil
+        }
         self.respond(callID, result)
         self.perform(self.lifecycle.callEnded(callsInFlight: self.calls.count))
     }
 
-    /// Whether a call was refused for who is calling (or what they may do).
+    /// Whether a call was refused for who is calling. Any other answer proves they are who
+    /// they say (the gateway checks the token before anything else; a service's router checks
+    /// the internal credential before a call starts), PERMISSION_DENIED included.
     static func failedAuthentication(_ result: Result<Data, any Error>) -> Bool {
         guard case .failure(let error) = result else { return false }
-        let code = RPCError(answering: error).code
-        return code == .unauthenticated || code == .permissionDenied
+        return RPCError(answering: error).code == .unauthenticated
     }
 
     func addDeadline(_ deadline: NIODeadline, for key: CallKey) {

@@ -87,6 +87,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// frame), on the loop's clock.
     var lastActivity = NIODeadline.uptimeNanoseconds(0)
     var idleCheck: Scheduled<Void>?
+    /// The end of the authentication window, cancelled once a call authenticated (or the
+    /// connection went), so that it does not hold the handler for the rest of the window.
+    var authenticationCheck: Scheduled<Void>?
     /// The last REQUEST's method and metadata (its payload dropped), when small: the next
     /// frame's decoder reuses its strings where the bytes are the same.
     var lastRequest: WireFrame?
@@ -120,14 +123,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.scheduleIdleCheck(at: self.lastActivity + self.configuration.idleTimeout)
         if let window = self.configuration.authenticationWindow {
             let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: window) {
-                this.value.perform(this.value.lifecycle.authenticationWindowEnded(window))
+            self.authenticationCheck = context.eventLoop.scheduleTask(in: window) {
+                this.value.perform(
+                    this.value.lifecycle.authenticationWindowEnded(window, callsInFlight: this.value.calls.count)
+                )
             }
         }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.idleCheck?.cancel()
+        self.authenticationCheck?.cancel()
         self.cancelAll()
         self.context = nil
     }
@@ -270,6 +276,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             }
         case .checkIdle(let deadline):
             self.scheduleIdleCheck(at: deadline)
+        case .sendGoAway(let code, let reason):
+            self.sendGoAway(code, reason)
         case .close(.drained):
             _ = self.flushes.takeUnflushed()
             self.closeAfterFlush(context: context)

@@ -27,6 +27,8 @@ struct ServerConnectionState {
         case sendIdleGoAway
         /// Report ``idleCheckDue(now:lastActivity:idleTimeout:callsInFlight:)`` at this time.
         case checkIdle(at: NIODeadline)
+        /// Send GOAWAY with this reason; the connection drains (its calls in flight are answered).
+        case sendGoAway(StatusCode, String)
         /// Close the connection once what is queued is written.
         case close(CloseReason)
     }
@@ -135,12 +137,18 @@ struct ServerConnectionState {
         self.authenticated = true
     }
 
-    /// The connection has been open for the configured window: closed unless a call proved who
-    /// is calling (a host must not hold slots with connections that never authenticate).
-    mutating func authenticationWindowEnded(_ window: TimeAmount) -> Action {
-        guard !self.authenticated, self.state != .closing else { return .none }
-        self.state = .closing
-        return .close(.protocolError(.unauthenticated, "no authenticated call within \(window) of connecting"))
+    /// The connection has been open for the configured window: it goes unless a call proved who
+    /// is calling (a host must not hold slots with connections that never authenticate). With
+    /// calls still in flight (a slow first call), it takes no new one, answers those, then closes.
+    mutating func authenticationWindowEnded(_ window: TimeAmount, callsInFlight: Int) -> Action {
+        guard !self.authenticated, case .serving = self.state else { return .none }
+        let reason = "no authenticated call within \(window) of connecting"
+        guard callsInFlight > 0 else {
+            self.state = .closing
+            return .close(.protocolError(.unauthenticated, reason))
+        }
+        self.state = .draining(awaitingPong: false)
+        return .sendGoAway(.unauthenticated, reason)
     }
 
     // MARK: Errors
