@@ -429,10 +429,10 @@ struct SwitchMachineTests {
 
     @Test("a warning is stale in a later epoch or once its deadline has passed")
     func staleWarning() {
-        let machine = Self.machine()
-        #expect(!machine.isStale(warningOf: 3, at: self.t0 + 23 * self.hour))
-        #expect(machine.isStale(warningOf: 3, at: self.t0 + 24 * self.hour))
-        #expect(machine.isStale(warningOf: 2, at: self.t0 + self.hour))
+        let state = Self.machine().state
+        #expect(!SwitchMachine.isStale(warningOf: 3, on: state, at: self.t0 + 23 * self.hour))
+        #expect(SwitchMachine.isStale(warningOf: 3, on: state, at: self.t0 + 24 * self.hour))
+        #expect(SwitchMachine.isStale(warningOf: 2, on: state, at: self.t0 + self.hour))
     }
 
     // MARK: The facts each event reads

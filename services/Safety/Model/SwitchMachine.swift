@@ -257,10 +257,12 @@ struct SwitchMachine: Sendable {
         self.record(MessageKind.allClear, to: .contact(contact), words: words, sends: true, at: now)
     }
 
-    /// Whether a warning of `epoch` still pending is stale: its deadline has passed ("we'll
-    /// email your contact in 10 minutes" while they are being emailed), or a new epoch began.
-    func isStale(warningOf epoch: Int, at now: Date) -> Bool {
-        self.state.epoch != epoch || self.clock.deadline <= now
+    /// Whether a warning of `epoch` still pending on `state`'s switch is stale: its deadline has
+    /// passed ("we'll email your contact in 10 minutes" while they are being emailed), or a new
+    /// epoch began. The deadline does not depend on the contacts: none are read for it.
+    static func isStale(warningOf epoch: Int, on state: SwitchState, at now: Date) -> Bool {
+        let machine = SwitchMachine(state: state, facts: SwitchFacts(contacts: []))
+        return state.epoch != epoch || machine.clock.deadline <= now
     }
 }
 

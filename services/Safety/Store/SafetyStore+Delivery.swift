@@ -108,7 +108,7 @@ extension SafetyStore {
     private static func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
         guard alert.kind != MessageKind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
         guard let profile = try Self.profile(alert.userID, in: db) else { return true }
-        return try Self.machine(profile, at: now, reading: [], in: db).isStale(warningOf: alert.epoch, at: now)
+        return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is

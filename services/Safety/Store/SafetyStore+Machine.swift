@@ -95,6 +95,21 @@ extension SafetyStore {
         }
     }
 
+    /// Saves what `machine` decided for `profile`: its state in the profile's switch columns,
+    /// then its effects, in this transaction. Answers the profile as saved.
+    @discardableResult
+    static func commit(
+        _ machine: SwitchMachine,
+        of profile: ProfileRecord,
+        words: MessageWords = MessageWords(),
+        in db: Database
+    ) throws -> ProfileRecord {
+        let changed = profile.with(machine.state)
+        try Self.apply(machine.effects, of: changed, words: words, in: db)
+        try changed.saveSwitch(in: db)
+        return changed
+    }
+
     /// The outbox row of a decided message.
     private static func alert(
         _ message: SwitchMessage,

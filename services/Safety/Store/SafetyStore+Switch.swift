@@ -123,9 +123,7 @@ extension SafetyStore {
             }
             (allClears, retryAfter) = (count, retry)
         }
-        let changed = profile.with(machine.state)
-        try Self.apply(machine.effects, of: changed, words: words, in: db)
-        try changed.saveSwitch(in: db)
+        let changed = try Self.commit(machine, of: profile, words: words, in: db)
         let status = StatusSnapshot(
             profile: changed,
             clock: machine.clock,
@@ -219,10 +217,7 @@ extension SafetyStore {
         } catch {
             return .refused(error.message)
         }
-        let changed = profile.with(machine.state)
-        try Self.apply(machine.effects, of: changed, in: db)
-        try changed.saveSwitch(in: db)
-        return .changed(changed)
+        return .changed(try Self.commit(machine, of: profile, in: db))
     }
 
     // MARK: The scheduler's side
@@ -264,9 +259,7 @@ extension SafetyStore {
                     .union(.period(endingPauseOf: profile, at: now))
                 var machine = try Self.machine(profile, at: now, reading: reads, in: db)
                 machine.decideDue(at: now)
-                let changed = profile.with(machine.state)
-                try Self.apply(machine.effects, of: changed, words: words, in: db)
-                try changed.saveSwitch(in: db)
+                try Self.commit(machine, of: profile, words: words, in: db)
             }
             return due.count
         }

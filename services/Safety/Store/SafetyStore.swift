@@ -100,9 +100,7 @@ struct SafetyStore: Sendable {
             case .added: break
             }
             try contact.insert(db)
-            let changed = profile.with(machine.state)
-            try Self.apply(machine.effects, of: changed, in: db)
-            try changed.saveSwitch(in: db)
+            try Self.commit(machine, of: profile, in: db)
             return .added(contact)
         }
     }
@@ -117,9 +115,7 @@ struct SafetyStore: Sendable {
             if let profile = try Self.profile(user, in: db) {
                 var machine = try Self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
                 machine.removeContact(id: id, at: now)
-                let changed = profile.with(machine.state)
-                try Self.apply(machine.effects, of: changed, in: db)
-                try changed.saveSwitch(in: db)
+                try Self.commit(machine, of: profile, in: db)
             }
             return true
         }
