@@ -16,6 +16,11 @@ let package = Package(
         .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthRPC", targets: ["HearthRPC"]),
         .library(name: "HearthStore", targets: ["HearthStore"]),
+        // The client runtime and every service's contract (messages, typed clients): what an
+        // app or another Swift service depends on to call Hearth. No GRDB, libvips or services.
+        .library(name: "HearthContracts", targets: ["HearthContracts"]),
+        // Generates each contract's method table, server protocol and client (scripts/gen-proto).
+        .executable(name: "protoc-gen-hearth", targets: ["protoc-gen-hearth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
@@ -303,6 +308,15 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthCommands", "HearthCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "protoc-gen-hearth",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "SwiftProtobufPluginLibrary", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
         ),

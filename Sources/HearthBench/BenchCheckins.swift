@@ -83,17 +83,17 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
                 startsAt: plan.startsAt,
                 endsAt: plan.endsAt
             )
-            method = CheckinsMethod.createCheckIn
+            method = Hearth_Checkins_V1_Checkins.Method.createCheckIn.name
             request = { index in plan.request(index, sessions: sessions, photo: photo, run: run) }
             caller = sitter
         case .list:
             let pages = try await setup.pageRequests(overCheckIns: 1000, pageSize: 50)
-            method = CheckinsMethod.listCheckIns
+            method = Hearth_Checkins_V1_Checkins.Method.listCheckIns.name
             request = { index in pages[index % pages.count] }
             caller = owner
         case .view:
             let unseen = try await setup.checkIns(count: self.warmup + self.total).map(\.id)
-            method = CheckinsMethod.markViewed
+            method = Hearth_Checkins_V1_Checkins.Method.markViewed.name
             request = { index in
                 var request = Hearth_Checkins_V1_MarkViewedRequest()
                 request.checkInID = unseen[index % unseen.count]
@@ -126,15 +126,6 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
             client: client
         )
     }
-}
-
-private enum CheckinsMethod {
-    static let prefix = "hearth.checkins.v1.Checkins/"
-    static let createNest = prefix + "CreateNest"
-    static let createSession = prefix + "CreateSession"
-    static let createCheckIn = prefix + "CreateCheckIn"
-    static let listCheckIns = prefix + "ListCheckIns"
-    static let markViewed = prefix + "MarkViewed"
 }
 
 /// A user the benchmark acts as, calling the service directly.
@@ -195,10 +186,8 @@ private struct CheckinsBenchSetup {
     func sessions(count: Int, startsAt: Date, endsAt: Date) async throws -> [String] {
         var nest = Hearth_Checkins_V1_CreateNestRequest()
         nest.name = "Benchmark home"
-        let nestID = try await self.client.call(
-            CheckinsMethod.createNest,
+        let nestID = try await Hearth_Checkins_V1_Checkins.Client(self.client).createNest(
             nest,
-            as: Hearth_Checkins_V1_Nest.self,
             options: self.owner.options
         ).id
         var ids: [String] = []
@@ -210,10 +199,8 @@ private struct CheckinsBenchSetup {
             session.endsAt = Google_Protobuf_Timestamp(date: endsAt)
             session.timeZone = "UTC"
             ids.append(
-                try await self.client.call(
-                    CheckinsMethod.createSession,
+                try await Hearth_Checkins_V1_Checkins.Client(self.client).createSession(
                     session,
-                    as: Hearth_Checkins_V1_Session.self,
                     options: self.owner.options
                 ).id
             )
@@ -238,12 +225,10 @@ private struct CheckinsBenchSetup {
                     var made: [Hearth_Checkins_V1_CheckIn] = []
                     for index in stride(from: worker, to: count, by: workers) {
                         made.append(
-                            try await self.client.call(
-                                CheckinsMethod.createCheckIn,
+                            try await Hearth_Checkins_V1_Checkins.Client(self.client).createCheckIn(
                                 Hearth_Checkins_V1_CreateCheckInRequest(
                                     serializedBytes: plan.request(index, sessions: sessions, photo: nil, run: run)
                                 ),
-                                as: Hearth_Checkins_V1_CheckIn.self,
                                 options: self.sitter.options
                             )
                         )
@@ -266,10 +251,8 @@ private struct CheckinsBenchSetup {
         var pages: [Data] = []
         while true {
             pages.append(try request.serializedData())
-            let page = try await self.client.call(
-                CheckinsMethod.listCheckIns,
+            let page = try await Hearth_Checkins_V1_Checkins.Client(self.client).listCheckIns(
                 request,
-                as: Hearth_Checkins_V1_ListCheckInsResponse.self,
                 options: self.owner.options
             )
             guard !page.nextPageToken.isEmpty else { break }

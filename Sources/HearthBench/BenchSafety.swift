@@ -65,7 +65,7 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
         let runner = BenchRunner(
             client: client,
             executor: executor,
-            method: "hearth.safety.v1.Safety/RecordHeartbeat",
+            method: Hearth_Safety_V1_Safety.Method.recordHeartbeat.name,
             request: { index in
                 var request = Hearth_Safety_V1_RecordHeartbeatRequest()
                 request.clientRequestID = "\(run)-\(index)"
@@ -101,20 +101,10 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
                         profile.thresholdHours = 72
                         profile.preferredLanguage = "en"
                         profile.timeZone = "UTC"
-                        _ = try await client.call(
-                            "hearth.safety.v1.Safety/UpsertProfile",
-                            profile,
-                            as: Hearth_Safety_V1_Profile.self,
-                            options: options
-                        )
+                        _ = try await Hearth_Safety_V1_Safety.Client(client).upsertProfile(profile, options: options)
                         var contact = Hearth_Safety_V1_AddContactRequest()
                         contact.email = "contact\(index)@bench.example"
-                        _ = try await client.call(
-                            "hearth.safety.v1.Safety/AddContact",
-                            contact,
-                            as: Hearth_Safety_V1_Contact.self,
-                            options: options
-                        )
+                        _ = try await Hearth_Safety_V1_Safety.Client(client).addContact(contact, options: options)
                     }
                 }
             }

@@ -78,20 +78,20 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
         var caller: (@Sendable (Int) -> String)?
         switch self.scenario {
         case .create:
-            method = TasksMethod.createTask
+            method = Hearth_Tasks_V1_Tasks.Method.createTask.name
             let payload = try Self.longTask().serializedData()
             request = { _ in payload }
             let base = user.id
             caller = { index in Self.owner(of: index, base: base) }
         case .pending:
             _ = try await self.promptsDueSoon(self.due, user: user, client: client)
-            method = TasksMethod.listPendingPrompts
+            method = Hearth_Tasks_V1_Tasks.Method.listPendingPrompts.name
             let payload = try Hearth_Tasks_V1_ListPendingPromptsRequest().serializedData()
             request = { _ in payload }
         case .report:
             let (owners, ids) = try await self.storeActivities(client: client)
             let run = String(UUID().uuidString.prefix(8))
-            method = ActivitiesMethod.reportLocationEvent
+            method = Hearth_Tasks_V1_Activities.Method.reportLocationEvent.name
             caller = { index in owners[index % owners.count] }
             request = { index in
                 var event = Hearth_Tasks_V1_ReportLocationEventRequest()
@@ -104,7 +104,7 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
             }
         case .respond:
             let prompts = try await self.promptsDueSoon(self.warmup + self.total, user: user, client: client)
-            method = TasksMethod.respondToPrompt
+            method = Hearth_Tasks_V1_Tasks.Method.respondToPrompt.name
             let base = user.id
             caller = { index in Self.owner(of: index % prompts.count, base: base) }
             request = { index in
@@ -174,10 +174,8 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
                     var made: [(Int, String)] = []
                     for index in stride(from: worker, to: count, by: workers) {
                         let options = BenchUser(id: Self.owner(of: index, base: user.id), secret: user.secret).options
-                        let created = try await client.call(
-                            TasksMethod.createTask,
+                        let created = try await Hearth_Tasks_V1_Tasks.Client(client).createTask(
                             create,
-                            as: Hearth_Tasks_V1_CreateTaskResponse.self,
                             options: options
                         )
                         made.append((index, created.nextPrompt.id))
@@ -212,10 +210,8 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
                         create.title = "Errand \(index)"
                         create.repeat = index % 2 == 0 ? .none : .daily
                         create.priority = UInt32(index % 3 + 1)
-                        let activity = try await client.call(
-                            ActivitiesMethod.createActivity,
+                        let activity = try await Hearth_Tasks_V1_Activities.Client(client).createActivity(
                             create,
-                            as: Hearth_Tasks_V1_Activity.self,
                             options: options
                         )
                         var rule = Hearth_Tasks_V1_SetLocationRuleRequest()
@@ -227,12 +223,7 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
                             $0.radiusM = 150
                         }
                         rule.trigger = .leave
-                        _ = try await client.call(
-                            ActivitiesMethod.setLocationRule,
-                            rule,
-                            as: Hearth_Tasks_V1_Activity.self,
-                            options: options
-                        )
+                        _ = try await Hearth_Tasks_V1_Activities.Client(client).setLocationRule(rule, options: options)
                         made.append((index, owner, activity.id))
                     }
                     return made
@@ -253,18 +244,4 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
         let parts = calendar.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", parts.hour!, parts.minute!)
     }
-}
-
-private enum TasksMethod {
-    static let prefix = "hearth.tasks.v1.Tasks/"
-    static let createTask = prefix + "CreateTask"
-    static let listPendingPrompts = prefix + "ListPendingPrompts"
-    static let respondToPrompt = prefix + "RespondToPrompt"
-}
-
-private enum ActivitiesMethod {
-    static let prefix = "hearth.tasks.v1.Activities/"
-    static let createActivity = prefix + "CreateActivity"
-    static let setLocationRule = prefix + "SetLocationRule"
-    static let reportLocationEvent = prefix + "ReportLocationEvent"
 }

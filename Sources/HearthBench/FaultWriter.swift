@@ -103,10 +103,8 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
                         request.repeat = .none
                         let started = Date()
                         do {
-                            let activity = try await client.call(
-                                "hearth.tasks.v1.Activities/CreateActivity",
+                            let activity = try await Hearth_Tasks_V1_Activities.Client(client).createActivity(
                                 request,
-                                as: Hearth_Tasks_V1_Activity.self,
                                 options: options
                             )
                             entries.append(
@@ -164,10 +162,8 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         var missing = 0
         for (user, ids) in acknowledged {
             let stored = try await Self.retryingUnanswered {
-                try await client.call(
-                    "hearth.tasks.v1.Activities/ListActivities",
+                try await Hearth_Tasks_V1_Activities.Client(client).listActivities(
                     Hearth_Tasks_V1_ListActivitiesRequest(),
-                    as: Hearth_Tasks_V1_ListActivitiesResponse.self,
                     options: try await self.options(user, signer)
                 )
             }

@@ -3,6 +3,7 @@ import Foundation
 import HearthCommandLine
 import HearthContracts
 import HearthGateway
+import HearthRPC
 
 /// The gateway's routes and limits, from flags or a JSON file.
 struct GatewaySettings: ParsableArguments {
@@ -91,7 +92,7 @@ struct GatewaySettings: ParsableArguments {
 
     /// The methods whose contracts say "Internal": ForwardActivity (a service reports a user's
     /// activity to safety) and GetNestRole (routines asks checkins who may do what).
-    static let servicesOnly: Set<String> = [SafetyActivity.method, CheckinsClient.roleMethod]
+    static let servicesOnly = Set(Contracts.services.flatMap(\.methods).filter(\.servicesOnly).map(\.name))
 
     /// Each route's request frame limit: that of the service whose package it falls under
     /// (checkins takes photos). A route broader than one package, or of another service, is not

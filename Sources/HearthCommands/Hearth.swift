@@ -12,11 +12,15 @@ public struct Hearth: AsyncParsableCommand {
             Call a method through the gateway with a JSON request, like grpcurl:
               export HEARTH_TOKEN=$(hearth token --user alice)
               hearth call hearth.echo.v1.Echo/Echo '{"text": "hi"}'
+            Explore the contracts: the services, their methods, what a request takes:
+              hearth list
+              hearth describe hearth.safety.v1.Safety/AddContact
             Load-test the gateway (50 calls a second per user) or one process, like ghz:
               hearth bench --target 127.0.0.1:7100 --rps 40 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
             """,
         subcommands: [
-            Up.self, Serve.self, Call.self, HealthCommand.self, Bench.self, BenchCheckins.self, BenchSafety.self,
+            Up.self, Serve.self, Call.self, ListCommand.self, DescribeCommand.self, HealthCommand.self, Bench.self,
+            BenchCheckins.self, BenchSafety.self,
             BenchTasks.self, FaultWriter.self,
             TokenCommand.self,
         ]

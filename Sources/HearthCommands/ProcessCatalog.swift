@@ -97,54 +97,6 @@ extension ProcessName {
     }
 }
 
-/// Every method any process serves, with its message types, so tools can speak JSON.
-enum MethodCatalog {
-    static func method(named name: String) -> RPCMethod? {
-        Self.all[name]
-    }
-
-    /// What to say of a method no service has: the methods of its service when that exists,
-    /// else the services.
-    static func unknown(_ name: String) -> String {
-        let service = name.split(separator: "/", maxSplits: 1).first.map(String.init) ?? name
-        let siblings = Self.all.keys.filter { $0.hasPrefix(service + "/") }.sorted()
-        if !siblings.isEmpty {
-            return "unknown method \(name); \(service) has: "
-                + siblings.map { $0.dropFirst(service.count + 1) }.joined(separator: ", ")
-        }
-        let services = Set(Self.all.keys.compactMap { $0.split(separator: "/").first.map(String.init) }).sorted()
-        return "unknown method \(name): methods are named package.Service/Method; the services are "
-            + services.joined(separator: ", ")
-    }
-
-    static let all: [String: RPCMethod] = {
-        let health = HealthService(state: HealthState(serving: []))
-        // An in-memory store: the catalog only reads the methods' message types.
-        let checkins = (try? CheckinsService(location: .inMemory))?.methods ?? []
-        let routines = (try? RoutinesService(location: .inMemory, roles: NoNestRoles()))?.methods ?? []
-        let nowhere = AlertChannels(
-            mail: LogMailTransport(logger: Logger(label: "catalog")),
-            from: MailAddress("catalog@hearth.local"),
-            push: LogPushSender(logger: Logger(label: "catalog"))
-        )
-        let safety =
-            (try? SafetyService(location: .inMemory, channels: nowhere, logger: Logger(label: "catalog")))?.methods
-            ?? []
-        let tasksService = try? TasksService(location: .inMemory, logger: Logger(label: "catalog"))
-        let tasks =
-            (tasksService?.methods ?? []) + (tasksService.map { ActivitiesService(sharingStoreOf: $0).methods } ?? [])
-        let methods = [EchoService().methods, checkins, tasks, safety, routines, health.methods].flatMap { $0 }
-        return Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
-    }()
-}
-
-/// The catalog's routines service never serves a call.
-private struct NoNestRoles: NestRoleSource {
-    func role(nestID: String, userID: String) async throws -> Hearth_Checkins_V1_NestRole {
-        throw RPCError(.unavailable, "not serving")
-    }
-}
-
 /// What every process is built from.
 struct ProcessSettings: Sendable {
     var host: String

@@ -246,13 +246,13 @@ struct AuthorizationMatrixTests {
             )
         }
         let nest = try await typed(
-            "hearth.checkins.v1.Checkins/CreateNest",
+            Hearth_Checkins_V1_Checkins.Method.createNest.name,
             try Hearth_Checkins_V1_CreateNestRequest(jsonString: #"{"name": "\#(marker) home"}"#),
             Hearth_Checkins_V1_Nest.self
         )
         ids.nest = nest.id
         ids.session = try await typed(
-            "hearth.checkins.v1.Checkins/CreateSession",
+            Hearth_Checkins_V1_Checkins.Method.createSession.name,
             try Hearth_Checkins_V1_CreateSessionRequest(
                 jsonString:
                     #"{"nestId": "\#(nest.id)", "sitterUserId": "sam", "startsAt": "\#(recent)", "endsAt": "\#(later)", "timeZone": "UTC"}"#
@@ -260,7 +260,7 @@ struct AuthorizationMatrixTests {
             Hearth_Checkins_V1_Session.self
         ).id
         ids.checkIn = try await typed(
-            "hearth.checkins.v1.Checkins/CreateCheckIn",
+            Hearth_Checkins_V1_Checkins.Method.createCheckIn.name,
             try Hearth_Checkins_V1_CreateCheckInRequest(
                 jsonString:
                     #"{"sessionId": "\#(ids.session)", "caption": "\#(marker) dog fed", "capturedAt": "\#(recent)", "clientRequestId": "seed"}"#
@@ -269,14 +269,14 @@ struct AuthorizationMatrixTests {
             as: "sam"
         ).id
         ids.template = try await typed(
-            "hearth.checkins.v1.Checkins/AddTemplate",
+            Hearth_Checkins_V1_Checkins.Method.addTemplate.name,
             try Hearth_Checkins_V1_AddTemplateRequest(
                 jsonString: #"{"nestId": "\#(nest.id)", "text": "\#(marker) tpl"}"#
             ),
             Hearth_Checkins_V1_Template.self
         ).id
         let routine = try await typed(
-            "hearth.routines.v1.Routines/CreateRoutine",
+            Hearth_Routines_V1_Routines.Method.createRoutine.name,
             try Hearth_Routines_V1_CreateRoutineRequest(
                 jsonString:
                     #"{"nestId": "\#(nest.id)", "title": "\#(marker) bedtime", "actions": ["\#(marker) teeth"]}"#
@@ -287,7 +287,7 @@ struct AuthorizationMatrixTests {
         ids.action = routine.actions[0].id
         let hour = Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: now)
         let task = try await typed(
-            "hearth.tasks.v1.Tasks/CreateTask",
+            Hearth_Tasks_V1_Tasks.Method.createTask.name,
             try Hearth_Tasks_V1_CreateTaskRequest(
                 jsonString:
                     #"{"title": "\#(marker) decision", "checkInTimes": [{"custom": "\#(String(format: "%02d:%02d", hour.hour!, hour.minute!))"}, {"preset": "EVENING"}], "durationDays": 3, "timeZone": "UTC", "startDate": "\#(LocalDate(now, in: .gmt).adding(days: 1))"}"#
@@ -297,13 +297,13 @@ struct AuthorizationMatrixTests {
         ids.task = task.task.id
         ids.prompt = task.nextPrompt.id
         let activity = try await typed(
-            "hearth.tasks.v1.Activities/CreateActivity",
+            Hearth_Tasks_V1_Activities.Method.createActivity.name,
             try Hearth_Tasks_V1_CreateActivityRequest(jsonString: #"{"title": "\#(marker) gym", "repeat": "DAILY"}"#),
             Hearth_Tasks_V1_Activity.self
         )
         ids.activity = activity.id
         _ = try await typed(
-            "hearth.tasks.v1.Activities/SetLocationRule",
+            Hearth_Tasks_V1_Activities.Method.setLocationRule.name,
             try Hearth_Tasks_V1_SetLocationRuleRequest(
                 jsonString:
                     #"{"activityId": "\#(activity.id)", "trigger": "LEAVE", "place": {"label": "\#(marker) gym", "latitude": 40.7, "longitude": -74}}"#
@@ -311,7 +311,7 @@ struct AuthorizationMatrixTests {
             Hearth_Tasks_V1_Activity.self
         )
         let report = try await typed(
-            "hearth.tasks.v1.Activities/ReportLocationEvent",
+            Hearth_Tasks_V1_Activities.Method.reportLocationEvent.name,
             try Hearth_Tasks_V1_ReportLocationEventRequest(
                 jsonString:
                     #"{"activityId": "\#(activity.id)", "trigger": "LEAVE", "occurredAt": "\#(recent)", "appState": "FOREGROUND", "clientEventId": "seed"}"#
@@ -320,7 +320,7 @@ struct AuthorizationMatrixTests {
         )
         ids.offer = report.offer.offerID
         _ = try await typed(
-            "hearth.safety.v1.Safety/UpsertProfile",
+            Hearth_Safety_V1_Safety.Method.upsertProfile.name,
             try Hearth_Safety_V1_UpsertProfileRequest(
                 jsonString:
                     #"{"name": "\#(marker) Olivia", "email": "olivia@example.com", "thresholdHours": 24, "preferredLanguage": "en", "timeZone": "UTC"}"#
@@ -328,7 +328,7 @@ struct AuthorizationMatrixTests {
             Hearth_Safety_V1_Profile.self
         )
         ids.contact = try await typed(
-            "hearth.safety.v1.Safety/AddContact",
+            Hearth_Safety_V1_Safety.Method.addContact.name,
             try Hearth_Safety_V1_AddContactRequest(
                 jsonString: #"{"email": "brother@example.com", "name": "\#(marker) Wei"}"#
             ),
@@ -347,14 +347,14 @@ struct AuthorizationMatrixTests {
         )
         var view: [String: String] = [:]
         for (method, json) in [
-            ("hearth.checkins.v1.Checkins/GetNest", #"{"nestId": "\#(ids.nest)"}"#),
-            ("hearth.checkins.v1.Checkins/ListCheckIns", #"{"sessionId": "\#(ids.session)"}"#),
-            ("hearth.checkins.v1.Checkins/ListTemplates", #"{"nestId": "\#(ids.nest)"}"#),
-            ("hearth.routines.v1.Routines/GetRoutine", #"{"routineId": "\#(ids.routine)"}"#),
-            ("hearth.tasks.v1.Tasks/GetTask", #"{"taskId": "\#(ids.task)"}"#),
-            ("hearth.tasks.v1.Activities/GetActivity", #"{"activityId": "\#(ids.activity)"}"#),
-            ("hearth.safety.v1.Safety/GetProfile", "{}"),
-            ("hearth.safety.v1.Safety/ListContacts", "{}"),
+            (Hearth_Checkins_V1_Checkins.Method.getNest.name, #"{"nestId": "\#(ids.nest)"}"#),
+            (Hearth_Checkins_V1_Checkins.Method.listCheckIns.name, #"{"sessionId": "\#(ids.session)"}"#),
+            (Hearth_Checkins_V1_Checkins.Method.listTemplates.name, #"{"nestId": "\#(ids.nest)"}"#),
+            (Hearth_Routines_V1_Routines.Method.getRoutine.name, #"{"routineId": "\#(ids.routine)"}"#),
+            (Hearth_Tasks_V1_Tasks.Method.getTask.name, #"{"taskId": "\#(ids.task)"}"#),
+            (Hearth_Tasks_V1_Activities.Method.getActivity.name, #"{"activityId": "\#(ids.activity)"}"#),
+            (Hearth_Safety_V1_Safety.Method.getProfile.name, "{}"),
+            (Hearth_Safety_V1_Safety.Method.listContacts.name, "{}"),
         ] {
             let requestType = try #require(methods[method]).requestType
             let data = try await client.callRaw(

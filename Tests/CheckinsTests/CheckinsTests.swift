@@ -196,10 +196,8 @@ struct CheckinsTests {
                     request.caption = caption
                     request.capturedAt = Google_Protobuf_Timestamp(date: fixture.clock.now())
                     request.clientRequestID = UUID().uuidString
-                    _ = try await client.call(
-                        "hearth.checkins.v1.Checkins/CreateCheckIn",
+                    _ = try await Hearth_Checkins_V1_Checkins.Client(client).createCheckIn(
                         request,
-                        as: Hearth_Checkins_V1_CheckIn.self,
                         options: CallOptions(metadata: [TrustedMetadata.user: "sam"])
                     )
                 }

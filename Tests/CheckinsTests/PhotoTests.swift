@@ -169,24 +169,14 @@ struct PhotoTests {
                 timeout: .seconds(60),
                 metadata: [TrustedMetadata.credential: "secret", TrustedMetadata.user: "sam"]
             )
-            let created = try await client.call(
-                "hearth.checkins.v1.Checkins/CreateCheckIn",
-                request,
-                as: Hearth_Checkins_V1_CheckIn.self,
-                options: options
-            )
+            let created = try await Hearth_Checkins_V1_Checkins.Client(client).createCheckIn(request, options: options)
             #expect(created.hasPhoto_p)
             #expect(created.photo.width == 1_860)
             // One byte over 10 MiB still fits the frame: the service names the field.
             request.clientRequestID = "big-2"
             request.photo = Data(repeating: 0x89, count: 10 * 1024 * 1024 + 1)
             do {
-                _ = try await client.call(
-                    "hearth.checkins.v1.Checkins/CreateCheckIn",
-                    request,
-                    as: Hearth_Checkins_V1_CheckIn.self,
-                    options: options
-                )
+                _ = try await Hearth_Checkins_V1_Checkins.Client(client).createCheckIn(request, options: options)
                 Issue.record("an upload over 10 MiB was accepted")
             } catch let error as RPCError {
                 #expect(error.code == .invalidArgument)

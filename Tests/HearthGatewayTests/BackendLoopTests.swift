@@ -31,14 +31,20 @@ struct BackendLoopTests {
             let client = replica.client(on: loop)
             // The first call waits for its connection; once connected, a call starts on it at once.
             _ = try await client.start(
-                EchoService.echoMethod,
+                Hearth_Echo_V1_Echo.Method.echo.name,
                 payload: Data(),
                 metadata: metadata,
                 timeout: nil,
                 on: loop
             )
             .value
-            let call = client.start(EchoService.echoMethod, payload: Data(), metadata: metadata, timeout: nil, on: loop)
+            let call = client.start(
+                Hearth_Echo_V1_Echo.Method.echo.name,
+                payload: Data(),
+                metadata: metadata,
+                timeout: nil,
+                on: loop
+            )
             #expect(ObjectIdentifier(call.response.eventLoop) == ObjectIdentifier(loop))
             _ = try await call.value
         }
@@ -70,7 +76,7 @@ struct BackendLoopTests {
         let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
         func call(within budget: TimeAmount = .milliseconds(50)) async -> RPCError? {
             let request = ForwardedRequest(
-                method: EchoService.echoMethod,
+                method: Hearth_Echo_V1_Echo.Method.echo.name,
                 payload: Data(),
                 metadata: [TrustedMetadata.credential: credential],
                 deadline: .now() + budget
@@ -114,7 +120,7 @@ struct BackendLoopTests {
         )
         let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
         let request = ForwardedRequest(
-            method: EchoService.echoMethod,
+            method: Hearth_Echo_V1_Echo.Method.echo.name,
             payload: Data(),
             metadata: [TrustedMetadata.credential: credential],
             deadline: .now() + .seconds(5)
@@ -146,7 +152,7 @@ struct BackendLoopTests {
         let pool = BackendPool(prefix: "hearth.probe.", replicas: [replica], logger: Logger(label: "test"))
         // Connected first, so that the short calls below are sent, not left waiting for it.
         _ = try await replica.client(on: loop).start(
-            EchoService.echoMethod,
+            Hearth_Echo_V1_Echo.Method.echo.name,
             payload: Data(),
             metadata: [TrustedMetadata.credential: credential],
             timeout: .seconds(30),

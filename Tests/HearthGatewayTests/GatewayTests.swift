@@ -32,7 +32,7 @@ struct GatewayTests {
             #expect(served == ["replica-0", "replica-1"])
 
             let echoed = try await harness.call(
-                EchoService.echoMethod,
+                Hearth_Echo_V1_Echo.Method.echo.name,
                 self.echo(text: "hi"),
                 authorization: "Bearer \(token)"
             )
@@ -132,10 +132,10 @@ struct GatewayTests {
 
     @Test("a method for Hearth's own services is refused to clients, PERMISSION_DENIED, and never forwarded")
     func servicesOnlyMethods() async throws {
-        try await GatewayHarness.run(replicas: 1, internalMethods: [EchoService.echoMethod]) { harness in
+        try await GatewayHarness.run(replicas: 1, internalMethods: [Hearth_Echo_V1_Echo.Method.echo.name]) { harness in
             let token = "Bearer \(try await harness.token())"
             do {
-                _ = try await harness.call(EchoService.echoMethod, authorization: token)
+                _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: token)
                 Issue.record("forwarded")
             } catch let error as RPCError {
                 #expect(error.code == .permissionDenied && error.message.contains("Hearth's own services"))
@@ -143,7 +143,7 @@ struct GatewayTests {
             _ = try await harness.call(authorization: token)  // the route's other methods pass
             // Without a token, that is said first.
             await expectCode(.unauthenticated) {
-                _ = try await harness.call(EchoService.echoMethod, authorization: nil)
+                _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: nil)
             }
         }
     }
@@ -164,14 +164,14 @@ struct GatewayTests {
     func metricsCountForwardedCalls() async throws {
         try await GatewayHarness.run(replicas: 1) { harness in
             let token = try await harness.token()
-            _ = try await harness.call(EchoService.echoMethod, authorization: "Bearer \(token)")
-            _ = try await harness.call(EchoService.echoMethod, authorization: "Bearer \(token)")
-            _ = try? await harness.call(EchoService.echoMethod, authorization: nil)
+            _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: "Bearer \(token)")
+            _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: "Bearer \(token)")
+            _ = try? await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: nil)
             var failing = self.echo()
             failing.failWithCode = 5
-            _ = try? await harness.call(EchoService.echoMethod, failing, authorization: "Bearer \(token)")
+            _ = try? await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, failing, authorization: "Bearer \(token)")
 
-            let echo = try #require(harness.metrics.snapshot()[EchoService.echoMethod])
+            let echo = try #require(harness.metrics.snapshot()[Hearth_Echo_V1_Echo.Method.echo.name])
             #expect(echo.countsByCode == [.ok: 2, .unauthenticated: 1, .notFound: 1])
         }
     }
@@ -243,7 +243,7 @@ struct GatewayTests {
     func directCallsNeedTheCredential() async throws {
         let replica = Replica(name: "direct")
         let client = RPCClient(host: "127.0.0.1", port: try await replica.port)
-        let echo = EchoClient(client: client)
+        let echo = Hearth_Echo_V1_Echo.Client(client)
         for metadata in [[:], [TrustedMetadata.credential: "wrong"], [TrustedMetadata.user: "alice"]] {
             let error = await #expect(throws: RPCError.self) {
                 _ = try await echo.echo(self.echo(text: "x"), options: CallOptions(metadata: metadata))
@@ -269,7 +269,7 @@ struct GatewayTests {
             var start = clock.now
             let clientDeadline = await #expect(throws: RPCError.self) {
                 _ = try await harness.call(
-                    EchoService.echoMethod,
+                    Hearth_Echo_V1_Echo.Method.echo.name,
                     self.echo(sleepMs: 60_000),
                     authorization: "Bearer \(token)",
                     timeout: .milliseconds(100)
@@ -282,7 +282,7 @@ struct GatewayTests {
             start = clock.now
             let routeDeadline = await #expect(throws: RPCError.self) {
                 _ = try await harness.call(
-                    EchoService.echoMethod,
+                    Hearth_Echo_V1_Echo.Method.echo.name,
                     self.echo(sleepMs: 60_000),
                     authorization: "Bearer \(token)"
                 )
@@ -518,7 +518,7 @@ struct GatewayTests {
         try await GatewayHarness.run(replicas: 1, unservedPorts: [draining.port]) { harness in
             let token = "Bearer \(try await harness.token())"
             for _ in 0..<20 {
-                _ = try await harness.call(EchoService.echoMethod, authorization: token)
+                _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, authorization: token)
             }
         }
         await draining.close()
@@ -698,7 +698,7 @@ struct GatewayTests {
             var big = Hearth_Echo_V1_EchoRequest()
             big.payload = Data(count: 5 * mib)
             let error = await #expect(throws: RPCError.self) {
-                _ = try await harness.call(EchoService.echoMethod, big, authorization: token)
+                _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, big, authorization: token)
             }
             #expect(
                 error?.code == .resourceExhausted && error?.message.contains("\(4 * mib)") == true,
@@ -707,15 +707,16 @@ struct GatewayTests {
             // At the edge: the payload alone fits (the most a check of the payload and a 64-byte
             // envelope let through), but not with the metadata the gateway adds (the internal
             // credential, the user, the request id).
-            big.payload = Data(count: 4 * mib - 64 - EchoService.echoMethod.utf8.count - 5)
+            big.payload = Data(count: 4 * mib - 64 - Hearth_Echo_V1_Echo.Method.echo.name.utf8.count - 5)
             let edge = await #expect(throws: RPCError.self) {
-                _ = try await harness.call(EchoService.echoMethod, big, authorization: token)
+                _ = try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, big, authorization: token)
             }
             #expect(edge?.code == .resourceExhausted, "\(String(describing: edge))")
             _ = try await call.value
             big.payload = Data(count: 4 * mib - 1024)
             #expect(
-                try await harness.call(EchoService.echoMethod, big, authorization: token).payload.count == 4 * mib
+                try await harness.call(Hearth_Echo_V1_Echo.Method.echo.name, big, authorization: token).payload.count
+                    == 4 * mib
                     - 1024
             )
         }

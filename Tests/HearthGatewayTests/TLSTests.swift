@@ -35,12 +35,12 @@ struct TLSTests {
         )
         var request = Hearth_Echo_V1_EchoRequest()
         request.text = "over TLS"
-        let response = try await EchoClient(client: secure).echo(request)
+        let response = try await Hearth_Echo_V1_Echo.Client(secure).echo(request)
         #expect(response.text == "over TLS")
 
         let plain = RPCClient(host: "127.0.0.1", port: port)
         let refused = await #expect(throws: RPCError.self) {
-            _ = try await EchoClient(client: plain).echo(request, options: CallOptions(timeout: .seconds(5)))
+            _ = try await Hearth_Echo_V1_Echo.Client(plain).echo(request, options: CallOptions(timeout: .seconds(5)))
         }
         #expect(refused?.code == .unavailable)
 
@@ -52,7 +52,10 @@ struct TLSTests {
             )
         )
         await #expect(throws: RPCError.self) {
-            _ = try await EchoClient(client: untrusting).echo(request, options: CallOptions(timeout: .seconds(5)))
+            _ = try await Hearth_Echo_V1_Echo.Client(untrusting).echo(
+                request,
+                options: CallOptions(timeout: .seconds(5))
+            )
         }
 
         for client in [secure, plain, untrusting] { await client.close() }

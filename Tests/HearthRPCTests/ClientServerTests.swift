@@ -22,7 +22,9 @@ struct ClientServerTests {
         try await withTestServer { _, port in
             let client = makeClient(port: port)
             let payload = Data([0, 1, 2, 255])
-            let response = try await EchoClient(client: client).echo(echoRequest(text: "hello", payload: payload))
+            let response = try await Hearth_Echo_V1_Echo.Client(client).echo(
+                echoRequest(text: "hello", payload: payload)
+            )
             #expect(response.text == "hello")
             #expect(response.payload == payload)
 
@@ -41,7 +43,7 @@ struct ClientServerTests {
     func tenThousandConcurrentCalls() async throws {
         let configuration = ServerConfiguration(maxConcurrentCallsPerConnection: 10_000)
         try await withTestServer(configuration: configuration) { _, port in
-            let client = EchoClient(client: makeClient(port: port))
+            let client = Hearth_Echo_V1_Echo.Client(makeClient(port: port))
             let mismatches = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for i in 0..<10_000 {
                     group.addTask {
@@ -54,7 +56,7 @@ struct ClientServerTests {
                 return try await group.reduce(0) { $0 + ($1 ? 0 : 1) }
             }
             #expect(mismatches == 0)
-            await client.client.close()
+            await client.rpc.close()
         }
     }
 
@@ -62,7 +64,7 @@ struct ClientServerTests {
     func errors() async throws {
         try await withTestServer { _, port in
             let client = makeClient(port: port)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             let notFound = await #expect(throws: RPCError.self) { try await echo.echo(echoRequest(failWithCode: 5)) }
             #expect(notFound?.code == .notFound)
 
@@ -95,7 +97,7 @@ struct ClientServerTests {
         let signals = Signals()
         try await withTestServer(services: [EchoService(), TestService(signals: signals)]) { _, port in
             let client = makeClient(port: port)
-            _ = try await EchoClient(client: client).echo(echoRequest(text: "connect first"))
+            _ = try await Hearth_Echo_V1_Echo.Client(client).echo(echoRequest(text: "connect first"))
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: RPCError.self) {
@@ -161,7 +163,7 @@ struct ClientServerTests {
         let firstRun = Task { try await first.run() }
         let port = try await first.localAddress.port!
         let client = makeClient(port: port)
-        let echo = EchoClient(client: client)
+        let echo = Hearth_Echo_V1_Echo.Client(client)
         #expect(try await echo.echo(echoRequest(text: "one")).text == "one")
 
         first.beginShutdown()
@@ -214,7 +216,7 @@ struct ClientServerTests {
         // loaded machine.
         try await withTestServer(configuration: ServerConfiguration(idleTimeout: .seconds(5))) { _, port in
             let client = makeClient(port: port)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             #expect(try await echo.echo(echoRequest(text: "first")).text == "first")
             try await eventually("the idle connection got GOAWAY") { !client.allConnectionsAcceptCalls }
             #expect(try await echo.echo(echoRequest(text: "second")).text == "second")
@@ -245,7 +247,7 @@ struct ClientServerTests {
             try await eventually("the unused connection got GOAWAY") { !client.allConnectionsAcceptCalls }
             _ = client.prepareForCalls(connectStarted: { connects.append($0) }, refused: { refusals.append($0) })
             #expect(refusals.isEmpty, "\(refusals)")
-            #expect(try await EchoClient(client: client).echo(echoRequest(text: "after")).text == "after")
+            #expect(try await Hearth_Echo_V1_Echo.Client(client).echo(echoRequest(text: "after")).text == "after")
             await client.close()
         }
     }
@@ -267,7 +269,7 @@ struct ClientServerTests {
             )
             configuration.now = clock.now
             let client = RPCClient(configuration: configuration)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             let first = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
             #expect(first?.code == .unavailable)
             let second = await #expect(throws: RPCError.self) { _ = try await echo.echo(echoRequest(text: "x")) }
@@ -291,10 +293,8 @@ struct ClientServerTests {
         defer { hole.close() }
         let client = makeClient(port: hole.port)
         let error = await #expect(throws: RPCError.self) {
-            _ = try await client.call(
-                "hearth.echo.v1.Echo/Echo",
+            _ = try await Hearth_Echo_V1_Echo.Client(client).echo(
                 echoRequest(text: "x"),
-                as: Hearth_Echo_V1_EchoResponse.self,
                 options: CallOptions(timeout: .milliseconds(100))
             )
         }
@@ -311,7 +311,13 @@ struct ClientServerTests {
         let client = makeClient(port: hole.port)
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         // Started without a task: the call waits for the hanging connect until it is cancelled.
-        let call = client.start("hearth.echo.v1.Echo/Echo", payload: Data(), metadata: [:], timeout: nil, on: loop)
+        let call = client.start(
+            Hearth_Echo_V1_Echo.Method.echo.name,
+            payload: Data(),
+            metadata: [:],
+            timeout: nil,
+            on: loop
+        )
         call.cancel()
         let error = await #expect(throws: RPCError.self) { _ = try await call.response.get() }
         #expect(error?.code == .cancelled)
@@ -331,14 +337,14 @@ struct ClientServerTests {
             }
             #expect(server.openConnections == 2)
             let refused = await #expect(throws: RPCError.self) {
-                _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+                _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             }
             #expect(refused?.code == .resourceExhausted)
 
             // One ends: its connection takes the next call.
             signals.send("open:g0")
             _ = try await held[0].response.get()
-            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             for index in 1..<4 { signals.send("open:g\(index)") }
             for call in held { _ = try await call.response.get() }
             #expect(server.openConnections == 2)
@@ -359,10 +365,10 @@ struct ClientServerTests {
             for call in held { _ = try? await call.response.get() }
 
             // Refused on the first connection (marked as not run), then sent on the extra one.
-            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             #expect(server.openConnections == 2)
             // The full one stays passed over while the extra one has room.
-            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             for text in ["z0", "z1"] { signals.send("open:\(text)") }
             try await eventually("the handlers ended") {
                 signals.contains("gate-done:z0") && signals.contains("gate-done:z1")
@@ -386,7 +392,7 @@ struct ClientServerTests {
             let held = try await gates(["b0", "b1"])
             try await eventually("both run") { signals.contains("started:b0") && signals.contains("started:b1") }
             let first = await #expect(throws: RPCError.self) {
-                _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+                _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             }
             // The extra connection is refused: UNAVAILABLE, or, when the refusal came before the
             // call went out, the full connection's answer to the call tried once more.
@@ -395,13 +401,13 @@ struct ClientServerTests {
             // While it backs off, the overflow goes to the full connection, which refuses it.
             for _ in 0..<3 {
                 let next = await #expect(throws: RPCError.self) {
-                    _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+                    _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
                 }
                 #expect(next?.code == .resourceExhausted, "\(String(describing: next))")
             }
             for text in ["b0", "b1"] { signals.send("open:\(text)") }
             for call in held { _ = try await call.response.get() }
-            _ = try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+            _ = try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             #expect(server.openConnections == 1)
         }
     }
@@ -451,7 +457,7 @@ struct ClientServerTests {
             let client = makeClient(port: port)
             let call = Task {
                 try? await Task.sleep(for: .seconds(3600))  // ends at once when cancelled
-                return try await client.callRaw("hearth.echo.v1.Echo/Echo", payload: Data())
+                return try await client.callRaw(Hearth_Echo_V1_Echo.Method.echo.name, payload: Data())
             }
             call.cancel()
             let error = await #expect(throws: RPCError.self) { _ = try await call.value }
@@ -466,7 +472,7 @@ struct ClientServerTests {
     func callsWaitingForOneConnection() async throws {
         try await withTestServer { server, port in
             let client = makeClient(port: port)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<50 {
                     group.addTask {
@@ -485,7 +491,7 @@ struct ClientServerTests {
     func pool() async throws {
         try await withTestServer { _, port in
             let client = makeClient(port: port, connections: 4)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<200 {
                     group.addTask {
@@ -554,7 +560,7 @@ struct ClientServerTests {
     func oversizedRequest() async throws {
         try await withTestServer { _, port in
             let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port, maxFrameSize: 2048))
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             let error = await #expect(throws: RPCError.self) {
                 try await echo.echo(echoRequest(payload: Data(count: 4096)))
             }
@@ -571,10 +577,8 @@ struct ClientServerTests {
             let client = makeClient(port: port)
             func call(withEntries count: Int) async throws -> Hearth_Echo_V1_EchoResponse {
                 let metadata = Dictionary(uniqueKeysWithValues: (1...count).map { ("k\($0)", "v") })
-                return try await client.call(
-                    "hearth.echo.v1.Echo/Echo",
+                return try await Hearth_Echo_V1_Echo.Client(client).echo(
                     echoRequest(text: "\(count)"),
-                    as: Hearth_Echo_V1_EchoResponse.self,
                     options: CallOptions(metadata: metadata)
                 )
             }
@@ -639,9 +643,9 @@ struct ClientServerTests {
                 as: Hearth_Echo_V1_EchoResponse.self
             )
             #expect(observed.text.contains("request-id=from-interceptor"))
-            _ = try? await EchoClient(client: client).echo(echoRequest(failWithCode: 7))
+            _ = try? await Hearth_Echo_V1_Echo.Client(client).echo(echoRequest(failWithCode: 7))
             #expect(metrics.snapshot()["hearth.test.v1.Test/Observed"]?.countsByCode[.ok] == 1)
-            #expect(metrics.snapshot()[EchoService.echoMethod]?.countsByCode[.permissionDenied] == 1)
+            #expect(metrics.snapshot()[Hearth_Echo_V1_Echo.Method.echo.name]?.countsByCode[.permissionDenied] == 1)
             await client.close()
         }
     }
@@ -651,11 +655,11 @@ struct ClientServerTests {
         let metrics = MethodMetrics()
         try await withTestServer(interceptors: [ServerObservabilityInterceptor(metrics: metrics)]) { _, port in
             let client = makeClient(port: port)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             _ = try await echo.echo(echoRequest(text: "a"))
             _ = try await echo.echo(echoRequest(text: "b"))
             _ = try? await echo.echo(echoRequest(failWithCode: 5))
-            let stats = try #require(metrics.snapshot()[EchoService.echoMethod])
+            let stats = try #require(metrics.snapshot()[Hearth_Echo_V1_Echo.Method.echo.name])
             #expect(stats.countsByCode[.ok] == 2)
             #expect(stats.countsByCode[.notFound] == 1)
             #expect(stats.latencyMicros.totalCount == 3)

@@ -1,5 +1,6 @@
 import EchoService
 import Foundation
+import HearthContracts
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -48,7 +49,7 @@ struct MetricsTests {
             let metricsPort = try await endpoint.localAddress.port!
 
             let client = makeClient(port: port)
-            let echo = EchoClient(client: client)
+            let echo = Hearth_Echo_V1_Echo.Client(client)
             _ = try await echo.echo(echoRequest(text: "a"))
             _ = try await echo.echo(echoRequest(text: "b"))
             _ = try? await echo.echo(echoRequest(failWithCode: 5))

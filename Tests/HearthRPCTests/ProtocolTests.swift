@@ -9,7 +9,7 @@ import Testing
 /// The wire contract, driven byte by byte from a bare client.
 @Suite("Wire protocol", .timeLimit(.minutes(1)))
 struct ProtocolTests {
-    let echo = EchoService.echoMethod
+    let echo = Hearth_Echo_V1_Echo.Method.echo.name
 
     @Test("pipelined requests are answered in completion order, PING with PONG")
     func outOfOrderCompletion() async throws {

@@ -55,20 +55,10 @@ case "seed":
             profile.thresholdHours = 24
             profile.preferredLanguage = "en"
             profile.timeZone = "UTC"
-            _ = try await client.call(
-                "hearth.safety.v1.Safety/UpsertProfile",
-                profile,
-                as: Hearth_Safety_V1_Profile.self,
-                options: options
-            )
+            _ = try await Hearth_Safety_V1_Safety.Client(client).upsertProfile(profile, options: options)
             var contact = Hearth_Safety_V1_AddContactRequest()
             contact.email = "contact\(index)@example.com"
-            _ = try await client.call(
-                "hearth.safety.v1.Safety/AddContact",
-                contact,
-                as: Hearth_Safety_V1_Contact.self,
-                options: options
-            )
+            _ = try await Hearth_Safety_V1_Safety.Client(client).addContact(contact, options: options)
         }
         await client.close()
         server.beginShutdown()

@@ -1,22 +1,13 @@
-import HearthContracts
+public import HearthContracts
 public import HearthRPC
 
 /// `hearth.echo.v1.Echo`: answers with what it was sent. It proves the runtime end to end
 /// and is what `hearth bench` measures: `sleep_ms` holds a call open (deadlines, concurrency),
 /// `fail_with_code` makes it fail with that status.
-public struct EchoService: RPCService {
-    public static let echoMethod = "hearth.echo.v1.Echo/Echo"
-
+public struct EchoService: Hearth_Echo_V1_Echo.Handler {
     public init() {}
 
-    public var serviceName: String { "hearth.echo.v1.Echo" }
-
-    public var methods: [RPCMethod] {
-        [.unary(Self.echoMethod, Self.echo)]
-    }
-
-    @Sendable
-    static func echo(_ request: Hearth_Echo_V1_EchoRequest, context: RPCContext) async throws
+    public func echo(_ request: Hearth_Echo_V1_EchoRequest, _ context: RPCContext) async throws
         -> Hearth_Echo_V1_EchoResponse
     {
         if request.sleepMs > 0 {
@@ -34,25 +25,5 @@ public struct EchoService: RPCService {
         response.payload = request.payload
         response.text = request.text
         return response
-    }
-}
-
-/// Typed calls to `hearth.echo.v1.Echo`.
-public struct EchoClient: Sendable {
-    public let client: RPCClient
-
-    public init(client: RPCClient) {
-        self.client = client
-    }
-
-    public func echo(_ request: Hearth_Echo_V1_EchoRequest, options: CallOptions = CallOptions()) async throws
-        -> Hearth_Echo_V1_EchoResponse
-    {
-        try await self.client.call(
-            EchoService.echoMethod,
-            request,
-            as: Hearth_Echo_V1_EchoResponse.self,
-            options: options
-        )
     }
 }

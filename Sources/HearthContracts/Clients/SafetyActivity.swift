@@ -1,10 +1,11 @@
 public import Foundation
+import HearthRPC
 import SwiftProtobuf
 
 /// Activity other services forward to safety (`ForwardActivity`): with the user's opt-in, a
 /// check-in elsewhere counts as a check-in there.
 public enum SafetyActivity {
-    public static let method = "hearth.safety.v1.Safety/ForwardActivity"
+    public static let method = Hearth_Safety_V1_Safety.Method.forwardActivity.name
 
     /// The longest `event_id` safety takes; it refuses a longer one for good.
     public static let maxEventIDCharacters = 128

@@ -10,12 +10,6 @@ public struct HealthClient: Sendable {
     public func check(service: String = "", options: CallOptions = CallOptions()) async throws -> ServingStatus {
         var request = Hearth_Health_V1_HealthCheckRequest()
         request.service = service
-        let response = try await self.client.call(
-            "hearth.health.v1.Health/Check",
-            request,
-            as: Hearth_Health_V1_HealthCheckResponse.self,
-            options: options
-        )
-        return response.status
+        return try await Hearth_Health_V1_Health.Client(self.client).check(request, options: options).status
     }
 }

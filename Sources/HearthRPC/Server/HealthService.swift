@@ -79,23 +79,20 @@ public final class HealthState: Sendable {
 }
 
 /// `hearth.health.v1.Health`, served by every process, unauthenticated.
-public struct HealthService: RPCService {
-    public static let checkMethod = "hearth.health.v1.Health/Check"
+public struct HealthService: Hearth_Health_V1_Health.Handler {
+    public static let checkMethod = Hearth_Health_V1_Health.Method.check.name
 
     public let state: HealthState
-    public var serviceName: String { "hearth.health.v1.Health" }
 
     public init(state: HealthState) {
         self.state = state
     }
 
-    public var methods: [RPCMethod] {
-        [
-            .unary(Self.checkMethod) { (request: Hearth_Health_V1_HealthCheckRequest, _) in
-                var response = Hearth_Health_V1_HealthCheckResponse()
-                response.status = self.state.status(of: request.service)
-                return response
-            }
-        ]
+    public func check(_ request: Hearth_Health_V1_HealthCheckRequest, _ context: RPCContext) async throws
+        -> Hearth_Health_V1_HealthCheckResponse
+    {
+        var response = Hearth_Health_V1_HealthCheckResponse()
+        response.status = self.state.status(of: request.service)
+        return response
     }
 }

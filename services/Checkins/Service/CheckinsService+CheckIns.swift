@@ -9,7 +9,7 @@ import SwiftProtobuf
 
 // The check-ins of a session: posted (with a photo, normalized), listed, viewed, deleted.
 extension CheckinsService {
-    @Sendable func createCheckIn(_ request: Hearth_Checkins_V1_CreateCheckInRequest, _ context: RPCContext) async throws
+    public func createCheckIn(_ request: Hearth_Checkins_V1_CreateCheckInRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_CheckIn
     {
         let user = try context.verifiedUser()
@@ -109,7 +109,7 @@ extension CheckinsService {
         }
     }
 
-    @Sendable func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws
+    public func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListCheckInsResponse
     {
         let session = try await self.participantSession(request.sessionID, context.verifiedUser())
@@ -134,7 +134,7 @@ extension CheckinsService {
         return response
     }
 
-    @Sendable func getCheckInPhoto(_ request: Hearth_Checkins_V1_GetCheckInPhotoRequest, _ context: RPCContext)
+    public func getCheckInPhoto(_ request: Hearth_Checkins_V1_GetCheckInPhotoRequest, _ context: RPCContext)
         async throws
         -> Hearth_Checkins_V1_GetCheckInPhotoResponse
     {
@@ -154,7 +154,7 @@ extension CheckinsService {
         return response
     }
 
-    @Sendable func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws
+    public func deleteCheckIn(_ request: Hearth_Checkins_V1_DeleteCheckInRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_DeleteCheckInResponse
     {
         let user = try context.verifiedUser()
@@ -167,7 +167,7 @@ extension CheckinsService {
         return Hearth_Checkins_V1_DeleteCheckInResponse()
     }
 
-    @Sendable func markViewed(_ request: Hearth_Checkins_V1_MarkViewedRequest, _ context: RPCContext) async throws
+    public func markViewed(_ request: Hearth_Checkins_V1_MarkViewedRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_CheckIn
     {
         let user = try context.verifiedUser()

@@ -9,7 +9,7 @@ import SwiftProtobuf
 
 // A nest's quick captions.
 extension CheckinsService {
-    @Sendable func listTemplates(_ request: Hearth_Checkins_V1_ListTemplatesRequest, _ context: RPCContext) async throws
+    public func listTemplates(_ request: Hearth_Checkins_V1_ListTemplatesRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListTemplatesResponse
     {
         let nest = try await self.visibleNest(request.nestID, to: context.verifiedUser())
@@ -18,7 +18,7 @@ extension CheckinsService {
         return response
     }
 
-    @Sendable func addTemplate(_ request: Hearth_Checkins_V1_AddTemplateRequest, _ context: RPCContext) async throws
+    public func addTemplate(_ request: Hearth_Checkins_V1_AddTemplateRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Template
     {
         let nest = try await self.ownedNest(request.nestID, by: context.verifiedUser())
@@ -33,7 +33,7 @@ extension CheckinsService {
         }
     }
 
-    @Sendable func removeTemplate(_ request: Hearth_Checkins_V1_RemoveTemplateRequest, _ context: RPCContext)
+    public func removeTemplate(_ request: Hearth_Checkins_V1_RemoveTemplateRequest, _ context: RPCContext)
         async throws
         -> Hearth_Checkins_V1_RemoveTemplateResponse
     {

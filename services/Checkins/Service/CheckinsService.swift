@@ -11,13 +11,12 @@ import SwiftProtobuf
 ///
 /// The caller is always the verified user of the call context. Only a session's owner and
 /// sitter see it and its check-ins; anyone else gets NOT_FOUND, never content.
-public struct CheckinsService: RPCService {
+public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
     /// The frame a CreateCheckIn with the largest photo takes: 10 MiB of photo, and room for
     /// its other fields and the call's envelope. The checkins process, and the gateway that
     /// forwards to it, take frames this large.
     public static let maxFrameSize = PhotoNormalizer.maxUploadBytes + 1024 * 1024
 
-    public static let package = "hearth.checkins.v1.Checkins"
     /// The most bytes of check-ins a ListCheckIns page holds: half of DESIGN's frame, which
     /// any client takes (this process takes larger ones, for photos).
     static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2
@@ -28,38 +27,15 @@ public struct CheckinsService: RPCService {
         self.store = try CheckinStore(location: location, clock: clock)
     }
 
-    public var serviceName: String { Self.package }
-
     /// Calls this service owes other services (activity for safety).
     public var relay: Relay { self.store.relay }
 
     /// Notifications this service owes (a new check-in, for the session's owner).
     public var outbox: Outbox { self.store.outbox }
 
-    public var methods: [RPCMethod] {
-        [
-            .unary("\(Self.package)/CreateNest", self.createNest),
-            .unary("\(Self.package)/GetNest", self.getNest),
-            .unary("\(Self.package)/ListMyNests", self.listMyNests),
-            .unary("\(Self.package)/CreateSession", self.createSession),
-            .unary("\(Self.package)/GetSession", self.getSession),
-            .unary("\(Self.package)/ListSessions", self.listSessions),
-            .unary("\(Self.package)/EndSession", self.endSession),
-            .unary("\(Self.package)/GetNestRole", self.getNestRole),
-            .unary("\(Self.package)/CreateCheckIn", self.createCheckIn),
-            .unary("\(Self.package)/ListCheckIns", self.listCheckIns),
-            .unary("\(Self.package)/GetCheckInPhoto", self.getCheckInPhoto),
-            .unary("\(Self.package)/DeleteCheckIn", self.deleteCheckIn),
-            .unary("\(Self.package)/MarkViewed", self.markViewed),
-            .unary("\(Self.package)/ListTemplates", self.listTemplates),
-            .unary("\(Self.package)/AddTemplate", self.addTemplate),
-            .unary("\(Self.package)/RemoveTemplate", self.removeTemplate),
-        ]
-    }
-
     // MARK: Nests
 
-    @Sendable func createNest(_ request: Hearth_Checkins_V1_CreateNestRequest, _ context: RPCContext) async throws
+    public func createNest(_ request: Hearth_Checkins_V1_CreateNestRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Nest
     {
         let user = try context.verifiedUser()
@@ -72,14 +48,14 @@ public struct CheckinsService: RPCService {
         }
     }
 
-    @Sendable func getNest(_ request: Hearth_Checkins_V1_GetNestRequest, _ context: RPCContext) async throws
+    public func getNest(_ request: Hearth_Checkins_V1_GetNestRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Nest
     {
         let nest = try await self.visibleNest(request.nestID, to: context.verifiedUser())
         return nest.message
     }
 
-    @Sendable func listMyNests(_ request: Hearth_Checkins_V1_ListMyNestsRequest, _ context: RPCContext) async throws
+    public func listMyNests(_ request: Hearth_Checkins_V1_ListMyNestsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListMyNestsResponse
     {
         let user = try context.verifiedUser()
@@ -95,7 +71,7 @@ public struct CheckinsService: RPCService {
 
     // MARK: Sessions
 
-    @Sendable func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest, _ context: RPCContext) async throws
+    public func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
         let user = try context.verifiedUser()
@@ -132,14 +108,14 @@ public struct CheckinsService: RPCService {
         return session.message(now: self.store.now)
     }
 
-    @Sendable func getSession(_ request: Hearth_Checkins_V1_GetSessionRequest, _ context: RPCContext) async throws
+    public func getSession(_ request: Hearth_Checkins_V1_GetSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
         let session = try await self.participantSession(request.sessionID, context.verifiedUser())
         return session.message(now: self.store.now)
     }
 
-    @Sendable func listSessions(_ request: Hearth_Checkins_V1_ListSessionsRequest, _ context: RPCContext) async throws
+    public func listSessions(_ request: Hearth_Checkins_V1_ListSessionsRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_ListSessionsResponse
     {
         let user = try context.verifiedUser()
@@ -161,7 +137,7 @@ public struct CheckinsService: RPCService {
         return response
     }
 
-    @Sendable func endSession(_ request: Hearth_Checkins_V1_EndSessionRequest, _ context: RPCContext) async throws
+    public func endSession(_ request: Hearth_Checkins_V1_EndSessionRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_Session
     {
         let user = try context.verifiedUser()
@@ -175,7 +151,7 @@ public struct CheckinsService: RPCService {
         return ended.message(now: self.store.now)
     }
 
-    @Sendable func getNestRole(_ request: Hearth_Checkins_V1_GetNestRoleRequest, _ context: RPCContext) async throws
+    public func getNestRole(_ request: Hearth_Checkins_V1_GetNestRoleRequest, _ context: RPCContext) async throws
         -> Hearth_Checkins_V1_GetNestRoleResponse
     {
         let user = try context.verifiedUser()

@@ -12,12 +12,12 @@ public protocol NestRoleSource: Sendable {
 
 /// Asks checkins' `GetNestRole` over RPC, acting as the user asked about.
 public struct CheckinsNestRoles: NestRoleSource {
-    let checkins: CheckinsClient
+    let checkins: Hearth_Checkins_V1_Checkins.Client
     let credential: String
     let timeout: Duration
 
     public init(client: RPCClient, internalCredential: String, timeout: Duration = .seconds(2)) {
-        self.checkins = CheckinsClient(client: client)
+        self.checkins = Hearth_Checkins_V1_Checkins.Client(client)
         self.credential = internalCredential
         self.timeout = timeout
     }
@@ -28,7 +28,10 @@ public struct CheckinsNestRoles: NestRoleSource {
             metadata: [TrustedMetadata.credential: self.credential, TrustedMetadata.user: userID]
         )
         do {
-            return try await self.checkins.nestRole(nestID: nestID, userID: userID, options: options)
+            var request = Hearth_Checkins_V1_GetNestRoleRequest()
+            request.nestID = nestID
+            request.userID = userID
+            return try await self.checkins.getNestRole(request, options: options).role
         } catch {
             // Whatever went wrong, access cannot be decided: fail closed.
             let cause = RPCError(answering: error)

@@ -10,8 +10,7 @@ import SwiftProtobuf
 ///
 /// Access comes from the checkins service (`GetNestRole`, cached briefly): OWNER edits, SITTER
 /// reads and ticks, anyone else gets NOT_FOUND. When checkins cannot answer, UNAVAILABLE.
-public struct RoutinesService: RPCService {
-    public static let package = "hearth.routines.v1.Routines"
+public struct RoutinesService: Hearth_Routines_V1_Routines.Handler {
     /// The most bytes of routines a ListRoutines page holds: half a frame.
     static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2
     let store: RoutineStore
@@ -23,29 +22,12 @@ public struct RoutinesService: RPCService {
         self.roles = roles
     }
 
-    public var serviceName: String { Self.package }
-
     /// Calls this service owes other services (activity for safety).
     public var relay: Relay { self.store.relay }
 
-    public var methods: [RPCMethod] {
-        [
-            .unary("\(Self.package)/CreateRoutine", self.createRoutine),
-            .unary("\(Self.package)/GetRoutine", self.getRoutine),
-            .unary("\(Self.package)/ListRoutines", self.listRoutines),
-            .unary("\(Self.package)/UpdateRoutine", self.updateRoutine),
-            .unary("\(Self.package)/DeleteRoutine", self.deleteRoutine),
-            .unary("\(Self.package)/AddAction", self.addAction),
-            .unary("\(Self.package)/RemoveAction", self.removeAction),
-            .unary("\(Self.package)/SetActionDone", self.setActionDone),
-            .unary("\(Self.package)/GetProgress", self.getProgress),
-            .unary("\(Self.package)/GetHistory", self.getHistory),
-        ]
-    }
-
     // MARK: Routines
 
-    @Sendable func createRoutine(_ request: Hearth_Routines_V1_CreateRoutineRequest, _ context: RPCContext)
+    public func createRoutine(_ request: Hearth_Routines_V1_CreateRoutineRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_Routine
     {
         let user = try context.verifiedUser()
@@ -71,13 +53,13 @@ public struct RoutinesService: RPCService {
         }
     }
 
-    @Sendable func getRoutine(_ request: Hearth_Routines_V1_GetRoutineRequest, _ context: RPCContext) async throws
+    public func getRoutine(_ request: Hearth_Routines_V1_GetRoutineRequest, _ context: RPCContext) async throws
         -> Hearth_Routines_V1_Routine
     {
         try await self.visibleRoutine(request.routineID, to: context.verifiedUser()).routine.message
     }
 
-    @Sendable func listRoutines(_ request: Hearth_Routines_V1_ListRoutinesRequest, _ context: RPCContext)
+    public func listRoutines(_ request: Hearth_Routines_V1_ListRoutinesRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_ListRoutinesResponse
     {
         let user = try context.verifiedUser()
@@ -104,7 +86,7 @@ public struct RoutinesService: RPCService {
         return response
     }
 
-    @Sendable func updateRoutine(_ request: Hearth_Routines_V1_UpdateRoutineRequest, _ context: RPCContext)
+    public func updateRoutine(_ request: Hearth_Routines_V1_UpdateRoutineRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_Routine
     {
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: context.verifiedUser())
@@ -120,7 +102,7 @@ public struct RoutinesService: RPCService {
         return updated.message
     }
 
-    @Sendable func deleteRoutine(_ request: Hearth_Routines_V1_DeleteRoutineRequest, _ context: RPCContext)
+    public func deleteRoutine(_ request: Hearth_Routines_V1_DeleteRoutineRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_DeleteRoutineResponse
     {
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: context.verifiedUser())
@@ -131,7 +113,7 @@ public struct RoutinesService: RPCService {
 
     // MARK: Actions
 
-    @Sendable func addAction(_ request: Hearth_Routines_V1_AddActionRequest, _ context: RPCContext) async throws
+    public func addAction(_ request: Hearth_Routines_V1_AddActionRequest, _ context: RPCContext) async throws
         -> Hearth_Routines_V1_Routine
     {
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: context.verifiedUser())
@@ -144,7 +126,7 @@ public struct RoutinesService: RPCService {
         )
     }
 
-    @Sendable func removeAction(_ request: Hearth_Routines_V1_RemoveActionRequest, _ context: RPCContext)
+    public func removeAction(_ request: Hearth_Routines_V1_RemoveActionRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_Routine
     {
         let (routine, role) = try await self.visibleRoutine(request.routineID, to: context.verifiedUser())
@@ -170,7 +152,7 @@ public struct RoutinesService: RPCService {
 
     // MARK: Daily completion
 
-    @Sendable func setActionDone(_ request: Hearth_Routines_V1_SetActionDoneRequest, _ context: RPCContext)
+    public func setActionDone(_ request: Hearth_Routines_V1_SetActionDoneRequest, _ context: RPCContext)
         async throws -> Hearth_Routines_V1_Progress
     {
         let user = try context.verifiedUser()
@@ -191,7 +173,7 @@ public struct RoutinesService: RPCService {
         return try await self.progress(routine.routine.id, user: user, date: today, zone: zone)
     }
 
-    @Sendable func getProgress(_ request: Hearth_Routines_V1_GetProgressRequest, _ context: RPCContext) async throws
+    public func getProgress(_ request: Hearth_Routines_V1_GetProgressRequest, _ context: RPCContext) async throws
         -> Hearth_Routines_V1_Progress
     {
         let user = try context.verifiedUser()
@@ -209,7 +191,7 @@ public struct RoutinesService: RPCService {
         return try await self.progress(routineID, user: subject, date: date, zone: zone)
     }
 
-    @Sendable func getHistory(_ request: Hearth_Routines_V1_GetHistoryRequest, _ context: RPCContext) async throws
+    public func getHistory(_ request: Hearth_Routines_V1_GetHistoryRequest, _ context: RPCContext) async throws
         -> Hearth_Routines_V1_GetHistoryResponse
     {
         let user = try context.verifiedUser()

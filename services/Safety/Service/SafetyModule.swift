@@ -1,4 +1,4 @@
-public import HearthRPC
+import HearthRPC
 public import HearthScheduler
 public import HearthStore
 public import Logging

@@ -12,8 +12,7 @@ import SwiftProtobuf
 /// Every call acts for the verified user. Due warnings and alerts are found by the due-time
 /// scheduler (a timer to the earliest `next_due_at`) and decided into the alert outbox in one
 /// transaction; a scheduler per channel delivers them, with retries.
-public struct SafetyService: RPCService {
-    public static let package = "hearth.safety.v1.Safety"
+public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     let store: SafetyStore
     /// Decides what falls due. Calls that change a switch wake it.
     public let decider: DueTimeScheduler
@@ -65,29 +64,9 @@ public struct SafetyService: RPCService {
         )
     }
 
-    public var serviceName: String { Self.package }
-
-    public var methods: [RPCMethod] {
-        [
-            .unary("\(Self.package)/UpsertProfile", self.upsertProfile),
-            .unary("\(Self.package)/GetProfile", self.getProfile),
-            .unary("\(Self.package)/AddContact", self.addContact),
-            .unary("\(Self.package)/RemoveContact", self.removeContact),
-            .unary("\(Self.package)/ListContacts", self.listContacts),
-            .unary("\(Self.package)/DeleteAccount", self.deleteAccount),
-            .unary("\(Self.package)/RecordHeartbeat", self.recordHeartbeat),
-            .unary("\(Self.package)/GetStatus", self.getStatus),
-            .unary("\(Self.package)/Snooze", self.snooze),
-            .unary("\(Self.package)/Pause", self.pause),
-            .unary("\(Self.package)/Resume", self.resume),
-            .unary("\(Self.package)/SendTest", self.sendTest),
-            .unary("\(Self.package)/ForwardActivity", self.forwardActivity),
-        ]
-    }
-
     // MARK: Profile and contacts
 
-    @Sendable func upsertProfile(_ request: Hearth_Safety_V1_UpsertProfileRequest, _ context: RPCContext) async throws
+    public func upsertProfile(_ request: Hearth_Safety_V1_UpsertProfileRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Profile
     {
         let user = try context.verifiedUser()
@@ -109,13 +88,13 @@ public struct SafetyService: RPCService {
         return profile.message
     }
 
-    @Sendable func getProfile(_ request: Hearth_Safety_V1_GetProfileRequest, _ context: RPCContext) async throws
+    public func getProfile(_ request: Hearth_Safety_V1_GetProfileRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Profile
     {
         try await self.requireProfile(context.verifiedUser()).message
     }
 
-    @Sendable func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws
+    public func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Contact
     {
         let user = try context.verifiedUser()
@@ -137,7 +116,7 @@ public struct SafetyService: RPCService {
         }
     }
 
-    @Sendable func removeContact(_ request: Hearth_Safety_V1_RemoveContactRequest, _ context: RPCContext)
+    public func removeContact(_ request: Hearth_Safety_V1_RemoveContactRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_RemoveContactResponse
     {
         guard try await self.store.removeContact(context.verifiedUser(), id: request.contactID) else {
@@ -146,7 +125,7 @@ public struct SafetyService: RPCService {
         return Hearth_Safety_V1_RemoveContactResponse()
     }
 
-    @Sendable func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws
+    public func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_ListContactsResponse
     {
         var response = Hearth_Safety_V1_ListContactsResponse()
@@ -154,7 +133,7 @@ public struct SafetyService: RPCService {
         return response
     }
 
-    @Sendable func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext)
+    public func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_DeleteAccountResponse
     {
         try await self.store.deleteAccount(context.verifiedUser())
@@ -163,7 +142,7 @@ public struct SafetyService: RPCService {
 
     // MARK: Check-ins and the switch
 
-    @Sendable func recordHeartbeat(_ request: Hearth_Safety_V1_RecordHeartbeatRequest, _ context: RPCContext)
+    public func recordHeartbeat(_ request: Hearth_Safety_V1_RecordHeartbeatRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_Status
     {
         let user = try context.verifiedUser()
@@ -198,13 +177,13 @@ public struct SafetyService: RPCService {
         return result.status.map { $0.message(now: self.store.now) } ?? Self.notArmed
     }
 
-    @Sendable func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest, _ context: RPCContext) async throws
+    public func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Status
     {
         try await self.status(context.verifiedUser())
     }
 
-    @Sendable func snooze(_ request: Hearth_Safety_V1_SnoozeRequest, _ context: RPCContext) async throws
+    public func snooze(_ request: Hearth_Safety_V1_SnoozeRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Status
     {
         let user = try context.verifiedUser()
@@ -212,7 +191,7 @@ public struct SafetyService: RPCService {
         return try await self.status(user)
     }
 
-    @Sendable func pause(_ request: Hearth_Safety_V1_PauseRequest, _ context: RPCContext) async throws
+    public func pause(_ request: Hearth_Safety_V1_PauseRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Status
     {
         let user = try context.verifiedUser()
@@ -228,7 +207,7 @@ public struct SafetyService: RPCService {
         return try await self.status(user)
     }
 
-    @Sendable func resume(_ request: Hearth_Safety_V1_ResumeRequest, _ context: RPCContext) async throws
+    public func resume(_ request: Hearth_Safety_V1_ResumeRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_Status
     {
         let user = try context.verifiedUser()
@@ -236,7 +215,7 @@ public struct SafetyService: RPCService {
         return try await self.status(user)
     }
 
-    @Sendable func sendTest(_ request: Hearth_Safety_V1_SendTestRequest, _ context: RPCContext) async throws
+    public func sendTest(_ request: Hearth_Safety_V1_SendTestRequest, _ context: RPCContext) async throws
         -> Hearth_Safety_V1_SendTestResponse
     {
         let user = try context.verifiedUser()
@@ -273,7 +252,7 @@ public struct SafetyService: RPCService {
         return response
     }
 
-    @Sendable func forwardActivity(_ request: Hearth_Safety_V1_ForwardActivityRequest, _ context: RPCContext)
+    public func forwardActivity(_ request: Hearth_Safety_V1_ForwardActivityRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_ForwardActivityResponse
     {
         let user = try context.verifiedUser()

@@ -7,8 +7,7 @@ import SwiftProtobuf
 
 /// `hearth.tasks.v1.Activities`: activities with a place attached, and the "mark done?" offers
 /// their geofence events may earn. Served beside ``TasksService``, in the same SQLite file.
-public struct ActivitiesService: RPCService {
-    public static let package = "hearth.tasks.v1.Activities"
+public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
     let store: ActivityStore
 
     /// The activities of the tasks process, in `tasks`' store.
@@ -16,30 +15,9 @@ public struct ActivitiesService: RPCService {
         self.store = ActivityStore(base: tasks.store.base)
     }
 
-    public var serviceName: String { Self.package }
-
-    public var methods: [RPCMethod] {
-        [
-            .unary("\(Self.package)/CreateActivity", self.createActivity),
-            .unary("\(Self.package)/GetActivity", self.getActivity),
-            .unary("\(Self.package)/ListActivities", self.listActivities),
-            .unary("\(Self.package)/CompleteActivity", self.completeActivity),
-            .unary("\(Self.package)/DeleteActivity", self.deleteActivity),
-            .unary("\(Self.package)/SetLocationRule", self.setLocationRule),
-            .unary("\(Self.package)/ClearLocationRule", self.clearLocationRule),
-            .unary("\(Self.package)/SetOfferPreferences", self.setOfferPreferences),
-            .unary("\(Self.package)/GetOfferPreferences", self.getOfferPreferences),
-            .unary("\(Self.package)/ReportLocationEvent", self.reportLocationEvent),
-            .unary("\(Self.package)/ListPendingOffers", self.listPendingOffers),
-            .unary("\(Self.package)/RespondToOffer", self.respondToOffer),
-            .unary("\(Self.package)/ListGeofences", self.listGeofences),
-            .unary("\(Self.package)/GetOfferStats", self.getOfferStats),
-        ]
-    }
-
     // MARK: Activities
 
-    @Sendable func createActivity(_ request: Hearth_Tasks_V1_CreateActivityRequest, _ context: RPCContext)
+    public func createActivity(_ request: Hearth_Tasks_V1_CreateActivityRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
@@ -67,7 +45,7 @@ public struct ActivitiesService: RPCService {
         }
     }
 
-    @Sendable func getActivity(_ request: Hearth_Tasks_V1_GetActivityRequest, _ context: RPCContext) async throws
+    public func getActivity(_ request: Hearth_Tasks_V1_GetActivityRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
@@ -77,7 +55,7 @@ public struct ActivitiesService: RPCService {
         return try await self.message(found, user: user, now: self.store.now)
     }
 
-    @Sendable func listActivities(_ request: Hearth_Tasks_V1_ListActivitiesRequest, _ context: RPCContext)
+    public func listActivities(_ request: Hearth_Tasks_V1_ListActivitiesRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_ListActivitiesResponse
     {
         let user = try context.verifiedUser()
@@ -88,7 +66,7 @@ public struct ActivitiesService: RPCService {
         return response
     }
 
-    @Sendable func completeActivity(_ request: Hearth_Tasks_V1_CompleteActivityRequest, _ context: RPCContext)
+    public func completeActivity(_ request: Hearth_Tasks_V1_CompleteActivityRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
@@ -99,7 +77,7 @@ public struct ActivitiesService: RPCService {
         return try await self.message(done, user: user, now: now)
     }
 
-    @Sendable func deleteActivity(_ request: Hearth_Tasks_V1_DeleteActivityRequest, _ context: RPCContext)
+    public func deleteActivity(_ request: Hearth_Tasks_V1_DeleteActivityRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_DeleteActivityResponse
     {
         let user = try context.verifiedUser()
@@ -111,7 +89,7 @@ public struct ActivitiesService: RPCService {
 
     // MARK: Rules and preferences
 
-    @Sendable func setLocationRule(_ request: Hearth_Tasks_V1_SetLocationRuleRequest, _ context: RPCContext)
+    public func setLocationRule(_ request: Hearth_Tasks_V1_SetLocationRuleRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
@@ -123,7 +101,7 @@ public struct ActivitiesService: RPCService {
         return try await self.message(changed, user: user, now: now)
     }
 
-    @Sendable func clearLocationRule(_ request: Hearth_Tasks_V1_ClearLocationRuleRequest, _ context: RPCContext)
+    public func clearLocationRule(_ request: Hearth_Tasks_V1_ClearLocationRuleRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_Activity
     {
         let user = try context.verifiedUser()
@@ -134,7 +112,7 @@ public struct ActivitiesService: RPCService {
         return try await self.message(changed, user: user, now: now)
     }
 
-    @Sendable func setOfferPreferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest, _ context: RPCContext)
+    public func setOfferPreferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
         let user = try context.verifiedUser()
@@ -143,7 +121,7 @@ public struct ActivitiesService: RPCService {
         return preferences.message
     }
 
-    @Sendable func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest, _ context: RPCContext)
+    public func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
         try await self.store.preferences(user: context.verifiedUser()).message
@@ -151,7 +129,7 @@ public struct ActivitiesService: RPCService {
 
     // MARK: Offers
 
-    @Sendable func reportLocationEvent(_ request: Hearth_Tasks_V1_ReportLocationEventRequest, _ context: RPCContext)
+    public func reportLocationEvent(_ request: Hearth_Tasks_V1_ReportLocationEventRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_ReportLocationEventResponse
     {
         let user = try context.verifiedUser()
@@ -222,7 +200,7 @@ public struct ActivitiesService: RPCService {
         }
     }
 
-    @Sendable func listPendingOffers(_ request: Hearth_Tasks_V1_ListPendingOffersRequest, _ context: RPCContext)
+    public func listPendingOffers(_ request: Hearth_Tasks_V1_ListPendingOffersRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_ListPendingOffersResponse
     {
         let now = self.store.now
@@ -233,7 +211,7 @@ public struct ActivitiesService: RPCService {
         return response
     }
 
-    @Sendable func respondToOffer(_ request: Hearth_Tasks_V1_RespondToOfferRequest, _ context: RPCContext)
+    public func respondToOffer(_ request: Hearth_Tasks_V1_RespondToOfferRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_RespondToOfferResponse
     {
         let user = try context.verifiedUser()
@@ -268,7 +246,7 @@ public struct ActivitiesService: RPCService {
         }
     }
 
-    @Sendable func listGeofences(_ request: Hearth_Tasks_V1_ListGeofencesRequest, _ context: RPCContext)
+    public func listGeofences(_ request: Hearth_Tasks_V1_ListGeofencesRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_ListGeofencesResponse
     {
         let user = try context.verifiedUser()
@@ -301,7 +279,7 @@ public struct ActivitiesService: RPCService {
         return response
     }
 
-    @Sendable func getOfferStats(_ request: Hearth_Tasks_V1_GetOfferStatsRequest, _ context: RPCContext)
+    public func getOfferStats(_ request: Hearth_Tasks_V1_GetOfferStatsRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_GetOfferStatsResponse
     {
         let user = try context.verifiedUser()

@@ -14,8 +14,7 @@ import SwiftProtobuf
 /// Every call acts for the verified user; only a task's owner sees or answers anything of
 /// it (anyone else gets NOT_FOUND). Prompts are generated with the task; when one falls due
 /// the due-time scheduler puts its push in the outbox, and answering records the check-in.
-public struct TasksService: RPCService {
-    public static let package = "hearth.tasks.v1.Tasks"
+public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
     let store: TaskStore
     /// Runs beside the server: decides the push of each prompt that falls due.
     public let scheduler: DueTimeScheduler
@@ -37,31 +36,15 @@ public struct TasksService: RPCService {
         )
     }
 
-    public var serviceName: String { Self.package }
-
     /// "Check-in due" pushes.
     public var outbox: Outbox { self.store.outbox }
 
     /// Calls this service owes other services (activity for safety).
     public var relay: Relay { self.store.relay }
 
-    public var methods: [RPCMethod] {
-        [
-            .unary("\(Self.package)/CreateTask", self.createTask),
-            .unary("\(Self.package)/GetTask", self.getTask),
-            .unary("\(Self.package)/ListTasks", self.listTasks),
-            .unary("\(Self.package)/CancelTask", self.cancelTask),
-            .unary("\(Self.package)/ListPendingPrompts", self.listPendingPrompts),
-            .unary("\(Self.package)/ListPrompts", self.listPrompts),
-            .unary("\(Self.package)/RespondToPrompt", self.respondToPrompt),
-            .unary("\(Self.package)/RecordCheckIn", self.recordCheckIn),
-            .unary("\(Self.package)/DismissPrompt", self.dismissPrompt),
-        ]
-    }
-
     // MARK: Tasks
 
-    @Sendable func createTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, _ context: RPCContext) async throws
+    public func createTask(_ request: Hearth_Tasks_V1_CreateTaskRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_CreateTaskResponse
     {
         let user = try context.verifiedUser()
@@ -113,7 +96,7 @@ public struct TasksService: RPCService {
         return response
     }
 
-    @Sendable func getTask(_ request: Hearth_Tasks_V1_GetTaskRequest, _ context: RPCContext) async throws
+    public func getTask(_ request: Hearth_Tasks_V1_GetTaskRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_GetTaskResponse
     {
         let user = try context.verifiedUser()
@@ -157,7 +140,7 @@ public struct TasksService: RPCService {
     /// for the task and its summary.
     static let checkInsBudget = ServerConfiguration.defaultMaxFrameSize / 2
 
-    @Sendable func listTasks(_ request: Hearth_Tasks_V1_ListTasksRequest, _ context: RPCContext) async throws
+    public func listTasks(_ request: Hearth_Tasks_V1_ListTasksRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_ListTasksResponse
     {
         let user = try context.verifiedUser()
@@ -190,7 +173,7 @@ public struct TasksService: RPCService {
         return response
     }
 
-    @Sendable func cancelTask(_ request: Hearth_Tasks_V1_CancelTaskRequest, _ context: RPCContext) async throws
+    public func cancelTask(_ request: Hearth_Tasks_V1_CancelTaskRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_CancelTaskResponse
     {
         let user = try context.verifiedUser()
@@ -212,7 +195,7 @@ public struct TasksService: RPCService {
 
     // MARK: Prompts
 
-    @Sendable func listPendingPrompts(_ request: Hearth_Tasks_V1_ListPendingPromptsRequest, _ context: RPCContext)
+    public func listPendingPrompts(_ request: Hearth_Tasks_V1_ListPendingPromptsRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_ListPendingPromptsResponse
     {
         let user = try context.verifiedUser()
@@ -238,7 +221,7 @@ public struct TasksService: RPCService {
         return response
     }
 
-    @Sendable func listPrompts(_ request: Hearth_Tasks_V1_ListPromptsRequest, _ context: RPCContext) async throws
+    public func listPrompts(_ request: Hearth_Tasks_V1_ListPromptsRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_ListPromptsResponse
     {
         let task = try await self.ownedTask(request.taskID, context)
@@ -248,7 +231,7 @@ public struct TasksService: RPCService {
         return response
     }
 
-    @Sendable func respondToPrompt(_ request: Hearth_Tasks_V1_RespondToPromptRequest, _ context: RPCContext)
+    public func respondToPrompt(_ request: Hearth_Tasks_V1_RespondToPromptRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_RespondToPromptResponse
     {
         let user = try context.verifiedUser()
@@ -282,7 +265,7 @@ public struct TasksService: RPCService {
         }
     }
 
-    @Sendable func recordCheckIn(_ request: Hearth_Tasks_V1_RecordCheckInRequest, _ context: RPCContext) async throws
+    public func recordCheckIn(_ request: Hearth_Tasks_V1_RecordCheckInRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_CheckIn
     {
         let user = try context.verifiedUser()
@@ -326,7 +309,7 @@ public struct TasksService: RPCService {
         }
     }
 
-    @Sendable func dismissPrompt(_ request: Hearth_Tasks_V1_DismissPromptRequest, _ context: RPCContext) async throws
+    public func dismissPrompt(_ request: Hearth_Tasks_V1_DismissPromptRequest, _ context: RPCContext) async throws
         -> Hearth_Tasks_V1_Prompt
     {
         let user = try context.verifiedUser()
