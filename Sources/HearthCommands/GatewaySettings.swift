@@ -40,6 +40,14 @@ struct GatewaySettings: ParsableArguments {
     var maxConnectionsPerAddress = 256
 
     @Option(
+        help: """
+            MiB of requests still arriving that one IP address may hold, of the 512 all share; \
+            a frame past it is refused (RESOURCE_EXHAUSTED). At least one photo upload (11 MiB).
+            """
+    )
+    var partialFrameMibPerAddress = 128
+
+    @Option(
         help:
             "Close a connection that has completed no authenticated call this long after it opened (health checks do not count)."
     )
@@ -76,6 +84,10 @@ struct GatewaySettings: ParsableArguments {
         guard self.maxConnectionsPerAddress >= 1 else {
             throw ValidationError("--max-connections-per-address must be at least 1")
         }
+        let photo = (ProcessName.gateway.maxFrameSize + Self.mib - 1) / Self.mib
+        guard self.partialFrameMibPerAddress >= photo, self.partialFrameMibPerAddress <= 512 else {
+            throw ValidationError("--partial-frame-mib-per-address must be from \(photo) (a photo upload) to 512")
+        }
         guard self.authenticationWindow.duration > .zero else {
             throw ValidationError("--authentication-window must be longer than 0")
         }
@@ -89,6 +101,8 @@ struct GatewaySettings: ParsableArguments {
             internalMethods: Self.servicesOnly
         )
     }
+
+    static let mib = 1024 * 1024
 
     /// The methods whose contracts say "Internal": ForwardActivity (a service reports a user's
     /// activity to safety) and GetNestRole (routines asks checkins who may do what).

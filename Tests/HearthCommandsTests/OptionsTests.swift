@@ -223,4 +223,19 @@ struct OptionsTests {
             try GatewaySettings.parse(["--authentication-window", "0s"]).configuration(internalCredential: "secret")
         }
     }
+
+    @Test("one address may hold 128 MiB of requests still arriving unless told; from one photo upload to 512 MiB")
+    func gatewayPartialFrameShare() throws {
+        #expect(try GatewaySettings.parse([]).partialFrameMibPerAddress == 128)
+        let photo = (ProcessName.gateway.maxFrameSize + GatewaySettings.mib - 1) / GatewaySettings.mib
+        #expect(photo == 11)
+        for (mib, valid) in [(photo - 1, false), (photo, true), (512, true), (513, false)] {
+            let settings = try GatewaySettings.parse(["--partial-frame-mib-per-address", "\(mib)"])
+            if valid {
+                #expect(throws: Never.self) { try settings.configuration(internalCredential: "secret") }
+            } else {
+                #expect(throws: ValidationError.self) { try settings.configuration(internalCredential: "secret") }
+            }
+        }
+    }
 }

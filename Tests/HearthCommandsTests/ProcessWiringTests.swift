@@ -61,8 +61,10 @@ struct ProcessWiringTests {
             let gateway = try await configuration(of: .gateway)
             #expect(gateway.maxConnectionsPerAddress == 256)
             #expect(gateway.authenticationWindow == .seconds(10))
+            #expect(gateway.maxPartialFrameBytesPerAddress == 128 * 1024 * 1024)
             let echo = try await configuration(of: .echo)
             #expect(echo.maxConnectionsPerAddress == nil && echo.authenticationWindow == nil)
+            #expect(echo.maxPartialFrameBytesPerAddress == nil)
         }
     }
 

@@ -78,6 +78,58 @@ struct FrameDecoderTests {
         _ = try first.finish()
     }
 
+    @Test("one address holds at most its share of the budget: up to it, one byte more refused, others unaffected")
+    func partialFrameShare() throws {
+        let budget = PartialFrameBudget(limit: 1000, perAddressLimit: 400)
+        func connection(from address: String) -> EmbeddedChannel {
+            EmbeddedChannel(
+                handler: ByteToMessageHandler(
+                    LengthPrefixedFrameDecoder(maxFrameSize: 4096, budget: budget, peerAddress: address)
+                )
+            )
+        }
+        func start(sending bytes: Int) -> ByteBuffer {
+            var buffer = ByteBuffer()
+            buffer.writeInteger(UInt32(2000))
+            buffer.writeBytes(Array(repeating: 1, count: bytes - 4))
+            return buffer
+        }
+        // Two connections of one host share its 400 bytes.
+        let first = connection(from: "192.0.2.1")
+        let second = connection(from: "192.0.2.1")
+        try first.writeInbound(start(sending: 250))
+        try second.writeInbound(start(sending: 150))
+        #expect(budget.inUse(by: "192.0.2.1") == 400 && budget.inUse == 400, "exactly the share")
+        let refused = #expect(throws: PartialFramesOverBudgetError.self) {
+            try second.writeInbound(ByteBuffer(bytes: [1]))
+        }
+        #expect(refused == PartialFramesOverBudgetError(limit: 400, address: "192.0.2.1"))
+        #expect(
+            refused?.description
+                == "requests still arriving from 192.0.2.1 hold 400 bytes, the most one address may; retry once they are in"
+        )
+        #expect(budget.inUse(by: "192.0.2.1") == 400, "the refused byte is not held")
+        _ = try? second.finish()  // the server closes the refused connection: its bytes come back
+        #expect(budget.inUse(by: "192.0.2.1") == 250 && budget.inUse == 250)
+
+        // Another host has a share of its own, until the whole budget is held.
+        let others = ["192.0.2.2", "192.0.2.3"].map { connection(from: $0) }
+        try others[0].writeInbound(start(sending: 400))
+        try others[1].writeInbound(start(sending: 350))
+        #expect(budget.inUse == 1000)
+        #expect(throws: PartialFramesOverBudgetError(limit: 1000)) {
+            try others[1].writeInbound(ByteBuffer(bytes: [1]))
+        }
+
+        // Done or gone, every byte is given back, and the host's count with it.
+        try first.writeInbound(ByteBuffer(bytes: Array(repeating: 1, count: 2004 - 250)))
+        #expect(try first.readInbound(as: ByteBuffer.self)?.readableBytes == 2000)
+        _ = try? others[0].finish()
+        _ = try? others[1].finish()
+        _ = try? first.finish()
+        #expect(budget.inUse == 0 && budget.inUse(by: "192.0.2.1") == 0)
+    }
+
     @Test("a frame must keep pace: grace plus its length at the minimum rate, to the nanosecond")
     func framePace() throws {
         // 10 s plus 1 s per 1,000 bytes: a 2,000-byte frame has 12 s.
@@ -267,6 +319,64 @@ struct FrameDecoderTests {
         let small = #expect(throws: FrameTooSlowError.self) { try mixed.throwIfErrorCaught() }
         #expect(small?.declaredSize == nil && small?.allowed == .seconds(10))
         _ = try? mixed.finish()
+    }
+
+    @Test("a frame that stops arriving is refused after maxStall without a byte, whatever its allowance")
+    func stalledFrame() throws {
+        // An allowance of minutes (a 100 KB frame at 1,000 bytes a second), a stall limit of 5 s.
+        let pace = FramePace(grace: .seconds(30), minBytesPerSecond: 1000, maxStall: .seconds(5))
+        func connection(budget: PartialFrameBudget) -> EmbeddedChannel {
+            let loop = EmbeddedEventLoop()
+            return EmbeddedChannel(
+                handler: ByteToMessageHandler(
+                    LengthPrefixedFrameDecoder(
+                        maxFrameSize: 200_000,
+                        budget: budget,
+                        pace: pace,
+                        readingTime: ReadingTime(clock: { loop.now })
+                    )
+                ),
+                loop: loop
+            )
+        }
+        let budget = PartialFrameBudget(limit: 1_000_000)
+        let start = ByteBuffer(bytes: [0, 1, 134, 160] + Array(repeating: 1, count: 96))  // 100,000 bytes
+
+        // Silent after its first bytes: refused by the timer 5 s after them, to the nanosecond,
+        // though the budget has room and its allowance (130 s) is far off.
+        let silent = connection(budget: budget)
+        try silent.writeInbound(start)
+        silent.embeddedEventLoop.advanceTime(by: .seconds(5))
+        try silent.throwIfErrorCaught()
+        silent.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        let refusal = #expect(throws: FrameTooSlowError.self) { try silent.throwIfErrorCaught() }
+        #expect(refusal?.stalledFor == .seconds(5) + .nanoseconds(1) && refusal?.received == 100)
+        #expect(
+            refusal?.description
+                == "frame of 100000 bytes stalled, 100 bytes in: no byte for 5 s "
+                + "(a frame begun must keep arriving, at most 5 s without a byte)"
+        )
+        _ = try? silent.finish()
+        #expect(budget.inUse == 0)
+
+        // A byte now and then keeps it going: each one starts the stall limit afresh.
+        let trickle = connection(budget: budget)
+        try trickle.writeInbound(start)
+        for _ in 0..<10 {
+            trickle.embeddedEventLoop.advanceTime(by: .seconds(5))
+            try trickle.writeInbound(ByteBuffer(bytes: [1]))
+        }
+        try trickle.throwIfErrorCaught()
+        // Refused at its next bytes once it stalled (here before the timer looked).
+        trickle.embeddedEventLoop.advanceTime(by: .seconds(5) + .nanoseconds(1))
+        #expect(throws: FrameTooSlowError.self) {
+            try trickle.throwIfErrorCaught()
+            try trickle.writeInbound(ByteBuffer(bytes: [1]))
+        }
+        _ = try? trickle.finish()
+
+        // The default pace stalls after 10 s.
+        #expect(FramePace.default.maxStall == .seconds(10))
     }
 
     @Test("a frame's pace leaves out the time the server held reads back (its answers unread by the peer)")

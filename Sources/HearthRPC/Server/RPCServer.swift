@@ -44,7 +44,10 @@ public final class RPCServer: Service, Sendable {
         logger: Logger
     ) {
         self.configuration = configuration
-        self.partialFrames = PartialFrameBudget(limit: configuration.maxPartialFrameBytes)
+        self.partialFrames = PartialFrameBudget(
+            limit: configuration.maxPartialFrameBytes,
+            perAddressLimit: configuration.maxPartialFrameBytesPerAddress
+        )
         self.group = group
         self.logger = logger
         self.health = HealthState(
@@ -202,7 +205,8 @@ public final class RPCServer: Service, Sendable {
 
     private func initialize(connection channel: any Channel) -> EventLoopFuture<Void> {
         let cap = self.configuration.maxConnectionsPerAddress
-        let address = cap.map { _ in PeerAddressKey.of(channel.remoteAddress) }
+        let counted = cap != nil || self.configuration.maxPartialFrameBytesPerAddress != nil
+        let address = counted ? PeerAddressKey.of(channel.remoteAddress) : nil
         let refusal = self.state.withLock { state -> RPCError? in
             if state.shuttingDown { return RPCError(.unavailable, "server is shutting down") }
             guard state.connections.count < self.configuration.maxConnections else {
@@ -212,8 +216,8 @@ public final class RPCServer: Service, Sendable {
                 guard state.perAddress[address, default: 0] < cap else {
                     return RPCError(.resourceExhausted, "too many connections from \(address) (limit \(cap))")
                 }
-                state.perAddress[address, default: 0] += 1
             }
+            if let address { state.perAddress[address, default: 0] += 1 }
             state.connections[ObjectIdentifier(channel)] = channel
             return nil
         }
@@ -237,6 +241,7 @@ public final class RPCServer: Service, Sendable {
                 configuration: self.configuration,
                 callsInFlight: self.callCounter,
                 partialFrames: self.partialFrames,
+                peerAddress: address,
                 health: self.health,
                 logger: self.logger
             )

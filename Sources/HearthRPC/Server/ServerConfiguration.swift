@@ -19,6 +19,10 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of frames still arriving, over all connections; a connection whose frame would
     /// pass it gets GOAWAY (RESOURCE_EXHAUSTED) and is closed.
     public var maxPartialFrameBytes: Int
+    /// The most of it one peer address may hold (counted as ``maxConnectionsPerAddress``
+    /// counts); nil: no share. For a public listener (the gateway): behind it, every frame comes
+    /// from the gateway's address.
+    public var maxPartialFrameBytesPerAddress: Int?
     /// How fast a frame must arrive once begun; one that falls behind while more than half of
     /// `maxPartialFrameBytes` is held, or twice behind at any time, gets GOAWAY
     /// (DEADLINE_EXCEEDED) and the connection closes.

@@ -316,6 +316,7 @@ extension ChannelPipeline.SynchronousOperations {
         configuration: ServerConfiguration,
         callsInFlight: CallCounter,
         partialFrames: PartialFrameBudget,
+        peerAddress: String? = nil,
         readingTime: ReadingTime = ReadingTime(),
         health: HealthState? = nil,
         logger: Logger
@@ -325,6 +326,7 @@ extension ChannelPipeline.SynchronousOperations {
                 LengthPrefixedFrameDecoder(
                     maxFrameSize: configuration.maxFrameSize,
                     budget: partialFrames,
+                    peerAddress: peerAddress,
                     pace: configuration.framePace,
                     readingTime: readingTime
                 )

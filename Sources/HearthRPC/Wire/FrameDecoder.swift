@@ -16,6 +16,8 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     /// The largest frame body accepted, in bytes.
     public let maxFrameSize: Int
     private let budget: PartialFrameBudget?
+    /// The peer's address as the budget counts it (``PartialFrameBudget/perAddressLimit``).
+    private let peerAddress: String?
     /// Keeps the frame still arriving to its pace; nil without one (a client).
     private let paceWatch: FramePaceWatch?
     /// What this connection holds of the budget: the bytes of its frame still arriving.
@@ -23,17 +25,21 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
 
     /// - Parameters:
     ///   - budget: shared by a server's connections; nil on a client.
+    ///   - peerAddress: what the budget counts this peer's bytes under, for its per-address
+    ///     share; nil: none applies.
     ///   - pace: how fast a frame must arrive once begun; nil: no limit (a client).
     ///   - readingTime: the clock the pace is measured by: the connection's time spent
     ///     reading, which its handler stops while it holds reads back.
     public init(
         maxFrameSize: Int,
         budget: PartialFrameBudget? = nil,
+        peerAddress: String? = nil,
         pace: FramePace? = nil,
         readingTime: ReadingTime = ReadingTime()
     ) {
         self.maxFrameSize = maxFrameSize
         self.budget = budget
+        self.peerAddress = peerAddress
         self.paceWatch = pace.map { FramePaceWatch(pace: $0, budget: budget, readingTime: readingTime) }
     }
 
@@ -97,26 +103,61 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     private mutating func hold(_ bytes: Int) throws {
         guard let budget = self.budget, bytes != self.held else { return }
         if bytes > self.held {
-            guard budget.take(bytes - self.held) else {
-                throw PartialFramesOverBudgetError(limit: budget.limit)
-            }
+            if let refusal = budget.take(bytes - self.held, from: self.peerAddress) { throw refusal }
         } else {
-            budget.give(self.held - bytes)
+            budget.give(self.held - bytes, from: self.peerAddress)
         }
         self.held = bytes
     }
 }
 
-/// The bytes of frames still arriving on all of a server's connections, at most `limit`.
-/// Without it, connections that each send most of a large frame and then wait (a slowloris
-/// with big frames) could make the server hold the frame limit times the connection limit
-/// (4 MiB x 10,000).
+/// The bytes of frames still arriving on all of a server's connections, at most `limit`, and
+/// at most `perAddressLimit` from one peer address. Without it, connections that each send most
+/// of a large frame and then wait (a slowloris with big frames) could make the server hold the
+/// frame limit times the connection limit (4 MiB x 10,000); without the share, one host could
+/// hold all of it and turn everyone else's uploads away.
 public final class PartialFrameBudget: Sendable {
     public let limit: Int
+    /// The most one address may hold (a gateway's clients); nil: no share (a service, whose
+    /// frames all come from the gateway).
+    public let perAddressLimit: Int?
     private let used = Atomic<Int>(0)
+    private let byAddress = Mutex<[String: Int]>([:])
 
-    public init(limit: Int) {
+    public init(limit: Int, perAddressLimit: Int? = nil) {
         self.limit = limit
+        self.perAddressLimit = perAddressLimit
+    }
+
+    /// The bytes `address` holds now.
+    public func inUse(by address: String) -> Int {
+        self.byAddress.withLock { $0[address] ?? 0 }
+    }
+
+    /// Takes `bytes` for a peer at `address` if that keeps within both limits; else the refusal.
+    func take(_ bytes: Int, from address: String?) -> PartialFramesOverBudgetError? {
+        guard let share = self.perAddressLimit, let address else {
+            return self.take(bytes) ? nil : PartialFramesOverBudgetError(limit: self.limit)
+        }
+        return self.byAddress.withLock { held in
+            let holding = held[address] ?? 0
+            guard holding + bytes <= share else {
+                return PartialFramesOverBudgetError(limit: share, address: address)
+            }
+            guard self.take(bytes) else { return PartialFramesOverBudgetError(limit: self.limit) }
+            held[address] = holding + bytes
+            return nil
+        }
+    }
+
+    func give(_ bytes: Int, from address: String?) {
+        if self.perAddressLimit != nil, let address {
+            self.byAddress.withLock { held in
+                let left = (held[address] ?? 0) - bytes
+                held[address] = left > 0 ? left : nil
+            }
+        }
+        self.give(bytes)
     }
 
     /// The bytes held now.
@@ -146,12 +187,19 @@ public final class PartialFrameBudget: Sendable {
     }
 }
 
-/// A frame still arriving would take the server's partial-frame budget past its limit.
+/// A frame still arriving would take the server's partial-frame budget past its limit, or its
+/// peer address's share of it past that.
 public struct PartialFramesOverBudgetError: Error, CustomStringConvertible, Equatable {
     public let limit: Int
+    /// The address whose share was full; nil when the whole budget was.
+    public var address: String? = nil
 
     public var description: String {
-        "the server is busy receiving other large requests; retry later"
+        guard let address = self.address else {
+            return "the server is busy receiving other large requests; retry later"
+        }
+        return "requests still arriving from \(address) hold \(self.limit) bytes, the most one address may; "
+            + "retry once they are in"
     }
 }
 

@@ -4,7 +4,9 @@ public import NIOCore
 /// length at `minBytesPerSecond`. A frame that falls behind is refused while the server's
 /// partial-frame budget is more than half used (always, on a decoder without a budget), and
 /// once twice behind in any case: at its next bytes, or by a timer if its peer sends nothing
-/// more.
+/// more. A frame also must keep moving: one whose bytes stop for longer than `maxStall` is
+/// refused whatever its allowance (a peer that sent all but the last byte of a large frame
+/// would otherwise hold its room for minutes).
 ///
 /// Without it, a peer could hold its share of the partial-frame budget for as long as it
 /// kept sending a byte now and then; with it, holding the budget costs re-sending it. A slow
@@ -14,15 +16,20 @@ public struct FramePace: Sendable, Equatable {
     public var grace: TimeAmount
     /// The slowest pace a frame may arrive at, on top of the grace, in bytes per second.
     public var minBytesPerSecond: Int
+    /// The longest a frame begun may go without a byte; nil: no limit but its allowance.
+    public var maxStall: TimeAmount?
 
     /// 30 s plus a second per 32 KiB (256 kbit/s): a 4 MiB frame has 2 min 38 s, an 11 MiB
-    /// photo upload through the gateway 6 min 22 s.
-    public static let `default` = FramePace(grace: .seconds(30), minBytesPerSecond: 32 * 1024)
+    /// photo upload through the gateway 6 min 22 s; and never 10 s without a byte (TCP's
+    /// retransmissions after three losses in a row wait 1 + 2 + 4 s).
+    public static let `default` = FramePace(grace: .seconds(30), minBytesPerSecond: 32 * 1024, maxStall: .seconds(10))
 
-    public init(grace: TimeAmount, minBytesPerSecond: Int) {
+    public init(grace: TimeAmount, minBytesPerSecond: Int, maxStall: TimeAmount? = nil) {
         precondition(minBytesPerSecond > 0)
+        precondition(maxStall.map { $0 > .zero } ?? true)
         self.grace = grace
         self.minBytesPerSecond = minBytesPerSecond
+        self.maxStall = maxStall
     }
 
     /// How long a frame with a body of `length` bytes may take to arrive.
@@ -40,6 +47,8 @@ public struct FramePace: Sendable, Equatable {
         case behind(lateAfter: TimeAmount)
         /// Late: it broke the allowance it had, `allowed`.
         case late(allowed: TimeAmount)
+        /// No byte of it came for longer than ``FramePace/maxStall``.
+        case stalled
     }
 
     /// Behind its pace, a frame is late while the budget it holds part of is more than half used
@@ -64,8 +73,9 @@ final class FramePaceWatch {
     private let budget: PartialFrameBudget?
     private let readingTime: ReadingTime
     /// The frame still arriving: when it was first seen, its body length (nil until its
-    /// prefix is in), and the bytes of it in so far. Nil between frames.
-    private var frame: (began: NIODeadline, length: Int?, received: Int)?
+    /// prefix is in), the bytes of it in so far, and when the last of them came. Nil between
+    /// frames.
+    private var frame: (began: NIODeadline, length: Int?, received: Int, lastBytes: NIODeadline)?
     private var check: Scheduled<Void>?
     /// When the timer set fires, in reading time (as the frame's times are).
     private var checkDue: NIODeadline?
@@ -86,9 +96,10 @@ final class FramePaceWatch {
     func arrived(length: Int?, received: Int, context: ChannelHandlerContext) throws {
         let now = self.readingTime.now()
         let began = self.frame?.began ?? now
-        self.frame = (began, length, received)
+        let moved = received > (self.frame?.received ?? 0)
+        self.frame = (began, length, received, moved ? now : self.frame?.lastBytes ?? now)
         let verdict = self.verdict(at: now)
-        if case .late(let allowed)? = verdict { throw self.refusal(allowed: allowed) }
+        if let refusal = self.refusal(verdict, at: now) { throw refusal }
         self.scheduleCheck(after: verdict, now: now, context: context)
     }
 
@@ -107,6 +118,7 @@ final class FramePaceWatch {
 
     private func verdict(at now: NIODeadline) -> FramePace.Verdict? {
         guard let frame = self.frame else { return nil }
+        if let maxStall = self.pace.maxStall, now - frame.lastBytes > maxStall { return .stalled }
         return self.pace.verdict(
             taken: now - frame.began,
             length: frame.length ?? 0,
@@ -114,12 +126,23 @@ final class FramePaceWatch {
         )
     }
 
-    private func refusal(allowed: TimeAmount) -> FrameTooSlowError {
-        FrameTooSlowError(
+    /// The error a frame `verdict` refuses gets; nil when it is not refused.
+    private func refusal(_ verdict: FramePace.Verdict?, at now: NIODeadline) -> FrameTooSlowError? {
+        let allowed: TimeAmount
+        var stalled: TimeAmount?
+        switch verdict {
+        case .late(let late)?: allowed = late
+        case .stalled?:
+            allowed = self.pace.maxStall ?? .zero
+            stalled = self.frame.map { now - $0.lastBytes }
+        case nil, .onTime?, .behind?: return nil
+        }
+        return FrameTooSlowError(
             declaredSize: self.frame?.length,
             received: self.frame?.received ?? 0,
             allowed: allowed,
-            pace: self.pace
+            pace: self.pace,
+            stalledFor: stalled
         )
     }
 
@@ -127,12 +150,17 @@ final class FramePaceWatch {
     /// the one set comes first: one set for a large frame that has since completed would be
     /// minutes late for a small one that began after it.
     private func scheduleCheck(after verdict: FramePace.Verdict?, now: NIODeadline, context: ChannelHandlerContext) {
-        let delay: TimeAmount
+        var delay: TimeAmount
         switch verdict {
-        case nil, .late: return
-        case .onTime(let lateAfter): delay = max(lateAfter, Self.minimumRecheck)
-        case .behind(let lateAfter): delay = max(min(lateAfter, Self.pressureRecheck), Self.minimumRecheck)
+        case nil, .late, .stalled: return
+        case .onTime(let lateAfter): delay = lateAfter
+        case .behind(let lateAfter): delay = min(lateAfter, Self.pressureRecheck)
         }
+        // Or when it would have stalled, if that comes first.
+        if let maxStall = self.pace.maxStall, let frame = self.frame {
+            delay = min(delay, frame.lastBytes + maxStall - now + .nanoseconds(1))
+        }
+        delay = max(delay, Self.minimumRecheck)
         if self.check != nil, let checkDue = self.checkDue, checkDue <= now + delay { return }
         self.check?.cancel()
         self.checkDue = now + delay
@@ -153,11 +181,10 @@ final class FramePaceWatch {
     private func checkSilentFrame(context: ChannelHandlerContext) {
         let now = self.readingTime.now()
         let verdict = self.verdict(at: now)
-        guard case .late(let allowed) = verdict else {
+        guard let refusal = self.refusal(verdict, at: now) else {
             self.scheduleCheck(after: verdict, now: now, context: context)
             return
         }
-        let refusal = self.refusal(allowed: allowed)
         self.frame = nil
         context.fireErrorCaught(refusal)
     }
@@ -208,9 +235,15 @@ public struct FrameTooSlowError: Error, CustomStringConvertible, Equatable {
     public let received: Int
     public let allowed: TimeAmount
     public let pace: FramePace
+    /// How long no byte of it had come, when that is why it was refused (``FramePace/maxStall``).
+    public var stalledFor: TimeAmount? = nil
 
     public var description: String {
         let size = self.declaredSize.map { "frame of \($0) bytes" } ?? "frame's length prefix"
+        if let stalledFor = self.stalledFor {
+            return "\(size) stalled, \(self.received) bytes in: no byte for \(stalledFor.wholeSeconds) s "
+                + "(a frame begun must keep arriving, at most \(self.allowed.wholeSeconds) s without a byte)"
+        }
         return "\(size) arriving too slowly, \(self.received) bytes after \(self.allowed.wholeSeconds) s: "
             + "a frame must arrive within \(self.pace.grace.wholeSeconds) s plus 1 s per \(self.pace.rateUnit)"
     }
