@@ -40,6 +40,14 @@ struct GatewaySettings: ParsableArguments {
     var maxConnectionsPerAddress = 256
 
     @Option(
+        help: "Connections one IP address may open a second, sustained; one faster is refused (RESOURCE_EXHAUSTED)."
+    )
+    var acceptRatePerAddress: Double = 50
+
+    @Option(help: "Connections one IP address may open in a burst.")
+    var acceptBurstPerAddress: Double = 256
+
+    @Option(
         help: """
             MiB of requests still arriving that one IP address may hold, of the 512 all share; \
             a frame past it is refused (RESOURCE_EXHAUSTED). At least one photo upload (11 MiB).
@@ -83,6 +91,11 @@ struct GatewaySettings: ParsableArguments {
         guard self.maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be at least 1") }
         guard self.maxConnectionsPerAddress >= 1 else {
             throw ValidationError("--max-connections-per-address must be at least 1")
+        }
+        guard self.acceptRatePerAddress > 0, self.acceptBurstPerAddress >= 1 else {
+            throw ValidationError(
+                "--accept-rate-per-address must be positive and --accept-burst-per-address at least 1"
+            )
         }
         let photo = (ProcessName.gateway.maxFrameSize + Self.mib - 1) / Self.mib
         guard self.partialFrameMibPerAddress >= photo, self.partialFrameMibPerAddress <= 512 else {

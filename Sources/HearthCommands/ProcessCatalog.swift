@@ -195,6 +195,10 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         )
         // The public edge: no host takes every slot, nor holds one without authenticating.
         configuration.maxConnectionsPerAddress = settings.gateway.maxConnectionsPerAddress
+        configuration.acceptRatePerAddress = AcceptRate(
+            perSecond: settings.gateway.acceptRatePerAddress,
+            burst: settings.gateway.acceptBurstPerAddress
+        )
         configuration.maxPartialFrameBytesPerAddress = settings.gateway.partialFrameMibPerAddress * GatewaySettings.mib
         configuration.authenticationWindow = .nanoseconds(
             Int64(settings.gateway.authenticationWindow.seconds * 1e9)

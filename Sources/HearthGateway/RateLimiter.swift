@@ -2,35 +2,6 @@ public import Foundation
 public import HearthCore
 import Synchronization
 
-/// A token bucket: `burst` calls at once, refilled at `perSecond`. Pure: the caller passes time.
-public struct TokenBucket: Sendable, Equatable {
-    public let perSecond: Double
-    public let burst: Double
-    private(set) var tokens: Double
-    private(set) var updatedAt: Date
-
-    public init(perSecond: Double, burst: Double, now: Date) {
-        self.perSecond = perSecond
-        self.burst = burst
-        self.tokens = burst
-        self.updatedAt = now
-    }
-
-    /// Takes one token if there is one. Otherwise returns how long until there will be.
-    /// A wall clock set back refills nothing for the step and counts on from the new time
-    /// (kept at the old one, the bucket would stay empty until the clock caught up with it).
-    public mutating func take(now: Date) -> TimeInterval? {
-        let elapsed = max(0, now.timeIntervalSince(self.updatedAt))
-        self.tokens = min(self.burst, self.tokens + elapsed * self.perSecond)
-        self.updatedAt = now
-        guard self.tokens >= 1 else {
-            return (1 - self.tokens) / self.perSecond
-        }
-        self.tokens -= 1
-        return nil
-    }
-}
-
 /// Per-user limits: a token bucket for the rate of calls, and a cap on the calls each user has
 /// in flight at once. Every user behind one gateway event loop shares that loop's connection to
 /// a replica, and a replica takes at most 1,024 calls in flight on a connection: without the
@@ -115,10 +86,6 @@ public final class RateLimiter: Sendable {
     /// Drops users with nothing in flight whose buckets have refilled completely: they hold
     /// nothing a new entry would not.
     private static func forgetIdle(_ users: inout [String: User], now: Date) {
-        users = users.filter { _, state in
-            let bucket = state.bucket
-            return state.inFlight > 0
-                || bucket.tokens + now.timeIntervalSince(bucket.updatedAt) * bucket.perSecond < bucket.burst
-        }
+        users = users.filter { _, state in state.inFlight > 0 || !state.bucket.isFull(at: now) }
     }
 }

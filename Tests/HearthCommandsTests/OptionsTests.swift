@@ -224,6 +224,19 @@ struct OptionsTests {
         }
     }
 
+    @Test("one address may open 50 connections a second in bursts of 256 unless told; more than 0 and at least 1")
+    func gatewayAcceptRate() throws {
+        let defaults = try GatewaySettings.parse([])
+        #expect(defaults.acceptRatePerAddress == 50 && defaults.acceptBurstPerAddress == 256)
+        let slow = try GatewaySettings.parse(["--accept-rate-per-address", "0.1", "--accept-burst-per-address", "1"])
+        #expect(throws: Never.self) { try slow.configuration(internalCredential: "secret") }
+        for arguments in [["--accept-rate-per-address", "0"], ["--accept-burst-per-address", "0.5"]] {
+            #expect(throws: ValidationError.self) {
+                try GatewaySettings.parse(arguments).configuration(internalCredential: "secret")
+            }
+        }
+    }
+
     @Test("one address may hold 128 MiB of requests still arriving unless told; from one photo upload to 512 MiB")
     func gatewayPartialFrameShare() throws {
         #expect(try GatewaySettings.parse([]).partialFrameMibPerAddress == 128)

@@ -62,9 +62,10 @@ struct ProcessWiringTests {
             #expect(gateway.maxConnectionsPerAddress == 256)
             #expect(gateway.authenticationWindow == .seconds(10))
             #expect(gateway.maxPartialFrameBytesPerAddress == 128 * 1024 * 1024)
+            #expect(gateway.acceptRatePerAddress == AcceptRate(perSecond: 50, burst: 256))
             let echo = try await configuration(of: .echo)
             #expect(echo.maxConnectionsPerAddress == nil && echo.authenticationWindow == nil)
-            #expect(echo.maxPartialFrameBytesPerAddress == nil)
+            #expect(echo.maxPartialFrameBytesPerAddress == nil && echo.acceptRatePerAddress == nil)
         }
     }
 

@@ -27,6 +27,7 @@ public final class RPCServer: Service, Sendable {
     private let state = Mutex(State())
     private let callCounter = CallCounter()
     private let partialFrames: PartialFrameBudget
+    private let acceptLimiter: AcceptLimiter?
     private let bound: EventLoopPromise<SocketAddress>
     private let stopped: EventLoopPromise<Void>
 
@@ -44,6 +45,7 @@ public final class RPCServer: Service, Sendable {
         logger: Logger
     ) {
         self.configuration = configuration
+        self.acceptLimiter = configuration.acceptRatePerAddress.map { AcceptLimiter(rate: $0) }
         self.partialFrames = PartialFrameBudget(
             limit: configuration.maxPartialFrameBytes,
             perAddressLimit: configuration.maxPartialFrameBytesPerAddress
@@ -205,8 +207,20 @@ public final class RPCServer: Service, Sendable {
 
     private func initialize(connection channel: any Channel) -> EventLoopFuture<Void> {
         let cap = self.configuration.maxConnectionsPerAddress
-        let counted = cap != nil || self.configuration.maxPartialFrameBytesPerAddress != nil
+        let counted =
+            cap != nil || self.configuration.maxPartialFrameBytesPerAddress != nil || self.acceptLimiter != nil
         let address = counted ? PeerAddressKey.of(channel.remoteAddress) : nil
+        if let limiter = self.acceptLimiter, let address, let wait = limiter.admit(address) {
+            let rate = limiter.rate
+            return self.refuse(
+                channel,
+                RPCError(
+                    .resourceExhausted,
+                    "connections from \(address) come faster than \(rate)",
+                    retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))
+                )
+            )
+        }
         let refusal = self.state.withLock { state -> RPCError? in
             if state.shuttingDown { return RPCError(.unavailable, "server is shutting down") }
             guard state.connections.count < self.configuration.maxConnections else {

@@ -23,6 +23,10 @@ public struct ServerConfiguration: Sendable {
     /// counts); nil: no share. For a public listener (the gateway): behind it, every frame comes
     /// from the gateway's address.
     public var maxPartialFrameBytesPerAddress: Int?
+    /// How fast one peer address may open connections (counted as ``maxConnectionsPerAddress``
+    /// counts); one faster gets GOAWAY (RESOURCE_EXHAUSTED, with when to retry) and is closed.
+    /// Nil: no limit (the services, whose connections all come from the gateway).
+    public var acceptRatePerAddress: AcceptRate?
     /// How fast a frame must arrive once begun; one that falls behind while more than half of
     /// `maxPartialFrameBytes` is held, or twice behind at any time, gets GOAWAY
     /// (DEADLINE_EXCEEDED) and the connection closes.
