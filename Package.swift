@@ -141,6 +141,8 @@ let package = Package(
                 "HearthScheduler",
                 "VipsShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 "HearthRPC",
                 "HearthStore",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -78,24 +78,30 @@ enum Images {
     /// A JPEG of the PNG, re-encoded by libvips.
     static func jpeg(from png: Data) throws -> Data {
         _ = hearth_vips_start()
+        var decoded: UnsafeMutableRawPointer?
+        let side = Int32(10_000)
+        let loaded = png.withUnsafeBytes {
+            // The test's PNGs carry no profile.
+            hearth_image_decode($0.baseAddress, $0.count, Int32(HEARTH_IMAGE_PNG.rawValue), side, side, 0, &decoded)
+        }
+        guard loaded == 0, let decoded else {
+            throw FieldViolation(field: "fixture", description: "libvips could not read the PNG")
+        }
+        defer { hearth_image_release(decoded) }
         var out: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0
         var height: Int32 = 0
-        let status = png.withUnsafeBytes {
-            hearth_image_normalize(
-                $0.baseAddress,
-                $0.count,
-                10_000,
-                Int32(HEARTH_IMAGE_JPEG.rawValue),
-                90,
-                0,  // the test's PNGs carry no profile
-                &out,
-                &length,
-                &width,
-                &height
-            )
-        }
+        let status = hearth_image_encode(
+            decoded,
+            side,
+            Int32(HEARTH_IMAGE_JPEG.rawValue),
+            90,
+            &out,
+            &length,
+            &width,
+            &height
+        )
         guard status == 0, let out else {
             throw FieldViolation(field: "fixture", description: "libvips could not make a JPEG")
         }

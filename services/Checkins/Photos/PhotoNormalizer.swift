@@ -1,5 +1,6 @@
 import Foundation
 import HearthRPC
+import Synchronization
 import VipsShim
 
 /// An encoded image and what it is.
@@ -29,7 +30,8 @@ struct NormalizedPhoto: Sendable, Equatable {
 /// format comes from the bytes, never from the caller; the size limits are checked from the
 /// header before anything is decoded.
 ///
-/// CPU-heavy: call it off the event loop (see ``normalizeOffLoop(_:)``).
+/// Decodes each upload once (JPEG at a reduced scale when it is much larger than kept), then
+/// encodes from those pixels. CPU-heavy: run it on the ``PhotoPool``, off the event loops.
 enum PhotoNormalizer {
     static let maxUploadBytes = 10 * 1024 * 1024
     static let maxPixels = 50_000_000
@@ -37,15 +39,35 @@ enum PhotoNormalizer {
     static let thumbnailEdge = 320
     static let maxStoredBytes = 1_000_000
 
+    /// Uploads decoded since the process started (each at most once).
+    static var decodes: Int { Self.decodeCount.load(ordering: .relaxed) }
+    private static let decodeCount = Atomic<Int>(0)
+
+    /// The upload as stored, all its work done whatever happens meanwhile.
     static func normalize(_ upload: Data) throws(FieldViolation) -> NormalizedPhoto {
+        do {
+            return try Self.normalize(upload, stoppingWhen: { false })
+        } catch {
+            switch error {
+            case .invalid(let violation): throw violation
+            case .stopped: preconditionFailure("told never to stop")
+            }
+        }
+    }
+
+    /// - Parameter shouldStop: asked between steps (the decode and each encoding tried); true
+    ///   stops the work (``NormalizeFailure/stopped``): the call it was for was cancelled or ran
+    ///   out of time.
+    static func normalize(_ upload: Data, stoppingWhen shouldStop: () -> Bool) throws(NormalizeFailure)
+        -> NormalizedPhoto
+    {
         guard upload.count <= Self.maxUploadBytes else {
-            throw FieldViolation(
-                field: "photo",
-                description: "is \(upload.count) bytes; at most \(Self.maxUploadBytes)"
+            throw .invalid(
+                FieldViolation(field: "photo", description: "is \(upload.count) bytes; at most \(Self.maxUploadBytes)")
             )
         }
         guard hearth_vips_start() == 0 else {
-            throw FieldViolation(field: "photo", description: "cannot be processed right now")
+            throw .invalid(FieldViolation(field: "photo", description: "cannot be processed right now"))
         }
         var format: Int32 = 0
         var width: Int32 = 0
@@ -55,80 +77,90 @@ enum PhotoNormalizer {
             hearth_image_probe($0.baseAddress, $0.count, &format, &width, &height, &hasProfile)
         }
         guard probed == 0 else {
-            throw FieldViolation(field: "photo", description: "is not an image (JPEG or PNG expected)")
+            throw .invalid(FieldViolation(field: "photo", description: "is not an image (JPEG or PNG expected)"))
         }
         let kind: EncodedImage.Format
         switch UInt32(format) {
         case HEARTH_IMAGE_JPEG.rawValue: kind = .jpeg
         case HEARTH_IMAGE_PNG.rawValue: kind = .png
-        default: throw FieldViolation(field: "photo", description: "must be JPEG or PNG")
+        default: throw .invalid(FieldViolation(field: "photo", description: "must be JPEG or PNG"))
         }
         let pixels = Int(width) * Int(height)
         guard pixels <= Self.maxPixels else {
-            throw FieldViolation(
-                field: "photo",
-                description: "has \(width)x\(height) = \(pixels) pixels; at most \(Self.maxPixels)"
+            throw .invalid(
+                FieldViolation(
+                    field: "photo",
+                    description: "has \(width)x\(height) = \(pixels) pixels; at most \(Self.maxPixels)"
+                )
             )
         }
-        let toSRGB = hasProfile != 0
-        let full = try Self.fit(upload, format: kind, toSRGB: toSRGB, edge: Self.maxEdge, budget: Self.maxStoredBytes)
-        let thumbnail = try Self.fit(
-            upload,
-            format: kind,
-            toSRGB: toSRGB,
-            edge: Self.thumbnailEdge,
-            budget: Self.maxStoredBytes
-        )
+        guard !shouldStop() else { throw .stopped }
+        var decoded: UnsafeMutableRawPointer?
+        Self.decodeCount.add(1, ordering: .relaxed)
+        let status = upload.withUnsafeBytes {
+            hearth_image_decode(
+                $0.baseAddress,
+                $0.count,
+                format,
+                max(width, height),
+                Int32(Self.maxEdge),
+                hasProfile,
+                &decoded
+            )
+        }
+        guard status == 0, let decoded else { throw .invalid(Self.undecodable) }
+        defer { hearth_image_release(decoded) }
+        let full = try Self.fit(decoded, format: kind, edge: Self.maxEdge, shouldStop: shouldStop)
+        let thumbnail = try Self.fit(decoded, format: kind, edge: Self.thumbnailEdge, shouldStop: shouldStop)
         return NormalizedPhoto(full: full, thumbnail: thumbnail)
     }
 
-    /// Encodes within `budget` bytes: lower JPEG quality first, then smaller edges. `toSRGB`:
-    /// the upload has an ICC profile, whose colours are moved to sRGB before it is stripped.
+    /// Why a photo was not normalized.
+    enum NormalizeFailure: Error, Equatable {
+        /// The upload is refused: not a JPEG or PNG, too large, damaged.
+        case invalid(FieldViolation)
+        /// Its call was cancelled or ran out of time.
+        case stopped
+    }
+
+    /// Not libvips' own text: it is shared by every upload decoded at the same time.
+    private static let undecodable = FieldViolation(
+        field: "photo",
+        description: "cannot be decoded (a damaged or truncated JPEG or PNG)"
+    )
+
+    /// Encodes the decoded pixels within ``maxStoredBytes``: lower JPEG quality first, then
+    /// smaller edges, each from the same pixels.
     private static func fit(
-        _ upload: Data,
+        _ decoded: UnsafeMutableRawPointer,
         format: EncodedImage.Format,
-        toSRGB: Bool,
         edge: Int,
-        budget: Int
-    ) throws(FieldViolation) -> EncodedImage {
+        shouldStop: () -> Bool
+    ) throws(NormalizeFailure) -> EncodedImage {
         var edge = edge
         while edge >= 64 {
             for quality in format == .jpeg ? [85, 75, 65, 55] : [0] {
-                let image = try Self.encode(upload, format: format, toSRGB: toSRGB, edge: edge, quality: quality)
-                if image.data.count <= budget { return image }
+                guard !shouldStop() else { throw .stopped }
+                let image = try Self.encode(decoded, format: format, edge: edge, quality: quality)
+                if image.data.count <= Self.maxStoredBytes { return image }
             }
             edge = edge * 3 / 4
         }
-        throw FieldViolation(field: "photo", description: "cannot be stored within \(budget) bytes")
+        throw .invalid(
+            FieldViolation(field: "photo", description: "cannot be stored within \(Self.maxStoredBytes) bytes")
+        )
     }
 
-    private static func encode(_ upload: Data, format: EncodedImage.Format, toSRGB: Bool, edge: Int, quality: Int)
-        throws(FieldViolation)
-        -> EncodedImage
+    private static func encode(_ decoded: UnsafeMutableRawPointer, format: EncodedImage.Format, edge: Int, quality: Int)
+        throws(NormalizeFailure) -> EncodedImage
     {
         var out: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0
         var height: Int32 = 0
         let code = format == .jpeg ? Int32(HEARTH_IMAGE_JPEG.rawValue) : Int32(HEARTH_IMAGE_PNG.rawValue)
-        let status = upload.withUnsafeBytes {
-            hearth_image_normalize(
-                $0.baseAddress,
-                $0.count,
-                Int32(edge),
-                code,
-                Int32(quality),
-                toSRGB ? 1 : 0,
-                &out,
-                &length,
-                &width,
-                &height
-            )
-        }
-        guard status == 0, let out else {
-            // Not libvips' own text: it is shared by every upload decoded at the same time.
-            throw FieldViolation(field: "photo", description: "cannot be decoded (a damaged or truncated JPEG or PNG)")
-        }
+        let status = hearth_image_encode(decoded, Int32(edge), code, Int32(quality), &out, &length, &width, &height)
+        guard status == 0, let out else { throw .invalid(Self.undecodable) }
         defer { hearth_image_free(out) }
         return EncodedImage(
             data: Data(bytes: out, count: length),
@@ -136,18 +168,5 @@ enum PhotoNormalizer {
             height: Int(height),
             format: format
         )
-    }
-
-    /// ``normalize(_:)`` on a global queue, so the calling event loop stays free.
-    static func normalizeOffLoop(_ upload: Data) async throws -> NormalizedPhoto {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                do throws(FieldViolation) {
-                    continuation.resume(returning: try Self.normalize(upload))
-                } catch {
-                    continuation.resume(throwing: RPCError.invalidArgument([error]))
-                }
-            }
-        }
     }
 }

@@ -51,8 +51,15 @@ extension CheckinsService {
             return try Self.answer(earlier, request: request, session: session)
         }
         guard violations.isEmpty, let capturedAt else { throw RPCError.invalidArgument(violations) }
-        // Decoded and re-encoded off the event loop; nothing of the upload is kept.
-        let photo = hasPhoto ? try await PhotoNormalizer.normalizeOffLoop(request.photo) : nil
+        let zone = TimeZone(iana: session.timeZone) ?? .gmt
+        let localDay = LocalDate(Store.asStored(capturedAt), in: zone).description
+        // A full day is refused before the photo is decoded (the write checks again).
+        if hasPhoto, try await self.store.dayIsFull(session: session.id, localDay: localDay) {
+            throw Self.dayFull(localDay, session: session)
+        }
+        // Decoded once and re-encoded on the photo pool, off the event loop; nothing of the
+        // upload is kept.
+        let photo = hasPhoto ? try await self.photos.normalize(request.photo) : nil
 
         let record = CheckInRecord(
             id: UUID().uuidString.lowercased(),
@@ -70,8 +77,6 @@ extension CheckinsService {
             photoHeight: photo?.full.height,
             photoBytes: photo?.full.data.count
         )
-        let zone = TimeZone(iana: session.timeZone) ?? .gmt
-        let localDay = LocalDate(record.capturedAt, in: zone).description
         let notify = PushMessage(
             id: CheckinStore.createdPushID(record.id),
             userID: session.ownerUserID,
@@ -100,13 +105,17 @@ extension CheckinsService {
         case .repeated(nil):
             throw RPCError(.notFound, "the check-in made by request \(request.clientRequestID) was deleted")
         case .dailyCapReached(let day):
-            throw RPCError(
-                .resourceExhausted,
-                "a session has at most \(CheckinRules.maxPerLocalDay) check-ins a day; \(day) (\(session.timeZone)) is full"
-            )
+            throw Self.dayFull(day, session: session)
         case .sessionEnded(let violation):
             throw RPCError.invalidArgument([violation])
         }
+    }
+
+    private static func dayFull(_ day: String, session: SessionRecord) -> RPCError {
+        RPCError(
+            .resourceExhausted,
+            "a session has at most \(CheckinRules.maxPerLocalDay) check-ins a day; \(day) (\(session.timeZone)) is full"
+        )
     }
 
     public func listCheckIns(_ request: Hearth_Checkins_V1_ListCheckInsRequest, _ context: RPCContext) async throws

@@ -21,10 +21,17 @@ public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
     /// any client takes (this process takes larger ones, for photos).
     static let listBudget = ServerConfiguration.defaultMaxFrameSize / 2
     let store: CheckinStore
+    /// Where uploads are normalized, a few at a time.
+    let photos: PhotoPool
 
     /// Opens (and migrates) the service's store.
     public init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
+        try self.init(location: location, clock: clock, photos: .shared)
+    }
+
+    init(location: StoreLocation, clock: any WallClock = SystemClock(), photos: PhotoPool) throws {
         self.store = try CheckinStore(location: location, clock: clock)
+        self.photos = photos
     }
 
     /// Calls this service owes other services (activity for safety).

@@ -153,6 +153,18 @@ struct CheckinStore: Sendable {
         case sessionEnded(FieldViolation)
     }
 
+    /// Whether `localDay` of the session has its most check-ins already (a photo for it is not
+    /// worth decoding).
+    func dayIsFull(session: String, localDay: String) async throws -> Bool {
+        try self.base.read { db in
+            let count = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count FROM daily_count WHERE session_id = ? AND local_day = ?"),
+                arguments: [session, localDay]
+            )
+            return (count ?? 0) >= CheckinRules.maxPerLocalDay
+        }
+    }
+
     /// Records a check-in unless its request was seen before or its local day is full; the
     /// request key, the day's count and the check-in are written in one transaction.
     /// `notify` goes into the push outbox in the same transaction, only when a check-in is created.
