@@ -19,6 +19,8 @@ let package = Package(
         // The client runtime and every service's contract (messages, typed clients): what an
         // app or another Swift service depends on to call Hearth. No GRDB, libvips or services.
         .library(name: "HearthContracts", targets: ["HearthContracts"]),
+        // For the photo fuzzer (fuzz/), which drives its normalizer.
+        .library(name: "CheckinsService", targets: ["CheckinsService"]),
         // Generates each contract's method table, server protocol and client (scripts/gen-proto).
         .executable(name: "protoc-gen-hearth", targets: ["protoc-gen-hearth"]),
     ],

@@ -1,5 +1,6 @@
 // swift-tools-version: 6.1
-// The libFuzzer target over the wire runtime (frame decoder and dispatcher). Its own package so
+// The libFuzzer targets: over the wire runtime (frame decoder and dispatcher), and over the
+// photo path (the normalizer and libvips behind it). Its own package so
 // that the main build and tests never compile it; built by scripts/fuzz with
 // -sanitize=fuzzer,address and -enable-testing (it drives the runtime's internal types).
 import Foundation
@@ -28,6 +29,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
-        )
+        ),
+        .executableTarget(
+            name: "photo-fuzzer",
+            dependencies: [.product(name: "CheckinsService", package: root.lastPathComponent)],
+            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
+        ),
     ]
 )

@@ -5,9 +5,19 @@
 
 static GOnce start_once = G_ONCE_INIT;
 
+static void ignore_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer unused) {
+    (void)domain;
+    (void)level;
+    (void)message;
+    (void)unused;
+}
+
 static gpointer start(gpointer unused) {
     (void)unused;
     if (VIPS_INIT("hearth") != 0) return GINT_TO_POINTER(0);
+    // What a damaged upload makes libvips warn about ("invalid chunk type") is the uploader's
+    // doing: it is answered INVALID_ARGUMENT, not written to the process's standard error.
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, ignore_warning, NULL);
     // Uploads are untrusted: no loader libvips marks unsafe for them (ImageMagick, PDF, SVG,
     // matrix files, ...) may run, whatever the bytes claim.
     vips_block_untrusted_set(TRUE);

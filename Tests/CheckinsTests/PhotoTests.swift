@@ -241,6 +241,57 @@ struct PhotoTests {
         }
     }
 
+    @Test("a PNG's tEXt, iTXt (XMP) and eXIf chunks (GPS among them) are gone from both images")
+    func pngTextChunks() async throws {
+        try await withScratchFolder("hearth-photo") { folder in
+            let input = folder.appendingPathComponent("in.png")
+            try Images.png(width: 400, height: 300) { x, y in (UInt8(x % 256), UInt8(y % 256), 9) }.write(to: input)
+            let tagged = try await self.exiftool([
+                "-PNG:Comment=secret-comment", "-PNG:Author=Mei Chen", "-XMP:Creator=mei-xmp",
+                "-EXIF:Artist=mei-artist", "-GPSLatitude=25.0330", "-GPSLatitudeRef=N", "-overwrite_original",
+                input.path,
+            ])
+            try #require(tagged.status == 0, "\(tagged.stderr)")
+            let upload = try Data(contentsOf: input)
+            #expect(Set(Self.pngChunks(upload)).isSuperset(of: ["tEXt", "iTXt", "eXIf"]), "the fixture has them")
+
+            let photo = try PhotoNormalizer.normalize(upload)
+            for (name, image) in [("full", photo.full), ("thumbnail", photo.thumbnail)] {
+                #expect(image.format == .png)
+                let chunks = Set(Self.pngChunks(image.data))
+                #expect(
+                    chunks.isDisjoint(with: ["tEXt", "zTXt", "iTXt", "eXIf", "iCCP", "tIME"]),
+                    "\(name): \(chunks)"
+                )
+                let output = folder.appendingPathComponent("\(name).png")
+                try image.data.write(to: output)
+                let left = try await self.exiftool([
+                    "-s", "-a", "-G1", "-PNG:Comment", "-PNG:Author", "-XMP:all", "-EXIF:all", "-GPS:all", output.path,
+                ])
+                #expect(
+                    left.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
+                    "\(name) kept: \(left.stdout)"
+                )
+                for secret in ["secret-comment", "Mei Chen", "mei-xmp", "mei-artist"] {
+                    #expect(image.data.range(of: Data(secret.utf8)) == nil, "\(name) holds \(secret)")
+                }
+            }
+        }
+    }
+
+    /// The chunk types of a PNG file, in order.
+    private static func pngChunks(_ png: Data) -> [String] {
+        let bytes = [UInt8](png)
+        var types: [String] = []
+        var offset = 8
+        while offset + 8 <= bytes.count {
+            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            types.append(String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self))
+            offset += 12 + length
+        }
+        return types
+    }
+
     @Test("a Display P3 photo (a phone's) keeps its colours: moved to sRGB before its profile is stripped")
     func displayP3() async throws {
         try await withScratchFolder("hearth-photo") { folder in
