@@ -19,9 +19,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
+        // libFuzzer's entry, shared by the fuzzers.
+        .target(name: "FuzzDriver", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "frame-fuzzer",
             dependencies: [
+                "FuzzDriver",
                 .product(name: "HearthRPC", package: root.lastPathComponent),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -32,7 +35,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "photo-fuzzer",
-            dependencies: [.product(name: "CheckinsService", package: root.lastPathComponent)],
+            dependencies: ["FuzzDriver", .product(name: "CheckinsService", package: root.lastPathComponent)],
             swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
         ),
     ]

@@ -29,19 +29,26 @@ struct PhotoPoolTests {
             }
             return 1
         }
+
+        /// Its work, run on `pool`.
+        func submit(to pool: PhotoPool) -> Task<Int, any Error> {
+            Task { try await pool.run { stop throws(PhotoNormalizer.NormalizeFailure) in try self.work(stop) } }
+        }
+    }
+
+    /// A pool of one worker and one place to wait, its worker held by a gate's work.
+    private static func poolWithOneRunning() async throws -> (PhotoPool, Gate, Task<Int, any Error>) {
+        let pool = PhotoPool(workers: 1, queueLimit: 1)
+        let gate = Gate()
+        let running = gate.submit(to: pool)
+        try await eventually("the first is running") { gate.started == 1 }
+        return (pool, gate, running)
     }
 
     @Test("workers run, queueLimit wait, one more is refused RESOURCE_EXHAUSTED with when to retry")
     func bounded() async throws {
-        let pool = PhotoPool(workers: 1, queueLimit: 1)
-        let gate = Gate()
-        let running = Task {
-            try await pool.run { stop throws(PhotoNormalizer.NormalizeFailure) in try gate.work(stop) }
-        }
-        try await eventually("the first is running") { gate.started == 1 }
-        let waiting = Task {
-            try await pool.run { stop throws(PhotoNormalizer.NormalizeFailure) in try gate.work(stop) }
-        }
+        let (pool, gate, running) = try await Self.poolWithOneRunning()
+        let waiting = gate.submit(to: pool)
         try await eventually("the second waits") { pool.admitted == 2 }
         let refused = await #expect(throws: RPCError.self) {
             _ = try await pool.run { _ throws(PhotoNormalizer.NormalizeFailure) in 0 }
@@ -60,16 +67,9 @@ struct PhotoPoolTests {
 
     @Test("a call cancelled while it waits is never run; one cancelled while running stops at its next step")
     func cancelled() async throws {
-        let pool = PhotoPool(workers: 1, queueLimit: 1)
-        let gate = Gate()
-        let running = Task {
-            try await pool.run { stop throws(PhotoNormalizer.NormalizeFailure) in try gate.work(stop) }
-        }
-        try await eventually("the first is running") { gate.started == 1 }
+        let (pool, gate, running) = try await Self.poolWithOneRunning()
         let other = Gate()
-        let waiting = Task {
-            try await pool.run { stop throws(PhotoNormalizer.NormalizeFailure) in try other.work(stop) }
-        }
+        let waiting = other.submit(to: pool)
         try await eventually("the second waits") { pool.admitted == 2 }
         waiting.cancel()
         running.cancel()

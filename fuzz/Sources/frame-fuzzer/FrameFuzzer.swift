@@ -1,4 +1,5 @@
 import Foundation
+import FuzzDriver
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -151,23 +152,10 @@ extension FrameFuzzer {
     }
 }
 
-/// libFuzzer's driver (from Swift's -sanitize=fuzzer runtime).
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
 /// SwiftPM names an executable's entry point `<module>_main`; it hands over to libFuzzer.
 @_cdecl("frame_fuzzer_main")
-func fuzzerMain(
-    _ argc: CInt,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { start, size in
+func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { start, size in
         FrameFuzzer.run(UnsafeRawBufferPointer(start: start, count: size))
         return 0
     }
