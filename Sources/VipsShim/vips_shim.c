@@ -45,12 +45,11 @@ static int sniff(const void *bytes, size_t length) {
 }
 
 /// Opens the header with the loader of `format` only (JPEG or PNG): nothing else may parse it.
-/// `shrink` (JPEG: 1, 2, 4 or 8) decodes at that fraction of the size, which costs that much less.
-static VipsImage *load(const void *bytes, size_t length, int format, int shrink) {
+static VipsImage *load(const void *bytes, size_t length, int format) {
     VipsImage *image = NULL;
     int status = format == HEARTH_IMAGE_JPEG
         ? vips_jpegload_buffer((void *)bytes, length, &image, "access", VIPS_ACCESS_SEQUENTIAL,
-            "shrink", shrink, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL)
+            "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL)
         : vips_pngload_buffer((void *)bytes, length, &image, "access", VIPS_ACCESS_SEQUENTIAL,
             "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
     if (status != 0) {
@@ -63,7 +62,7 @@ static VipsImage *load(const void *bytes, size_t length, int format, int shrink)
 int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height, int *has_profile) {
     *format = sniff(bytes, length);
     if (*format == HEARTH_IMAGE_OTHER) return 0;
-    VipsImage *image = load(bytes, length, *format, 1);
+    VipsImage *image = load(bytes, length, *format);
     if (image == NULL) return -1;
     *width = vips_image_get_width(image);
     *height = vips_image_get_height(image);
@@ -72,35 +71,74 @@ int hearth_image_probe(const void *bytes, size_t length, int *format, int *width
     return 0;
 }
 
-int hearth_image_decode(
-    const void *bytes, size_t length, int format, int long_edge, int max_edge, int to_srgb, void **decoded)
-{
-    // A JPEG is decoded at the largest power-of-two fraction (at most 1/8) that keeps its long
-    // edge at or above the one wanted: shrink-on-load, as vips_thumbnail_buffer does.
-    int shrink = 1;
-    if (format == HEARTH_IMAGE_JPEG) {
-        while (shrink < 8 && long_edge / (shrink * 2) >= max_edge) shrink *= 2;
-    }
-    VipsImage *loaded = load(bytes, length, format, shrink);
-    if (loaded == NULL) return -1;
-    // vips_thumbnail_image applies the EXIF orientation and never enlarges with VIPS_SIZE_DOWN.
-    // The profile is stripped when encoding, and a viewer takes an image without one as sRGB:
-    // pixels in an embedded profile's space (a phone's Display P3, Adobe RGB) are moved to sRGB
-    // first, or their colours would shift (P3's red, 232 51 34, shown as a dull sRGB red). One
-    // without a profile is sRGB already and left as it is (`to_srgb` 0).
+/// The upload decoded (lazily: libvips streams it through whatever reads the result) and shrunk
+/// so the long edge is at most `max_edge`; NULL when it cannot be.
+static VipsImage *shrunk_upload(const void *bytes, size_t length, int format, int max_edge, int to_srgb) {
+    // Only a file whose own signature says JPEG or PNG gets here (and the probe opened it with
+    // that loader alone); with the untrusted loaders blocked, libvips picks the same one.
+    if (sniff(bytes, length) != format) return NULL;
+    // vips_thumbnail_buffer decodes a JPEG at the largest fraction of its size that stays at
+    // or above the edge wanted (libjpeg scales while decoding), applies the EXIF orientation,
+    // and never enlarges with VIPS_SIZE_DOWN. The profile is stripped when encoding, and a
+    // viewer takes an image without one as sRGB: pixels in an embedded profile's space (a
+    // phone's Display P3, Adobe RGB) are moved to sRGB first, or their colours would shift
+    // (P3's red, 232 51 34, shown as a dull sRGB red). One without a profile is sRGB already
+    // and left as it is (`to_srgb` 0). A file cut short fails (libvips would fill the missing
+    // rows with grey): an upload that broke off is refused, so that the client sends it again.
     VipsImage *shrunk = NULL;
     int status = to_srgb
-        ? vips_thumbnail_image(loaded, &shrunk, max_edge, "height", max_edge, "size", VIPS_SIZE_DOWN,
-            "export_profile", "srgb", NULL)
-        : vips_thumbnail_image(loaded, &shrunk, max_edge, "height", max_edge, "size", VIPS_SIZE_DOWN, NULL);
-    g_object_unref(loaded);
+        ? vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,
+            "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", "export_profile", "srgb", NULL)
+        : vips_thumbnail_buffer((void *)bytes, length, &shrunk, max_edge, "height", max_edge,
+            "size", VIPS_SIZE_DOWN, "option_string", "fail_on=truncated", NULL);
     if (status != 0) {
         forget_error();
-        return -1;
+        return NULL;
     }
-    // Decoded once, into memory: every encoding below starts from these pixels. A file cut short
-    // fails here (libvips would fill the missing rows with grey): an upload that broke off is
-    // refused, so that the client sends it again, not kept half grey.
+    return shrunk;
+}
+
+/// Encodes `image` as `format` (JPEG at `quality`, or PNG) with every metadata block stripped.
+static int save(VipsImage *image, int format, int quality, void **out, size_t *out_length) {
+    int status;
+    if (format == HEARTH_IMAGE_PNG) {
+        status = vips_pngsave_buffer(image, out, out_length, "strip", TRUE, "compression", 9, NULL);
+    } else {
+        // Flatten any alpha onto white: JPEG has none.
+        VipsImage *opaque = image;
+        status = 0;
+        if (vips_image_hasalpha(image)) {
+            double white[] = {255, 255, 255};
+            status = vips_flatten(image, &opaque, "background", vips_array_double_new(white, 3), NULL);
+        }
+        if (status == 0) {
+            status = vips_jpegsave_buffer(opaque, out, out_length, "Q", quality, "strip", TRUE,
+                "optimize_coding", TRUE, NULL);
+        }
+        if (opaque != image) g_object_unref(opaque);
+    }
+    if (status != 0) forget_error();
+    return status == 0 ? 0 : -1;
+}
+
+int hearth_image_normalize(
+    const void *bytes, size_t length, int format, int max_edge, int to_srgb, int quality, void **out,
+    size_t *out_length, int *out_width, int *out_height)
+{
+    VipsImage *shrunk = shrunk_upload(bytes, length, format, max_edge, to_srgb);
+    if (shrunk == NULL) return -1;
+    // Decoding and encoding stream together: the pixels are never all in memory at once.
+    int status = save(shrunk, format, quality, out, out_length);
+    *out_width = vips_image_get_width(shrunk);
+    *out_height = vips_image_get_height(shrunk);
+    g_object_unref(shrunk);
+    return status;
+}
+
+int hearth_image_decode(const void *bytes, size_t length, int format, int max_edge, int to_srgb, void **decoded) {
+    VipsImage *shrunk = shrunk_upload(bytes, length, format, max_edge, to_srgb);
+    if (shrunk == NULL) return -1;
+    // Decoded once, into memory: every encoding tried from here starts from these pixels.
     VipsImage *pixels = vips_image_copy_memory(shrunk);
     g_object_unref(shrunk);
     if (pixels == NULL) {
@@ -126,31 +164,13 @@ int hearth_image_encode(
             return -1;
         }
     }
-    int status;
-    if (format == HEARTH_IMAGE_PNG) {
-        status = vips_pngsave_buffer(shrunk, out, out_length, "strip", TRUE, "compression", 9, NULL);
-    } else {
-        // Flatten any alpha onto white: JPEG has none.
-        VipsImage *opaque = shrunk;
-        status = 0;
-        if (vips_image_hasalpha(shrunk)) {
-            double white[] = {255, 255, 255};
-            status = vips_flatten(shrunk, &opaque, "background", vips_array_double_new(white, 3), NULL);
-        }
-        if (status == 0) {
-            status = vips_jpegsave_buffer(opaque, out, out_length, "Q", quality, "strip", TRUE,
-                "optimize_coding", TRUE, NULL);
-        }
-        if (opaque != shrunk) g_object_unref(opaque);
-    }
+    int status = save(shrunk, format, quality, out, out_length);
     if (status == 0) {
         *out_width = vips_image_get_width(shrunk);
         *out_height = vips_image_get_height(shrunk);
-    } else {
-        forget_error();
     }
     if (shrunk != image) g_object_unref(shrunk);
-    return status == 0 ? 0 : -1;
+    return status;
 }
 
 void hearth_image_release(void *decoded) {

@@ -15,13 +15,21 @@ int hearth_vips_start(void);
 /// whether it carries an ICC profile. Returns 0 on success, -1 if the bytes are no such image.
 int hearth_image_probe(const void *bytes, size_t length, int *format, int *width, int *height, int *has_profile);
 
-/// Decodes once, with the loader of `format` only: applies the EXIF orientation to the pixels,
-/// moves them to sRGB from the image's ICC profile when `to_srgb` (the probe found one), and
-/// shrinks so the long edge (`long_edge` as probed) is at most `max_edge`. `*decoded` holds the
-/// pixels in memory: encode it with hearth_image_encode, release it with hearth_image_release.
-/// Returns 0 on success, -1 for a damaged or truncated file.
-int hearth_image_decode(
-    const void *bytes, size_t length, int format, int long_edge, int max_edge, int to_srgb, void **decoded);
+/// Decodes and encodes in one stream (the pixels never all in memory): a file whose signature is
+/// `format`'s, shrunk and turned as hearth_image_decode does, encoded as that format (JPEG at
+/// `quality`, or PNG) with every metadata block stripped. `*out` is allocated by libvips:
+/// release it with hearth_image_free. Returns 0 on success.
+int hearth_image_normalize(
+    const void *bytes, size_t length, int format, int max_edge, int to_srgb, int quality, void **out,
+    size_t *out_length, int *out_width, int *out_height);
+
+/// Decodes a file whose signature is `format`'s (a JPEG at a fraction of its size when much
+/// larger than `max_edge`), applies the EXIF orientation to the pixels, moves them to sRGB from
+/// the image's ICC profile when `to_srgb` (the probe found one), and shrinks so the long edge is
+/// at most `max_edge`. `*decoded` holds the pixels in memory: encode it with hearth_image_encode
+/// (as often as needed), release it with hearth_image_release. Returns 0 on success, -1 for a
+/// damaged or truncated file.
+int hearth_image_decode(const void *bytes, size_t length, int format, int max_edge, int to_srgb, void **decoded);
 
 /// Encodes decoded pixels as `format` (JPEG at `quality`, or PNG), shrunk so the long edge is at
 /// most `max_edge`, with every metadata block stripped. `*out` is allocated by libvips: release

@@ -30,8 +30,9 @@ struct NormalizedPhoto: Sendable, Equatable {
 /// format comes from the bytes, never from the caller; the size limits are checked from the
 /// header before anything is decoded.
 ///
-/// Decodes each upload once (JPEG at a reduced scale when it is much larger than kept), then
-/// encodes from those pixels. CPU-heavy: run it on the ``PhotoPool``, off the event loops.
+/// Decodes an upload at most twice for each image kept (a JPEG at a fraction of its size when
+/// much larger than kept): streamed into its first encoding, then, only when that is too large,
+/// into memory, where every other encoding tried starts from. CPU-heavy: run it on the ``PhotoPool``, off the event loops.
 enum PhotoNormalizer {
     static let maxUploadBytes = 10 * 1024 * 1024
     static let maxPixels = 50_000_000
@@ -39,7 +40,8 @@ enum PhotoNormalizer {
     static let thumbnailEdge = 320
     static let maxStoredBytes = 1_000_000
 
-    /// Uploads decoded since the process started (each at most once).
+    /// Decodes since the process started: one or two for each image kept (the photo and its
+    /// thumbnail), never one for each encoding tried.
     static var decodes: Int { Self.decodeCount.load(ordering: .relaxed) }
     private static let decodeCount = Atomic<Int>(0)
 
@@ -94,25 +96,18 @@ enum PhotoNormalizer {
                 )
             )
         }
-        guard !shouldStop() else { throw .stopped }
-        var decoded: UnsafeMutableRawPointer?
-        Self.decodeCount.add(1, ordering: .relaxed)
-        let status = upload.withUnsafeBytes {
-            hearth_image_decode(
-                $0.baseAddress,
-                $0.count,
-                format,
-                max(width, height),
-                Int32(Self.maxEdge),
-                hasProfile,
-                &decoded
-            )
-        }
-        guard status == 0, let decoded else { throw .invalid(Self.undecodable) }
-        defer { hearth_image_release(decoded) }
-        let full = try Self.fit(decoded, format: kind, edge: Self.maxEdge, shouldStop: shouldStop)
-        let thumbnail = try Self.fit(decoded, format: kind, edge: Self.thumbnailEdge, shouldStop: shouldStop)
+        let upload = Upload(bytes: upload, format: kind, code: format, toSRGB: hasProfile)
+        let full = try Self.fit(upload, edge: Self.maxEdge, shouldStop: shouldStop)
+        let thumbnail = try Self.fit(upload, edge: Self.thumbnailEdge, shouldStop: shouldStop)
         return NormalizedPhoto(full: full, thumbnail: thumbnail)
+    }
+
+    /// An upload whose header checked out.
+    private struct Upload {
+        var bytes: Data
+        var format: EncodedImage.Format
+        var code: Int32
+        var toSRGB: Int32
     }
 
     /// Why a photo was not normalized.
@@ -129,25 +124,69 @@ enum PhotoNormalizer {
         description: "cannot be decoded (a damaged or truncated JPEG or PNG)"
     )
 
-    /// Encodes the decoded pixels within ``maxStoredBytes``: lower JPEG quality first, then
-    /// smaller edges, each from the same pixels.
-    private static func fit(
-        _ decoded: UnsafeMutableRawPointer,
-        format: EncodedImage.Format,
-        edge: Int,
-        shouldStop: () -> Bool
-    ) throws(NormalizeFailure) -> EncodedImage {
+    /// The upload encoded within ``maxStoredBytes`` with its long edge at most `edge`: first
+    /// decoded and encoded in one stream at the best quality (what most photos need); when that
+    /// is too large, decoded once more, into memory, and lower JPEG qualities, then smaller
+    /// edges, are tried from those pixels. At most two decodes, whatever it takes to fit.
+    private static func fit(_ upload: Upload, edge: Int, shouldStop: () -> Bool) throws(NormalizeFailure)
+        -> EncodedImage
+    {
+        let qualities = upload.format == .jpeg ? [85, 75, 65, 55] : [0]
+        guard !shouldStop() else { throw .stopped }
+        let first = try Self.streamed(upload, edge: edge, quality: qualities[0])
+        if first.data.count <= Self.maxStoredBytes { return first }
+        guard !shouldStop() else { throw .stopped }
+        var decoded: UnsafeMutableRawPointer?
+        Self.decodeCount.add(1, ordering: .relaxed)
+        let status = upload.bytes.withUnsafeBytes {
+            hearth_image_decode($0.baseAddress, $0.count, upload.code, Int32(edge), upload.toSRGB, &decoded)
+        }
+        guard status == 0, let decoded else { throw .invalid(Self.undecodable) }
+        defer { hearth_image_release(decoded) }
         var edge = edge
+        var tries = qualities.dropFirst()  // the first was the stream's
         while edge >= 64 {
-            for quality in format == .jpeg ? [85, 75, 65, 55] : [0] {
+            for quality in tries {
                 guard !shouldStop() else { throw .stopped }
-                let image = try Self.encode(decoded, format: format, edge: edge, quality: quality)
+                let image = try Self.encode(decoded, format: upload.format, edge: edge, quality: quality)
                 if image.data.count <= Self.maxStoredBytes { return image }
             }
             edge = edge * 3 / 4
+            tries = qualities[...]
         }
         throw .invalid(
             FieldViolation(field: "photo", description: "cannot be stored within \(Self.maxStoredBytes) bytes")
+        )
+    }
+
+    /// Decoded and encoded in one stream.
+    private static func streamed(_ upload: Upload, edge: Int, quality: Int) throws(NormalizeFailure) -> EncodedImage {
+        var out: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0
+        var height: Int32 = 0
+        Self.decodeCount.add(1, ordering: .relaxed)
+        let status = upload.bytes.withUnsafeBytes {
+            hearth_image_normalize(
+                $0.baseAddress,
+                $0.count,
+                upload.code,
+                Int32(edge),
+                upload.toSRGB,
+                Int32(quality),
+                &out,
+                &length,
+                &width,
+                &height
+            )
+        }
+        guard status == 0, let out else { throw .invalid(Self.undecodable) }
+        defer { hearth_image_free(out) }
+        return EncodedImage(
+            data: Data(bytes: out, count: length),
+            width: Int(width),
+            height: Int(height),
+            format: upload.format
         )
     }
 

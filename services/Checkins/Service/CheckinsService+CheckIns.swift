@@ -57,8 +57,8 @@ extension CheckinsService {
         if hasPhoto, try await self.store.dayIsFull(session: session.id, localDay: localDay) {
             throw Self.dayFull(localDay, session: session)
         }
-        // Decoded once and re-encoded on the photo pool, off the event loop; nothing of the
-        // upload is kept.
+        // Decoded (at most twice for each image kept) and encoded on the photo pool, off the
+        // event loop; nothing of the upload is kept.
         let photo = hasPhoto ? try await self.photos.normalize(request.photo) : nil
 
         let record = CheckInRecord(
