@@ -9,10 +9,29 @@ struct ContractFile {
     /// The file goes into HearthRPC, which it then does not import.
     let insideRuntime: Bool
 
-    /// `safety.proto` -> `safety.hearth.swift`, beside `safety.pb.swift`.
-    var fileName: String {
+    /// What each generated file holds: a file a concern, as hand-written code is kept.
+    enum Part: CaseIterable {
+        /// The service's namespace, its typed method table and what tools print of it.
+        case methods
+        /// The protocol its server conforms to, and the method list the conformance brings.
+        case server
+        /// Its typed client.
+        case client
+
+        var suffix: String {
+            switch self {
+            case .methods: ".hearth.swift"
+            case .server: ".server.hearth.swift"
+            case .client: ".client.hearth.swift"
+            }
+        }
+    }
+
+    /// `safety.proto` -> `safety.hearth.swift`, `safety.server.hearth.swift`, ..., beside
+    /// `safety.pb.swift`.
+    func fileName(_ part: Part) -> String {
         let base = (self.file.name as NSString).lastPathComponent
-        return (base as NSString).deletingPathExtension + ".hearth.swift"
+        return (base as NSString).deletingPathExtension + part.suffix
     }
 
     /// The Swift namespace of each service: `Hearth_Safety_V1_Safety`.
@@ -22,7 +41,7 @@ struct ContractFile {
         self.namer.typePrefix(forFile: self.file) + service.name
     }
 
-    func source() throws -> String {
+    func source(_ part: Part) throws -> String {
         var out = CodePrinter(indent: "    ".unicodeScalars, addNewlines: true)
         out.print(
             "// DO NOT EDIT.",
@@ -31,8 +50,13 @@ struct ContractFile {
         )
         if !self.insideRuntime { out.print("public import HearthRPC") }
         for service in self.file.services {
+            let methods = try service.methods.map { try ContractMethod($0, namer: self.namer) }
             out.print("")
-            try self.printService(service, to: &out)
+            switch part {
+            case .methods: self.printMethods(of: service, methods, to: &out)
+            case .server: self.printServer(of: service, methods, to: &out)
+            case .client: self.printClient(of: service, methods, to: &out)
+            }
         }
         return out.content
     }
@@ -59,11 +83,9 @@ struct ContractFile {
         return out.content
     }
 
-    private func printService(_ service: ServiceDescriptor, to out: inout CodePrinter) throws {
-        let type = self.typeName(of: service)
-        let methods = try service.methods.map { try ContractMethod($0, namer: self.namer) }
+    private func printMethods(of service: ServiceDescriptor, _ methods: [ContractMethod], to out: inout CodePrinter) {
         out.print(lines: Self.docLines(service.comment(), fallback: "`\(service.fullName)`."))
-        out.print("public enum \(type) {")
+        out.print("public enum \(self.typeName(of: service)) {")
         out.withIndentation { out in
             out.print("public static let name = \(Self.literal(service.fullName))", "")
             out.print("/// Its methods, typed by their request and response.")
@@ -82,7 +104,15 @@ struct ContractFile {
                 out.print("documentation: \(Self.literal(service.comment())),")
                 out.print("methods: [\(methods.map { "Method.\($0.swiftName).info" }.joined(separator: ", "))]")
             }
-            out.print(")", "")
+            out.print(")")
+        }
+        out.print("}")
+    }
+
+    private func printServer(of service: ServiceDescriptor, _ methods: [ContractMethod], to out: inout CodePrinter) {
+        let type = self.typeName(of: service)
+        out.print("extension \(type) {")
+        out.withIndentation { out in
             out.print(
                 "/// What a server of `\(service.fullName)` implements; its `methods` come with the",
                 "/// conformance."
@@ -93,16 +123,6 @@ struct ContractFile {
                     if index > 0 { out.print("") }
                     method.printRequirement(to: &out)
                 }
-            }
-            out.print("}", "")
-            out.print("/// Typed calls to `\(service.fullName)`.")
-            out.print("public struct Client: Sendable {")
-            out.withIndentation { out in
-                out.print("public let rpc: RPCClient", "")
-                out.print("public init(_ rpc: RPCClient) {")
-                out.withIndentation { out in out.print("self.rpc = rpc") }
-                out.print("}")
-                for method in methods { method.printClientCall(to: &out) }
             }
             out.print("}")
         }
@@ -121,6 +141,23 @@ struct ContractFile {
                     }
                 }
                 out.print("]")
+            }
+            out.print("}")
+        }
+        out.print("}")
+    }
+
+    private func printClient(of service: ServiceDescriptor, _ methods: [ContractMethod], to out: inout CodePrinter) {
+        out.print("extension \(self.typeName(of: service)) {")
+        out.withIndentation { out in
+            out.print("/// Typed calls to `\(service.fullName)`.")
+            out.print("public struct Client: Sendable {")
+            out.withIndentation { out in
+                out.print("public let rpc: RPCClient", "")
+                out.print("public init(_ rpc: RPCClient) {")
+                out.withIndentation { out in out.print("self.rpc = rpc") }
+                out.print("}")
+                for method in methods { method.printClientCall(to: &out) }
             }
             out.print("}")
         }

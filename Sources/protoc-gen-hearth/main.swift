@@ -1,8 +1,9 @@
 import SwiftProtobufPluginLibrary
 
-/// `protoc-gen-hearth`: from each `service` block of the `.proto` files it is given, a Swift file
-/// (`NAME.hearth.swift`) with the service's typed method table, the protocol its server
-/// implements and a typed client; with `Catalog=NAME`, one more file listing every service.
+/// `protoc-gen-hearth`: from each `service` block of the `.proto` files it is given, the
+/// service's typed method table (`NAME.hearth.swift`), the protocol its server implements
+/// (`NAME.server.hearth.swift`) and a typed client (`NAME.client.hearth.swift`); with
+/// `Catalog=NAME`, one more file listing every service.
 /// `scripts/gen-proto` runs it beside `protoc-gen-swift`.
 ///
 /// Options (`--hearth_opt=`): `Catalog=NAME` (the catalog's enum), `Runtime` (the files go into
@@ -21,7 +22,9 @@ struct HearthContractGenerator: CodeGenerator {
         var services: [String] = []
         for file in files where !file.services.isEmpty {
             let contract = ContractFile(file: file, namer: namer, insideRuntime: options["Runtime"] != nil)
-            try generatorOutputs.add(fileName: contract.fileName, contents: try contract.source())
+            for part in ContractFile.Part.allCases {
+                try generatorOutputs.add(fileName: contract.fileName(part), contents: try contract.source(part))
+            }
             services += contract.serviceTypeNames
         }
         if let catalog = options["Catalog"], !catalog.isEmpty {

@@ -37,39 +37,4 @@ public enum Hearth_Echo_V1_Echo {
         documentation: "Echoes its request back: proves the runtime end to end.",
         methods: [Method.echo.info]
     )
-
-    /// What a server of `hearth.echo.v1.Echo` implements; its `methods` come with the
-    /// conformance.
-    public protocol Handler: RPCService {
-        /// Answers with the payload and text it was sent, after sleep_ms; with fail_with_code, fails with
-        /// that status instead (INVALID_ARGUMENT unless it is 1 to 16). For tests and `hearth bench`.
-        func echo(_ request: Hearth_Echo_V1_EchoRequest, _ context: RPCContext) async throws -> Hearth_Echo_V1_EchoResponse
-    }
-
-    /// Typed calls to `hearth.echo.v1.Echo`.
-    public struct Client: Sendable {
-        public let rpc: RPCClient
-
-        public init(_ rpc: RPCClient) {
-            self.rpc = rpc
-        }
-
-        /// Answers with the payload and text it was sent, after sleep_ms; with fail_with_code, fails with
-        /// that status instead (INVALID_ARGUMENT unless it is 1 to 16). For tests and `hearth bench`.
-        public func echo(_ request: Hearth_Echo_V1_EchoRequest = .init(), options: CallOptions = CallOptions())
-            async throws -> Hearth_Echo_V1_EchoResponse
-        {
-            try await self.rpc.call(Method.echo, request, options: options)
-        }
-    }
-}
-
-extension Hearth_Echo_V1_Echo.Handler {
-    public var serviceName: String { Hearth_Echo_V1_Echo.name }
-
-    public var methods: [RPCMethod] {
-        [
-            .unary(Hearth_Echo_V1_Echo.Method.echo) { try await self.echo($0, $1) },
-        ]
-    }
 }

@@ -34,41 +34,4 @@ public enum Hearth_Health_V1_Health {
         documentation: "Health checking, as grpc.health.v1: every process serves it, unauthenticated.",
         methods: [Method.check.info]
     )
-
-    /// What a server of `hearth.health.v1.Health` implements; its `methods` come with the
-    /// conformance.
-    public protocol Handler: RPCService {
-        /// Returns the serving status of `service` in the process that answers (empty: the whole
-        /// process): NOT_SERVING while draining or just after a storage fault, SERVICE_UNKNOWN for a
-        /// service it does not serve. Any caller, unauthenticated.
-        func check(_ request: Hearth_Health_V1_HealthCheckRequest, _ context: RPCContext) async throws -> Hearth_Health_V1_HealthCheckResponse
-    }
-
-    /// Typed calls to `hearth.health.v1.Health`.
-    public struct Client: Sendable {
-        public let rpc: RPCClient
-
-        public init(_ rpc: RPCClient) {
-            self.rpc = rpc
-        }
-
-        /// Returns the serving status of `service` in the process that answers (empty: the whole
-        /// process): NOT_SERVING while draining or just after a storage fault, SERVICE_UNKNOWN for a
-        /// service it does not serve. Any caller, unauthenticated.
-        public func check(_ request: Hearth_Health_V1_HealthCheckRequest = .init(), options: CallOptions = CallOptions())
-            async throws -> Hearth_Health_V1_HealthCheckResponse
-        {
-            try await self.rpc.call(Method.check, request, options: options)
-        }
-    }
-}
-
-extension Hearth_Health_V1_Health.Handler {
-    public var serviceName: String { Hearth_Health_V1_Health.name }
-
-    public var methods: [RPCMethod] {
-        [
-            .unary(Hearth_Health_V1_Health.Method.check) { try await self.check($0, $1) },
-        ]
-    }
 }
