@@ -24,7 +24,7 @@ struct ListCommand: ParsableCommand {
             return
         }
         guard let service = MethodCatalog.service(named: name) else {
-            throw CommandFailure(MethodCatalog.unknown(name + "/"))
+            throw CommandFailure(MethodCatalog.unknownService(name))
         }
         for method in service.methods {
             print(method.name + (method.servicesOnly ? " (services only)" : ""))

@@ -19,6 +19,12 @@ enum MethodCatalog {
         Self.services.first { $0.name == name }
     }
 
+    /// What to say of a service there is not: the services there are.
+    static func unknownService(_ name: String) -> String {
+        "unknown service \(name): services are named package.Service; the services are "
+            + Self.services.map(\.name).sorted().joined(separator: ", ")
+    }
+
     /// What to say of a method no service has: the methods of its service when that exists,
     /// else the services.
     static func unknown(_ name: String) -> String {

@@ -144,7 +144,7 @@ struct AuthorizationMatrixTests {
                                 metadata[TrustedMetadata.user] = user
                             }
                             do {
-                                let request = try method.requestType.init(
+                                let request = try Self.requestType(of: method.name).init(
                                     jsonString: Self.request(method.name, ids, now: now)
                                 )
                                 return .success(
@@ -356,7 +356,8 @@ struct AuthorizationMatrixTests {
             (Hearth_Safety_V1_Safety.Method.getProfile.name, "{}"),
             (Hearth_Safety_V1_Safety.Method.listContacts.name, "{}"),
         ] {
-            let requestType = try #require(methods[method]).requestType
+            _ = try #require(methods[method])
+            let requestType = Self.requestType(of: method)
             let data = try await client.callRaw(
                 method,
                 payload: try requestType.init(jsonString: json).serializedData(),
@@ -372,5 +373,12 @@ extension Result where Failure == RPCError {
     var failureCode: StatusCode? {
         if case .failure(let error) = self { return error.code }
         return nil
+    }
+}
+
+extension AuthorizationMatrixTests {
+    /// A method's request type, from the generated contracts.
+    static func requestType(of method: String) -> any SwiftProtobuf.Message.Type {
+        Contracts.services.flatMap(\.methods).first { $0.name == method }!.requestType
     }
 }

@@ -13,9 +13,6 @@ public typealias RawHandler = @Sendable (Data, RPCContext) async throws -> Data
 public struct RPCMethod: Sendable {
     /// `package.Service/Method`, e.g. `hearth.echo.v1.Echo/Echo`.
     public let name: String
-    /// The request and response message types, for tools that speak JSON (`hearth call`).
-    public let requestType: any SwiftProtobuf.Message.Type
-    public let responseType: any SwiftProtobuf.Message.Type
     let handler: RawHandler
 
     /// Registers a unary method. A payload that does not decode as `Request` is answered
@@ -24,7 +21,7 @@ public struct RPCMethod: Sendable {
         _ name: String,
         _ body: @escaping @Sendable (Request, RPCContext) async throws -> Response
     ) -> RPCMethod {
-        RPCMethod(name: name, requestType: Request.self, responseType: Response.self) { payload, context in
+        RPCMethod(name: name) { payload, context in
             let request: Request
             do {
                 request = try Request(serializedBytes: payload)
