@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // Shared libraries.
@@ -239,11 +241,29 @@ let package = Package(
                 "HearthRPC",
                 "HearthScheduler",
                 "HearthStore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "services/Safety",
+            swiftSettings: swiftSettings
+        ),
+
+        // The page behind the links in emails to emergency contacts (Confirm, Decline, Opt out),
+        // served by the gateway process on Hummingbird; it asks safety over RPC.
+        .target(
+            name: "HearthContactPage",
+            dependencies: [
+                "HearthCore",
+                "HearthContracts",
+                "HearthRPC",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -287,6 +307,7 @@ let package = Package(
                 "HearthRPC",
                 "HearthStore",
                 "HearthGateway",
+                "HearthContactPage",
                 "HearthTLS",
                 "HearthPush",
                 "EchoService",
@@ -348,6 +369,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "Tests/SafetyProbe",
             swiftSettings: swiftSettings
@@ -365,7 +387,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/HearthTestSupport",
-            exclude: ["smtp_sink.py"],
+            exclude: ["smtp_sink.py", "headless_browser.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -462,6 +484,27 @@ let package = Package(
                 "HearthStore",
                 "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ContactPageTests",
+            dependencies: [
+                "HearthContactPage",
+                "HearthScheduler",
+                "SafetyService",
+                "HearthContracts",
+                "HearthCore",
+                "HearthMail",
+                "HearthPush",
+                "HearthRPC",
+                "HearthTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

@@ -61,6 +61,14 @@ struct GatewaySettings: ParsableArguments {
     )
     var authenticationWindow = DurationArgument(.seconds(10))
 
+    @Option(
+        help: """
+            Serve the contact page (the links in emails to emergency contacts) over HTTP on this port, \
+            on the gateway's host. Default: not served. Behind TLS in production (an ingress or proxy).
+            """
+    )
+    var contactPagePort: Int?
+
     @Option(help: "Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x).")
     var eddsaPublicKey: String?
 
@@ -116,6 +124,9 @@ struct GatewaySettings: ParsableArguments {
     }
 
     static let mib = 1024 * 1024
+
+    /// Where `hearth up` serves the contact page (safety's default links point there).
+    static let localContactPagePort = 7180
 
     /// The methods whose contracts say "Internal": ForwardActivity (a service reports a user's
     /// activity to safety) and GetNestRole (routines asks checkins who may do what).

@@ -28,7 +28,18 @@ struct MailOptions: ParsableArguments, Sendable {
     @Option(help: "The From address of alert emails.")
     var mailFrom = "alerts@hearth.local"
 
+    @Option(
+        help: """
+            Where emergency contacts open the links in their emails (Confirm, Decline, Opt out): the gateway's \
+            contact page (--contact-page-port) as they reach it, e.g. https://hearth.example.
+            """
+    )
+    var contactPageUrl = AlertChannels.localContactPage
+
     func validate() throws {
+        guard let url = URL(string: self.contactPageUrl), ["http", "https"].contains(url.scheme ?? ""),
+            url.host?.isEmpty == false, url.query == nil
+        else { throw ValidationError("--contact-page-url is an http or https URL without a query") }
         guard SMTPConfiguration.Security(rawValue: self.smtpSecurity) != nil else {
             throw ValidationError("--smtp-security is starttls or none")
         }

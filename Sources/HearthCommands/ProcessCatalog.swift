@@ -3,6 +3,7 @@ import CheckinsService
 import EchoService
 import Foundation
 import HearthCommandLine
+import HearthContactPage
 import HearthContracts
 import HearthCore
 import HearthGateway
@@ -72,7 +73,8 @@ extension ProcessName {
             let channels = AlertChannels(
                 mail: try settings.mail.transport(logger: logger),
                 from: settings.mail.from,
-                push: settings.pushSender
+                push: settings.pushSender,
+                contactPage: settings.mail.contactPageUrl
             )
             return try SafetyService.module(location: store("safety"), channels: channels, logger: logger)
         case .routines:
@@ -212,7 +214,21 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
             group: gatewayLoops,
             logger: logger
         )
-        return HearthProcess(name: name, server: server, companions: [gateway], metrics: metrics)
+        var companions: [any Service] = [gateway]
+        if let port = settings.gateway.contactPagePort {
+            let safety = RPCClient(
+                configuration: .init(host: settings.peers.safety.host, port: settings.peers.safety.port)
+            )
+            companions.append(
+                ContactPage.application(
+                    host: settings.host,
+                    port: port,
+                    links: SafetyContactLinks(client: safety, credential: settings.secrets.internalCredential),
+                    logger: logger
+                )
+            )
+        }
+        return HearthProcess(name: name, server: server, companions: companions, metrics: metrics)
     default:
         let module = try name.makeModule(settings: settings)
         let server = RPCServer(

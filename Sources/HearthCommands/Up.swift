@@ -73,6 +73,8 @@ struct Up: AsyncParsableCommand {
                   hearth call hearth.echo.v1.Echo/Echo '{"text": "hello"}'
                   hearth bench --target \(self.run.host):\(ProcessName.gateway.defaultPort) --rps 40 --duration 5s hearth.echo.v1.Echo/Echo '{}'
                 (The gateway allows each user 50 calls a second, bursts of 100, 100 in flight at once.)
+                The contact page (the links in emails to emergency contacts, printed in this log while no
+                SMTP server is set) is on http://\(self.run.host):\(GatewaySettings.localContactPagePort).
                 """
             )
             try await tasks.next()
@@ -92,6 +94,7 @@ extension Up {
             default: host
             }
         var gateway = try GatewaySettings.parse([])
+        gateway.contactPagePort = GatewaySettings.localContactPagePort
         gateway.backends = ProcessName.services.flatMap { process in
             process.packages.map { "\($0)=\(Target(host: local, port: process.defaultPort))" }
         }

@@ -12,28 +12,41 @@ public struct MailMessage: Sendable, Equatable {
     /// Without angle brackets, e.g. `alert-123@hearth.local`. Stable per message, so that a
     /// message sent again after a crash can be recognized as the same one.
     public var messageID: String
+    /// Further header fields, after the standard ones (e.g. `List-Unsubscribe`). Their values
+    /// are ASCII without line breaks (``MailHeader``).
+    public var headers: [MailHeader]
 
-    public init(from: MailAddress, to: MailAddress, subject: String, body: String, date: Date, messageID: String) {
+    public init(
+        from: MailAddress,
+        to: MailAddress,
+        subject: String,
+        body: String,
+        date: Date,
+        messageID: String,
+        headers: [MailHeader] = []
+    ) {
         self.from = from
         self.to = to
         self.subject = subject
         self.body = body
         self.date = date
         self.messageID = messageID
+        self.headers = headers
     }
 
     /// The message as sent after DATA, lines ending in CRLF (before dot-stuffing).
     public var rendered: String {
-        let headers = [
-            "Date: \(Self.rfc5322Date(self.date))",
-            "From: \(self.from.header)",
-            "To: \(self.to.header)",
-            "Subject: \(EncodedWords.encode(self.subject))",
-            "Message-ID: <\(self.messageID)>",
-            "MIME-Version: 1.0",
-            "Content-Type: text/plain; charset=UTF-8",
-            "Content-Transfer-Encoding: base64",
-        ]
+        let headers =
+            [
+                "Date: \(Self.rfc5322Date(self.date))",
+                "From: \(self.from.header)",
+                "To: \(self.to.header)",
+                "Subject: \(EncodedWords.encode(self.subject))",
+                "Message-ID: <\(self.messageID)>",
+                "MIME-Version: 1.0",
+                "Content-Type: text/plain; charset=UTF-8",
+                "Content-Transfer-Encoding: base64",
+            ] + self.headers.map { "\($0.name): \($0.value)" }
         let body = Data(self.body.utf8).base64EncodedString(options: [
             .lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed,
         ])
@@ -43,6 +56,22 @@ public struct MailMessage: Sendable, Equatable {
     /// `Sun, 22 Nov 2026 01:02:03 +0000`.
     static func rfc5322Date(_ date: Date) -> String {
         DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)
+    }
+}
+
+/// A header field of plain ASCII. A value with a line break, or any byte outside printable
+/// ASCII, would let its text forge other fields: such a value is refused when made.
+public struct MailHeader: Sendable, Equatable {
+    public let name: String
+    public let value: String
+
+    /// Nil for a name that is not a field name, or a value that is not printable ASCII.
+    public init?(_ name: String, _ value: String) {
+        guard !name.isEmpty, name.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: ":") }),
+            value.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+        else { return nil }
+        self.name = name
+        self.value = value
     }
 }
 

@@ -61,6 +61,8 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible {
     /// The connection failed after the message's content went out and before the server
     /// answered it: the server may have taken the message all the same.
     public var mayHaveDelivered = false
+    /// The answer refused the recipient's address (RCPT TO), not the sender or the content.
+    public var refusedRecipient = false
     /// A 5xx answer: sending the same message again will fail the same way.
     public var isPermanent: Bool { self.code >= 500 }
 
@@ -194,7 +196,12 @@ public final class SMTPClient: Sendable {
     private func transact(_ session: SMTPSession, _ message: MailMessage) async throws {
         let smtp = session.conversation
         try await smtp.expect(250, after: "MAIL FROM:<\(message.from.address)>")
-        try await smtp.expect([250, 251], after: "RCPT TO:<\(message.to.address)>")
+        do {
+            try await smtp.expect([250, 251], after: "RCPT TO:<\(message.to.address)>")
+        } catch var error as SMTPError where error.code != 0 {
+            error.refusedRecipient = true
+            throw error
+        }
         try await smtp.expect(354, after: "DATA")
         session.dataSent = true
         do {

@@ -22,6 +22,8 @@ import HearthStore
 import Logging
 import NIOCore
 import SafetyService
+import SwiftProtobuf
+import Synchronization
 
 MemoryTuning.apply()  // as every `hearth` process does
 let arguments = CommandLine.arguments
@@ -35,9 +37,12 @@ logger.logLevel = .error
 
 switch arguments[1] {
 case "seed":
+    // Contacts agree as they would: the service's senders run, the invitations land in `mail`,
+    // and each is confirmed from its link through the service's RPC.
     let clock = ManualClock(Date().addingTimeInterval(-25 * 3600))
+    let mail = CapturedMail()
     let channels = AlertChannels(
-        mail: LogMailTransport(logger: logger),
+        mail: mail,
         from: MailAddress("alerts@hearth.example"),
         push: LogPushSender(logger: logger)
     )
@@ -45,8 +50,10 @@ case "seed":
     let server = RPCServer(configuration: ServerConfiguration(), services: [service], logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await server.run() }
+        let senders = Task { try await service.schedulers.runAll() }
         let port = try await server.localAddress.port!
         let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
+        let safety = Hearth_Safety_V1_Safety.Client(client)
         for index in 0..<number {
             let options = CallOptions(timeout: .seconds(10), metadata: [TrustedMetadata.user: "user-\(index)"])
             var profile = Hearth_Safety_V1_UpsertProfileRequest()
@@ -55,11 +62,30 @@ case "seed":
             profile.thresholdHours = 24
             profile.preferredLanguage = "en"
             profile.timeZone = "UTC"
-            _ = try await Hearth_Safety_V1_Safety.Client(client).upsertProfile(profile, options: options)
+            _ = try await safety.upsertProfile(profile, options: options)
             var contact = Hearth_Safety_V1_AddContactRequest()
             contact.email = "contact\(index)@example.com"
-            _ = try await Hearth_Safety_V1_Safety.Client(client).addContact(contact, options: options)
+            _ = try await safety.addContact(contact, options: options)
         }
+        var confirmed = 0
+        let deadline = Date().addingTimeInterval(60)
+        while confirmed < number {
+            guard Date() < deadline else { throw CapturedMail.Missing(count: number - confirmed) }
+            let tokens = mail.takeConfirmTokens()
+            if tokens.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            for token in tokens {
+                _ = try await safety.answerContactLink(
+                    .with {
+                        $0.token = token
+                        $0.action = .confirm
+                    },
+                    options: CallOptions(timeout: .seconds(10))
+                )
+                confirmed += 1
+            }
+        }
+        senders.cancel()
+        _ = try? await senders.value
         await client.close()
         server.beginShutdown()
         try await group.waitForAll()
@@ -100,7 +126,11 @@ case "bulk":
                     """
             )
             let contact = try db.makeStatement(
-                sql: "INSERT INTO contact (id, user_id, email, email_key, name, created_at) VALUES (?, ?, ?, ?, '', ?)"
+                sql: """
+                    INSERT INTO contact (id, user_id, email, email_key, name, created_at, state, invitations_sent,
+                      answered_at)
+                    VALUES (?, ?, ?, ?, '', ?, 'confirmed', 1, ?)
+                    """
             )
             let warning = try db.makeStatement(
                 sql: """
@@ -117,7 +147,7 @@ case "bulk":
                     user, "User \(index)", "\(user)@example.com", start, start, deadline, start, start,
                 ])
                 let email = "contact\(index)@example.com"
-                try contact.execute(arguments: ["c-\(index)", user, email, email, start])
+                try contact.execute(arguments: ["c-\(index)", user, email, email, start, start])
                 for minutes in [180, 60, 10] {
                     try warning.execute(arguments: ["w\(minutes)-\(index)", user, "warning_\(minutes)", start, start])
                 }
@@ -128,4 +158,27 @@ case "bulk":
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)
+}
+
+/// Keeps the emails sent, for the Confirm links of invitations.
+final class CapturedMail: MailTransport {
+    struct Missing: Error {
+        var count: Int
+    }
+
+    private let tokens = Mutex<[String]>([])
+
+    func send(_ message: MailMessage) async throws {
+        guard let start = message.body.range(of: "/contact/confirm?t=")?.upperBound else { return }
+        let token = String(message.body[start...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+        self.tokens.withLock { $0.append(token) }
+    }
+
+    /// The tokens of the invitations received since the last call.
+    func takeConfirmTokens() -> [String] {
+        self.tokens.withLock { tokens in
+            defer { tokens = [] }
+            return tokens
+        }
+    }
 }

@@ -20,10 +20,10 @@ struct DeliveryFaultTests {
         let silent = try await SilentListener()
         try await withSafetySystem(smtpPort: silent.port) { system in
             let t0 = system.clock.now()
-            try await system.profile("mei")
+            try await system.profile("mei", confirmedByEmail: false)
             try await system.settle()
             system.clock.set(t0 + 2 * hour)
-            try await system.profile("kai")
+            try await system.profile("kai", confirmedByEmail: false)
             for warning in [21 * hour, 23 * hour, 24 * hour - 600] {
                 try await system.advance(to: t0 + warning)
             }
@@ -59,10 +59,10 @@ struct DeliveryFaultTests {
         let hanging = try await SMTPSink(arguments: ["--hang-for", "slow@example.com"])
         try await withSafetySystem(smtpPort: hanging.port) { system in
             let t0 = system.clock.now()
-            try await system.profile("mei", contacts: ["slow@example.com"])
+            try await system.profile("mei", contacts: ["slow@example.com"], confirmedByEmail: false)
             try await system.settle()
             system.clock.set(t0 + hour)
-            try await system.profile("kai", contacts: ["brother@example.com"])
+            try await system.profile("kai", contacts: ["brother@example.com"], confirmedByEmail: false)
             try await system.settle()
 
             // Mei's deadline: the server keeps her alert's content and never answers it.
@@ -87,10 +87,10 @@ struct DeliveryFaultTests {
         let hanging = try await SMTPSink(arguments: ["--hang-for", "slow@example.com"])
         try await withSafetySystem(smtpPort: hanging.port) { system in
             let t0 = system.clock.now()
-            try await system.profile("mei", contacts: ["slow@example.com"])
+            try await system.profile("mei", contacts: ["slow@example.com"], confirmedByEmail: false)
             try await system.settle()
             system.clock.set(t0 + 60)
-            try await system.profile("kai", contacts: ["brother@example.com"])
+            try await system.profile("kai", contacts: ["brother@example.com"], confirmedByEmail: false)
             try await system.settle()
 
             system.clock.set(t0 + 24 * hour)

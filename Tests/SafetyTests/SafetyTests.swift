@@ -531,6 +531,8 @@ struct SafetyTests {
                 contact.email = "c\(index)@example.com"
                 _ = try await system.service.addContact(contact, callContext("mei"))
             }
+            #expect(try await system.status().notArmedReason == .awaitingConfirmation)
+            try await system.confirmInvitations()
             var contact = Hearth_Safety_V1_AddContactRequest()
             contact.email = "C1@Example.com"
             await expectCode(.alreadyExists) { _ = try await system.service.addContact(contact, callContext("mei")) }
@@ -553,20 +555,5 @@ struct SafetyTests {
                 _ = try await system.service.getProfile(Hearth_Safety_V1_GetProfileRequest(), callContext("mei"))
             }
         }
-    }
-}
-
-/// A store file in a folder of its own, removed with it.
-final class TemporaryStoreFile: Sendable {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-store-\(UUID())")
-    var path: String { self.folder.appendingPathComponent("safety.sqlite").path }
-    var location: StoreLocation { .file(self.path) }
-
-    init() throws {
-        try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: self.folder)
     }
 }

@@ -16,15 +16,14 @@ import Testing
 struct SwitchEdgeTests {
     let hour: TimeInterval = 3600
 
-    @Test("the first contact arms the switch with a new period: no alarm for the days before it")
+    @Test("the first confirmed contact arms the switch with a new period: no alarm for the days before it")
     func firstContactStartsThePeriod() async throws {
         try await withSafetySystem { system in
             try await system.profile(contacts: [])
             let t0 = system.clock.now()
             try await system.advance(to: t0 + 30 * hour)
             #expect(try await system.status().state == .notArmed)
-            _ = try await system.service.addContact(.with { $0.email = "brother@example.com" }, callContext("mei"))
-            try await system.settle()
+            try await system.addConfirmedContact("brother@example.com")
             let status = try await system.status()
             #expect(status.state == .normal)
             #expect(status.deadline.date == t0 + 54 * hour, "24 h from when it was armed")
@@ -88,7 +87,7 @@ struct SwitchEdgeTests {
                 try await system.service.listContacts(.init(), callContext("mei")).contacts.first
             )
             _ = try await system.service.removeContact(.with { $0.contactID = contact.id }, callContext("mei"))
-            _ = try await system.service.addContact(.with { $0.email = "sister@example.com" }, callContext("mei"))
+            try await system.addConfirmedContact("sister@example.com")
             let status = try await system.status()
             #expect(status.deadline.date == t0 + 82 * hour && status.snoozes == 2, "armed again from now, snoozes kept")
         }
@@ -193,8 +192,7 @@ struct SwitchEdgeTests {
             try await system.advance(to: t0 + 2 * hour)
             try await system.advance(to: t0 + 25 * hour)
             #expect(try reminders() == 0, "not armed: nothing is scheduled")
-            _ = try await system.service.addContact(.with { $0.email = "brother@example.com" }, callContext("mei"))
-            try await system.settle()
+            try await system.addConfirmedContact("brother@example.com")
             #expect(try reminders() == 0, "armed at the day's time: not at once")
             try await system.advance(to: t0 + 49 * hour)
             try await eventually("the first reminder, the next day") { try reminders() == 1 }

@@ -28,13 +28,24 @@ extension Hearth_Safety_V1_Safety {
             try await self.rpc.call(Method.getProfile, request, options: options)
         }
 
-        /// Adds an emergency contact for the acting user and returns it; the first one arms the switch.
-        /// FAILED_PRECONDITION without a profile or with 10 contacts already; ALREADY_EXISTS when the
-        /// address is already a contact (ignoring case).
+        /// Adds an emergency contact for the acting user, INVITED: an invitation email asks them to
+        /// confirm within 7 days, and the first confirmed contact arms the switch. FAILED_PRECONDITION
+        /// without a profile, with 10 contacts already, for an address that declined or opted out for this
+        /// user, or one invited 4 times already; ALREADY_EXISTS when the address is already a contact
+        /// (ignoring case); RESOURCE_EXHAUSTED past 20 invitations a day.
         public func addContact(_ request: Hearth_Safety_V1_AddContactRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Safety_V1_Contact
         {
             try await self.rpc.call(Method.addContact, request, options: options)
+        }
+
+        /// Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
+        /// re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
+        /// the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+        public func resendInvitation(_ request: Hearth_Safety_V1_ResendInvitationRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_Contact
+        {
+            try await self.rpc.call(Method.resendInvitation, request, options: options)
         }
 
         /// Removes one of the acting user's contacts and cancels alert emails to it not yet sent; with no
@@ -45,7 +56,8 @@ extension Hearth_Safety_V1_Safety {
             try await self.rpc.call(Method.removeContact, request, options: options)
         }
 
-        /// Lists the acting user's emergency contacts, oldest first (none without a profile).
+        /// Lists the acting user's emergency contacts with their states, oldest first (none without a
+        /// profile).
         public func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Safety_V1_ListContactsResponse
         {
@@ -70,7 +82,7 @@ extension Hearth_Safety_V1_Safety {
         }
 
         /// Returns the acting user's switch: its state, deadline, and this period's warnings and emails.
-        /// NOT_ARMED without a profile or a contact.
+        /// NOT_ARMED, with the reason, without a profile or a contact who receives alarms.
         public func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Safety_V1_Status
         {
@@ -119,6 +131,23 @@ extension Hearth_Safety_V1_Safety {
             async throws -> Hearth_Safety_V1_ForwardActivityResponse
         {
             try await self.rpc.call(Method.forwardActivity, request, options: options)
+        }
+
+        /// Internal: what a link from an email to a contact can do, for the contact page's GET (changes
+        /// nothing). INVALID_ARGUMENT for a missing action.
+        public func getContactLink(_ request: Hearth_Safety_V1_GetContactLinkRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_ContactLink
+        {
+            try await self.rpc.call(Method.getContactLink, request, options: options)
+        }
+
+        /// Internal: does what a link from an email to a contact says, for the contact page's POST:
+        /// CONFIRM or DECLINE an invitation (once; not once it expired), OPT_OUT of every email about the
+        /// person (again: no change). The person hears of it by push. INVALID_ARGUMENT for a missing action.
+        public func answerContactLink(_ request: Hearth_Safety_V1_AnswerContactLinkRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_ContactLink
+        {
+            try await self.rpc.call(Method.answerContactLink, request, options: options)
         }
     }
 }

@@ -47,21 +47,43 @@ public enum Hearth_Safety_V1_Safety {
             requestShape: "{}"
         )
 
-        /// Adds an emergency contact for the acting user and returns it; the first one arms the switch.
-        /// FAILED_PRECONDITION without a profile or with 10 contacts already; ALREADY_EXISTS when the
-        /// address is already a contact (ignoring case).
+        /// Adds an emergency contact for the acting user, INVITED: an invitation email asks them to
+        /// confirm within 7 days, and the first confirmed contact arms the switch. FAILED_PRECONDITION
+        /// without a profile, with 10 contacts already, for an address that declined or opted out for this
+        /// user, or one invited 4 times already; ALREADY_EXISTS when the address is already a contact
+        /// (ignoring case); RESOURCE_EXHAUSTED past 20 invitations a day.
         public static let addContact = RPCMethodDescriptor<Hearth_Safety_V1_AddContactRequest, Hearth_Safety_V1_Contact>(
             name: "hearth.safety.v1.Safety/AddContact",
             servicesOnly: false,
             documentation: #"""
-            Adds an emergency contact for the acting user and returns it; the first one arms the switch.
-            FAILED_PRECONDITION without a profile or with 10 contacts already; ALREADY_EXISTS when the
-            address is already a contact (ignoring case).
+            Adds an emergency contact for the acting user, INVITED: an invitation email asks them to
+            confirm within 7 days, and the first confirmed contact arms the switch. FAILED_PRECONDITION
+            without a profile, with 10 contacts already, for an address that declined or opted out for this
+            user, or one invited 4 times already; ALREADY_EXISTS when the address is already a contact
+            (ignoring case); RESOURCE_EXHAUSTED past 20 invitations a day.
             """#,
             requestShape: #"""
             {
               "email": string,
               "name": string
+            }
+            """#
+        )
+
+        /// Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
+        /// re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
+        /// the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+        public static let resendInvitation = RPCMethodDescriptor<Hearth_Safety_V1_ResendInvitationRequest, Hearth_Safety_V1_Contact>(
+            name: "hearth.safety.v1.Safety/ResendInvitation",
+            servicesOnly: false,
+            documentation: #"""
+            Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
+            re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
+            the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+            """#,
+            requestShape: #"""
+            {
+              "contactId": string
             }
             """#
         )
@@ -82,11 +104,15 @@ public enum Hearth_Safety_V1_Safety {
             """#
         )
 
-        /// Lists the acting user's emergency contacts, oldest first (none without a profile).
+        /// Lists the acting user's emergency contacts with their states, oldest first (none without a
+        /// profile).
         public static let listContacts = RPCMethodDescriptor<Hearth_Safety_V1_ListContactsRequest, Hearth_Safety_V1_ListContactsResponse>(
             name: "hearth.safety.v1.Safety/ListContacts",
             servicesOnly: false,
-            documentation: "Lists the acting user's emergency contacts, oldest first (none without a profile).",
+            documentation: #"""
+            Lists the acting user's emergency contacts with their states, oldest first (none without a
+            profile).
+            """#,
             requestShape: "{}"
         )
 
@@ -124,13 +150,13 @@ public enum Hearth_Safety_V1_Safety {
         )
 
         /// Returns the acting user's switch: its state, deadline, and this period's warnings and emails.
-        /// NOT_ARMED without a profile or a contact.
+        /// NOT_ARMED, with the reason, without a profile or a contact who receives alarms.
         public static let getStatus = RPCMethodDescriptor<Hearth_Safety_V1_GetStatusRequest, Hearth_Safety_V1_Status>(
             name: "hearth.safety.v1.Safety/GetStatus",
             servicesOnly: false,
             documentation: #"""
             Returns the acting user's switch: its state, deadline, and this period's warnings and emails.
-            NOT_ARMED without a profile or a contact.
+            NOT_ARMED, with the reason, without a profile or a contact who receives alarms.
             """#,
             requestShape: "{}"
         )
@@ -219,12 +245,51 @@ public enum Hearth_Safety_V1_Safety {
             }
             """#
         )
+
+        /// Internal: what a link from an email to a contact can do, for the contact page's GET (changes
+        /// nothing). INVALID_ARGUMENT for a missing action.
+        public static let getContactLink = RPCMethodDescriptor<Hearth_Safety_V1_GetContactLinkRequest, Hearth_Safety_V1_ContactLink>(
+            name: "hearth.safety.v1.Safety/GetContactLink",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: what a link from an email to a contact can do, for the contact page's GET (changes
+            nothing). INVALID_ARGUMENT for a missing action.
+            """#,
+            requestShape: #"""
+            {
+              // The token from the link, as it came (base64url, 43 characters).
+              "token": string,
+              // What the page is about to offer: CONFIRM and DECLINE take an invitation's link, OPT_OUT an
+              // opt-out link.
+              "action": "CONTACT_ACTION_UNSPECIFIED" | "CONFIRM" | "DECLINE" | "OPT_OUT"
+            }
+            """#
+        )
+
+        /// Internal: does what a link from an email to a contact says, for the contact page's POST:
+        /// CONFIRM or DECLINE an invitation (once; not once it expired), OPT_OUT of every email about the
+        /// person (again: no change). The person hears of it by push. INVALID_ARGUMENT for a missing action.
+        public static let answerContactLink = RPCMethodDescriptor<Hearth_Safety_V1_AnswerContactLinkRequest, Hearth_Safety_V1_ContactLink>(
+            name: "hearth.safety.v1.Safety/AnswerContactLink",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: does what a link from an email to a contact says, for the contact page's POST:
+            CONFIRM or DECLINE an invitation (once; not once it expired), OPT_OUT of every email about the
+            person (again: no change). The person hears of it by push. INVALID_ARGUMENT for a missing action.
+            """#,
+            requestShape: #"""
+            {
+              "token": string,
+              "action": "CONTACT_ACTION_UNSPECIFIED" | "CONFIRM" | "DECLINE" | "OPT_OUT"
+            }
+            """#
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "The acting user's check-in switch: profile, emergency contacts, check-ins and deadline.",
-        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info]
+        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info]
     )
 }

@@ -20,6 +20,67 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// Where a contact stands: only CONFIRMED contacts receive alarms and all-clears.
+public nonisolated enum Hearth_Safety_V1_ContactState: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Invited by email; not answered yet (or the invitation expired: see invitation_expires_at).
+  case invited // = 1
+
+  /// Agreed, from the link in the invitation.
+  case confirmed // = 2
+
+  /// Refused, from the link in the invitation: never emailed again for this user.
+  case declined // = 3
+
+  /// Stopped every email about this user, from the link in any email: never emailed again for them.
+  case optedOut // = 4
+
+  /// The mail server refused the address for good: nothing more is sent to it.
+  case bounced // = 5
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .invited
+    case 2: self = .confirmed
+    case 3: self = .declined
+    case 4: self = .optedOut
+    case 5: self = .bounced
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .invited: return 1
+    case .confirmed: return 2
+    case .declined: return 3
+    case .optedOut: return 4
+    case .bounced: return 5
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Safety_V1_ContactState] = [
+    .unspecified,
+    .invited,
+    .confirmed,
+    .declined,
+    .optedOut,
+    .bounced,
+  ]
+
+}
+
 public nonisolated enum Hearth_Safety_V1_SwitchState: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -124,6 +185,55 @@ public nonisolated enum Hearth_Safety_V1_DeliveryState: SwiftProtobuf.Enum, Swif
 
 }
 
+/// Why a switch is NOT_ARMED.
+public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// No safety profile yet.
+  case noProfile // = 1
+
+  /// No emergency contact who could agree: add one.
+  case noContact // = 2
+
+  /// Contacts were invited; none has confirmed yet.
+  case awaitingConfirmation // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .noProfile
+    case 2: self = .noContact
+    case 3: self = .awaitingConfirmation
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .noProfile: return 1
+    case .noContact: return 2
+    case .awaitingConfirmation: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Safety_V1_NotArmedReason] = [
+    .unspecified,
+    .noProfile,
+    .noContact,
+    .awaitingConfirmation,
+  ]
+
+}
+
 public nonisolated enum Hearth_Safety_V1_Channel: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -158,6 +268,104 @@ public nonisolated enum Hearth_Safety_V1_Channel: SwiftProtobuf.Enum, Swift.Case
     .unspecified,
     .email,
     .push,
+  ]
+
+}
+
+/// What a contact does from a link in an email.
+public nonisolated enum Hearth_Safety_V1_ContactAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case confirm // = 1
+  case decline // = 2
+  case optOut // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .confirm
+    case 2: self = .decline
+    case 3: self = .optOut
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .confirm: return 1
+    case .decline: return 2
+    case .optOut: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Safety_V1_ContactAction] = [
+    .unspecified,
+    .confirm,
+    .decline,
+    .optOut,
+  ]
+
+}
+
+/// What became of a link, or what it can still do.
+public nonisolated enum Hearth_Safety_V1_LinkOutcome: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// The link can do what it was made for (GetContactLink), or just did it (AnswerContactLink).
+  case linkOk // = 1
+
+  /// No such link (mistyped, made up, or its contact removed since): nothing else is said.
+  case linkNotFound // = 2
+
+  /// An invitation link whose 7 days passed.
+  case linkExpired // = 3
+
+  /// A Confirm or Decline link of an invitation answered already (see state).
+  case linkAlreadyAnswered // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .linkOk
+    case 2: self = .linkNotFound
+    case 3: self = .linkExpired
+    case 4: self = .linkAlreadyAnswered
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .linkOk: return 1
+    case .linkNotFound: return 2
+    case .linkExpired: return 3
+    case .linkAlreadyAnswered: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Safety_V1_LinkOutcome] = [
+    .unspecified,
+    .linkOk,
+    .linkNotFound,
+    .linkExpired,
+    .linkAlreadyAnswered,
   ]
 
 }
@@ -305,11 +513,53 @@ public nonisolated struct Hearth_Safety_V1_Contact: Sendable {
   /// Clears the value of `createdAt`. Subsequent reads from it will return its default value.
   public mutating func clearCreatedAt() {self._createdAt = nil}
 
+  public var state: Hearth_Safety_V1_ContactState = .unspecified
+
+  /// When the latest invitation was queued and until when its links work (7 days).
+  public var invitedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_invitedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_invitedAt = newValue}
+  }
+  /// Returns true if `invitedAt` has been explicitly set.
+  public var hasInvitedAt: Bool {self._invitedAt != nil}
+  /// Clears the value of `invitedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearInvitedAt() {self._invitedAt = nil}
+
+  public var invitationExpiresAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_invitationExpiresAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_invitationExpiresAt = newValue}
+  }
+  /// Returns true if `invitationExpiresAt` has been explicitly set.
+  public var hasInvitationExpiresAt: Bool {self._invitationExpiresAt != nil}
+  /// Clears the value of `invitationExpiresAt`. Subsequent reads from it will return its default value.
+  public mutating func clearInvitationExpiresAt() {self._invitationExpiresAt = nil}
+
+  /// Invitations sent to this address for this user, re-sends included (at most 4: the first and 3
+  /// re-sends).
+  public var invitationsSent: UInt32 = 0
+
+  /// When the contact confirmed, declined or opted out, or their address bounced.
+  public var answeredAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_answeredAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_answeredAt = newValue}
+  }
+  /// Returns true if `answeredAt` has been explicitly set.
+  public var hasAnsweredAt: Bool {self._answeredAt != nil}
+  /// Clears the value of `answeredAt`. Subsequent reads from it will return its default value.
+  public mutating func clearAnsweredAt() {self._answeredAt = nil}
+
+  /// Whether an alarm now would email them: CONFIRMED, or a contact added before invitations existed
+  /// while their first invitation is still open.
+  public var receivesAlarms: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _createdAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _invitedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _invitationExpiresAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _answeredAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
 }
 
 public nonisolated struct Hearth_Safety_V1_AddContactRequest: Sendable {
@@ -320,6 +570,18 @@ public nonisolated struct Hearth_Safety_V1_AddContactRequest: Sendable {
   public var email: String = String()
 
   public var name: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Hearth_Safety_V1_ResendInvitationRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var contactID: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -509,6 +771,9 @@ public nonisolated struct Hearth_Safety_V1_Status: Sendable {
 
   public var emails: [Hearth_Safety_V1_EmailDelivery] = []
 
+  /// Set when state is NOT_ARMED.
+  public var notArmedReason: Hearth_Safety_V1_NotArmedReason = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -637,9 +902,66 @@ public nonisolated struct Hearth_Safety_V1_ForwardActivityResponse: Sendable {
   public init() {}
 }
 
+/// Internal: a link from an email, as the contact page reads it.
+public nonisolated struct Hearth_Safety_V1_GetContactLinkRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The token from the link, as it came (base64url, 43 characters).
+  public var token: String = String()
+
+  /// What the page is about to offer: CONFIRM and DECLINE take an invitation's link, OPT_OUT an
+  /// opt-out link.
+  public var action: Hearth_Safety_V1_ContactAction = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Internal: a link from an email, as the contact page's button answers it.
+public nonisolated struct Hearth_Safety_V1_AnswerContactLinkRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var token: String = String()
+
+  public var action: Hearth_Safety_V1_ContactAction = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Hearth_Safety_V1_ContactLink: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var outcome: Hearth_Safety_V1_LinkOutcome = .unspecified
+
+  /// Set unless LINK_NOT_FOUND: the name of the person who added the contact, the language of their
+  /// emails (en, zh-Hans, zh-Hant), and where the contact stands now.
+  public var personName: String = String()
+
+  public var language: String = String()
+
+  public var state: Hearth_Safety_V1_ContactState = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "hearth.safety.v1"
+
+nonisolated extension Hearth_Safety_V1_ContactState: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTACT_STATE_UNSPECIFIED\0\u{1}INVITED\0\u{1}CONFIRMED\0\u{1}DECLINED\0\u{1}OPTED_OUT\0\u{1}BOUNCED\0")
+}
 
 nonisolated extension Hearth_Safety_V1_SwitchState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SWITCH_STATE_UNSPECIFIED\0\u{1}NORMAL\0\u{1}WARNING\0\u{1}EXPIRED\0\u{1}PAUSED\0\u{1}NOT_ARMED\0")
@@ -649,8 +971,20 @@ nonisolated extension Hearth_Safety_V1_DeliveryState: SwiftProtobuf._ProtoNamePr
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DELIVERY_STATE_UNSPECIFIED\0\u{1}PENDING\0\u{1}SENT\0\u{1}FAILED\0")
 }
 
+nonisolated extension Hearth_Safety_V1_NotArmedReason: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOT_ARMED_REASON_UNSPECIFIED\0\u{1}NO_PROFILE\0\u{1}NO_CONTACT\0\u{1}AWAITING_CONFIRMATION\0")
+}
+
 nonisolated extension Hearth_Safety_V1_Channel: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHANNEL_UNSPECIFIED\0\u{1}EMAIL\0\u{1}PUSH\0")
+}
+
+nonisolated extension Hearth_Safety_V1_ContactAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTACT_ACTION_UNSPECIFIED\0\u{1}CONFIRM\0\u{1}DECLINE\0\u{1}OPT_OUT\0")
+}
+
+nonisolated extension Hearth_Safety_V1_LinkOutcome: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LINK_OUTCOME_UNSPECIFIED\0\u{1}LINK_OK\0\u{1}LINK_NOT_FOUND\0\u{1}LINK_EXPIRED\0\u{1}LINK_ALREADY_ANSWERED\0")
 }
 
 nonisolated extension Hearth_Safety_V1_DailyReminder: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -867,7 +1201,7 @@ nonisolated extension Hearth_Safety_V1_GetProfileRequest: SwiftProtobuf.Message,
 
 nonisolated extension Hearth_Safety_V1_Contact: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Contact"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}email\0\u{1}name\0\u{3}created_at\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}email\0\u{1}name\0\u{3}created_at\0\u{1}state\0\u{3}invited_at\0\u{3}invitation_expires_at\0\u{3}invitations_sent\0\u{3}answered_at\0\u{3}receives_alarms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -879,6 +1213,12 @@ nonisolated extension Hearth_Safety_V1_Contact: SwiftProtobuf.Message, SwiftProt
       case 2: try { try decoder.decodeSingularStringField(value: &self.email) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.name) }()
       case 4: try { try decoder.decodeSingularMessageField(value: &self._createdAt) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._invitedAt) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._invitationExpiresAt) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.invitationsSent) }()
+      case 9: try { try decoder.decodeSingularMessageField(value: &self._answeredAt) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.receivesAlarms) }()
       default: break
       }
     }
@@ -901,6 +1241,24 @@ nonisolated extension Hearth_Safety_V1_Contact: SwiftProtobuf.Message, SwiftProt
     try { if let v = self._createdAt {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
     } }()
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 5)
+    }
+    try { if let v = self._invitedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._invitationExpiresAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    if self.invitationsSent != 0 {
+      try visitor.visitSingularUInt32Field(value: self.invitationsSent, fieldNumber: 8)
+    }
+    try { if let v = self._answeredAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+    } }()
+    if self.receivesAlarms != false {
+      try visitor.visitSingularBoolField(value: self.receivesAlarms, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -909,6 +1267,12 @@ nonisolated extension Hearth_Safety_V1_Contact: SwiftProtobuf.Message, SwiftProt
     if lhs.email != rhs.email {return false}
     if lhs.name != rhs.name {return false}
     if lhs._createdAt != rhs._createdAt {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs._invitedAt != rhs._invitedAt {return false}
+    if lhs._invitationExpiresAt != rhs._invitationExpiresAt {return false}
+    if lhs.invitationsSent != rhs.invitationsSent {return false}
+    if lhs._answeredAt != rhs._answeredAt {return false}
+    if lhs.receivesAlarms != rhs.receivesAlarms {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -944,6 +1308,36 @@ nonisolated extension Hearth_Safety_V1_AddContactRequest: SwiftProtobuf.Message,
   public static func ==(lhs: Hearth_Safety_V1_AddContactRequest, rhs: Hearth_Safety_V1_AddContactRequest) -> Bool {
     if lhs.email != rhs.email {return false}
     if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_ResendInvitationRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ResendInvitationRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}contact_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.contactID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.contactID.isEmpty {
+      try visitor.visitSingularStringField(value: self.contactID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_ResendInvitationRequest, rhs: Hearth_Safety_V1_ResendInvitationRequest) -> Bool {
+    if lhs.contactID != rhs.contactID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1230,7 +1624,7 @@ nonisolated extension Hearth_Safety_V1_EmailDelivery: SwiftProtobuf.Message, Swi
 
 nonisolated extension Hearth_Safety_V1_Status: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Status"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}last_check_in_at\0\u{1}deadline\0\u{3}remaining_seconds\0\u{3}paused_until\0\u{1}snoozes\0\u{1}warnings\0\u{1}emails\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}last_check_in_at\0\u{1}deadline\0\u{3}remaining_seconds\0\u{3}paused_until\0\u{1}snoozes\0\u{1}warnings\0\u{1}emails\0\u{3}not_armed_reason\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1246,6 +1640,7 @@ nonisolated extension Hearth_Safety_V1_Status: SwiftProtobuf.Message, SwiftProto
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.snoozes) }()
       case 7: try { try decoder.decodeRepeatedMessageField(value: &self.warnings) }()
       case 8: try { try decoder.decodeRepeatedMessageField(value: &self.emails) }()
+      case 9: try { try decoder.decodeSingularEnumField(value: &self.notArmedReason) }()
       default: break
       }
     }
@@ -1280,6 +1675,9 @@ nonisolated extension Hearth_Safety_V1_Status: SwiftProtobuf.Message, SwiftProto
     if !self.emails.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.emails, fieldNumber: 8)
     }
+    if self.notArmedReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.notArmedReason, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1292,6 +1690,7 @@ nonisolated extension Hearth_Safety_V1_Status: SwiftProtobuf.Message, SwiftProto
     if lhs.snoozes != rhs.snoozes {return false}
     if lhs.warnings != rhs.warnings {return false}
     if lhs.emails != rhs.emails {return false}
+    if lhs.notArmedReason != rhs.notArmedReason {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1517,6 +1916,121 @@ nonisolated extension Hearth_Safety_V1_ForwardActivityResponse: SwiftProtobuf.Me
 
   public static func ==(lhs: Hearth_Safety_V1_ForwardActivityResponse, rhs: Hearth_Safety_V1_ForwardActivityResponse) -> Bool {
     if lhs.counted != rhs.counted {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_GetContactLinkRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetContactLinkRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}token\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.token) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.token.isEmpty {
+      try visitor.visitSingularStringField(value: self.token, fieldNumber: 1)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_GetContactLinkRequest, rhs: Hearth_Safety_V1_GetContactLinkRequest) -> Bool {
+    if lhs.token != rhs.token {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_AnswerContactLinkRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AnswerContactLinkRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}token\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.token) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.token.isEmpty {
+      try visitor.visitSingularStringField(value: self.token, fieldNumber: 1)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_AnswerContactLinkRequest, rhs: Hearth_Safety_V1_AnswerContactLinkRequest) -> Bool {
+    if lhs.token != rhs.token {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_ContactLink: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ContactLink"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}person_name\0\u{1}language\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.outcome) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.personName) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.language) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.outcome != .unspecified {
+      try visitor.visitSingularEnumField(value: self.outcome, fieldNumber: 1)
+    }
+    if !self.personName.isEmpty {
+      try visitor.visitSingularStringField(value: self.personName, fieldNumber: 2)
+    }
+    if !self.language.isEmpty {
+      try visitor.visitSingularStringField(value: self.language, fieldNumber: 3)
+    }
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_ContactLink, rhs: Hearth_Safety_V1_ContactLink) -> Bool {
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs.personName != rhs.personName {return false}
+    if lhs.language != rhs.language {return false}
+    if lhs.state != rhs.state {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -15,16 +15,24 @@ extension Hearth_Safety_V1_Safety {
         /// Returns the acting user's profile; NOT_FOUND before their first UpsertProfile.
         func getProfile(_ request: Hearth_Safety_V1_GetProfileRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Profile
 
-        /// Adds an emergency contact for the acting user and returns it; the first one arms the switch.
-        /// FAILED_PRECONDITION without a profile or with 10 contacts already; ALREADY_EXISTS when the
-        /// address is already a contact (ignoring case).
+        /// Adds an emergency contact for the acting user, INVITED: an invitation email asks them to
+        /// confirm within 7 days, and the first confirmed contact arms the switch. FAILED_PRECONDITION
+        /// without a profile, with 10 contacts already, for an address that declined or opted out for this
+        /// user, or one invited 4 times already; ALREADY_EXISTS when the address is already a contact
+        /// (ignoring case); RESOURCE_EXHAUSTED past 20 invitations a day.
         func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Contact
+
+        /// Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
+        /// re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
+        /// the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+        func resendInvitation(_ request: Hearth_Safety_V1_ResendInvitationRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Contact
 
         /// Removes one of the acting user's contacts and cancels alert emails to it not yet sent; with no
         /// contact left the switch is NOT_ARMED. NOT_FOUND when they have no contact with that id.
         func removeContact(_ request: Hearth_Safety_V1_RemoveContactRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_RemoveContactResponse
 
-        /// Lists the acting user's emergency contacts, oldest first (none without a profile).
+        /// Lists the acting user's emergency contacts with their states, oldest first (none without a
+        /// profile).
         func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ListContactsResponse
 
         /// Deletes the acting user's profile, contacts, check-ins and alerts for good. Succeeds also when
@@ -37,7 +45,7 @@ extension Hearth_Safety_V1_Safety {
         func recordHeartbeat(_ request: Hearth_Safety_V1_RecordHeartbeatRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Status
 
         /// Returns the acting user's switch: its state, deadline, and this period's warnings and emails.
-        /// NOT_ARMED without a profile or a contact.
+        /// NOT_ARMED, with the reason, without a profile or a contact who receives alarms.
         func getStatus(_ request: Hearth_Safety_V1_GetStatusRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Status
 
         /// Moves the acting user's deadline 24 h later and returns the status. FAILED_PRECONDITION
@@ -63,6 +71,15 @@ extension Hearth_Safety_V1_Safety {
         /// profile and opted in; `counted` says whether it did (a repeated event_id counts once).
         /// INVALID_ARGUMENT for an unknown source or a missing or too long event_id.
         func forwardActivity(_ request: Hearth_Safety_V1_ForwardActivityRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ForwardActivityResponse
+
+        /// Internal: what a link from an email to a contact can do, for the contact page's GET (changes
+        /// nothing). INVALID_ARGUMENT for a missing action.
+        func getContactLink(_ request: Hearth_Safety_V1_GetContactLinkRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ContactLink
+
+        /// Internal: does what a link from an email to a contact says, for the contact page's POST:
+        /// CONFIRM or DECLINE an invitation (once; not once it expired), OPT_OUT of every email about the
+        /// person (again: no change). The person hears of it by push. INVALID_ARGUMENT for a missing action.
+        func answerContactLink(_ request: Hearth_Safety_V1_AnswerContactLinkRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ContactLink
     }
 }
 
@@ -74,6 +91,7 @@ extension Hearth_Safety_V1_Safety.Handler {
             .unary(Hearth_Safety_V1_Safety.Method.upsertProfile) { try await self.upsertProfile($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.getProfile) { try await self.getProfile($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.addContact) { try await self.addContact($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.resendInvitation) { try await self.resendInvitation($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.removeContact) { try await self.removeContact($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.listContacts) { try await self.listContacts($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.deleteAccount) { try await self.deleteAccount($0, $1) },
@@ -84,6 +102,8 @@ extension Hearth_Safety_V1_Safety.Handler {
             .unary(Hearth_Safety_V1_Safety.Method.resume) { try await self.resume($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.sendTest) { try await self.sendTest($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.forwardActivity) { try await self.forwardActivity($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.getContactLink) { try await self.getContactLink($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.answerContactLink) { try await self.answerContactLink($0, $1) },
         ]
     }
 }

@@ -18,6 +18,8 @@ struct DeliveryFailure: Error, Sendable {
     var isPermanent: Bool
     /// The attempt may have delivered it all the same (no answer came to its content).
     var mayHaveArrived: Bool
+    /// The server refused the recipient's address for good: its contact is bounced.
+    var addressRefused = false
 
     /// 30 s, 1 min, 2 min, ... at most 1 h.
     static func backoff(afterAttempts attempts: Int) -> TimeInterval {

@@ -106,6 +106,9 @@ enum SafetyRules {
         return violations
     }
 
+    /// An address as contacts are compared and remembered: case aside.
+    static func addressKey(_ address: String) -> String { address.lowercased() }
+
     /// A contact's address, trimmed, or the violation.
     static func contactEmail(_ raw: String) -> Result<String, FieldViolation> {
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -272,4 +272,6 @@ enum MessageKind {
     static let allClear = "all_clear"
     static let reminder = "reminder"
     static let test = "test"
+    /// An invitation to a contact (re-sent ones too).
+    static let invitation = "invitation"
 }

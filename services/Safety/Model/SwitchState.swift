@@ -43,7 +43,7 @@ struct SwitchContact: Equatable, Sendable {
     init(id: String, address: String, key: String? = nil) {
         self.id = id
         self.address = address
-        self.key = key ?? address.lowercased()
+        self.key = key ?? SafetyRules.addressKey(address)
     }
 }
 

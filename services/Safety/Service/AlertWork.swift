@@ -1,46 +1,10 @@
 import Foundation
 import HearthCore
-public import HearthMail
-public import HearthPush
+import HearthMail
+import HearthPush
 import HearthScheduler
 import Logging
 import Synchronization
-
-/// Where alert emails go: an SMTP server, or the log when none is configured.
-public protocol MailTransport: Sendable {
-    func send(_ message: MailMessage) async throws
-}
-
-extension SMTPClient: MailTransport {}
-
-/// Without an SMTP server: each email is written to the log (development only).
-public struct LogMailTransport: MailTransport {
-    let logger: Logger
-
-    public init(logger: Logger) {
-        self.logger = logger
-    }
-
-    public func send(_ message: MailMessage) async throws {
-        self.logger.notice(
-            "email (no SMTP server configured)",
-            metadata: ["to": "\(message.to.address)", "subject": "\(message.subject)", "body": "\(message.body)"]
-        )
-    }
-}
-
-/// How alerts leave the building.
-public struct AlertChannels: Sendable {
-    public var mail: any MailTransport
-    public var from: MailAddress
-    public var push: any PushSender
-
-    public init(mail: any MailTransport, from: MailAddress, push: any PushSender) {
-        self.mail = mail
-        self.from = from
-        self.push = push
-    }
-}
 
 /// The words of each message the switch decides, in the user's language.
 enum AlertWords {
@@ -154,12 +118,12 @@ struct AlertSender: DueWork {
                             lease: Self.lease,
                             excluding: underWay.union(self.unrecorded.ids)
                         )
-                        for alert in claimed {
-                            underWay.insert(alert.id)
+                        for claim in claimed {
+                            underWay.insert(claim.alert.id)
                             group.addTask {
                                 // A send is not cut short by a shutdown: it ends with its outcome.
-                                await Task { await self.deliver(alert) }.value
-                                return alert.id
+                                await Task { await self.deliver(claim) }.value
+                                return claim.alert.id
                             }
                         }
                         mayFindMore = claimed.count == free
@@ -206,17 +170,15 @@ struct AlertSender: DueWork {
         }
     }
 
-    private func deliver(_ alert: AlertRecord) async {
+    private func deliver(_ claim: SafetyStore.ClaimedAlert) async {
+        let alert = claim.alert
         let outcome: Result<String, DeliveryFailure>
         do {
             switch alert.channel {
             case .email:
                 try await self.channels.mail.send(
-                    MailMessage(
-                        from: self.channels.from,
-                        to: MailAddress(alert.address),
-                        subject: alert.subject,
-                        body: alert.body,
+                    self.channels.email(
+                        claim,
                         date: self.store.now,
                         // Stable across retries and restarts: a resend is recognizably the same message.
                         messageID: "\(alert.id)@\(self.messageDomain)"
@@ -250,7 +212,8 @@ struct AlertSender: DueWork {
                 DeliveryFailure(
                     message: error.description,
                     isPermanent: error.isPermanent,
-                    mayHaveArrived: error.mayHaveDelivered
+                    mayHaveArrived: error.mayHaveDelivered,
+                    addressRefused: error.refusedRecipient
                 )
             )
         } catch let error as PushRejected {

@@ -31,13 +31,51 @@ extension ProfileRecord {
 }
 
 extension ContactRecord {
-    var message: Hearth_Safety_V1_Contact {
-        .with {
+    func message(now: Date) -> Hearth_Safety_V1_Contact {
+        let consent = self.consent
+        return .with {
             $0.id = self.id
             $0.email = self.email
             $0.name = self.name
             $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
+            $0.state = .init(consent.state)
+            if let invited = consent.invitedAt { $0.invitedAt = Google_Protobuf_Timestamp(millisecondsOf: invited) }
+            if let expires = consent.expiresAt {
+                $0.invitationExpiresAt = Google_Protobuf_Timestamp(millisecondsOf: expires)
+            }
+            $0.invitationsSent = UInt32(self.invitationsSent)
+            if let answered = consent.answeredAt { $0.answeredAt = Google_Protobuf_Timestamp(millisecondsOf: answered) }
+            $0.receivesAlarms = consent.receivesAlarms(at: now)
         }
+    }
+}
+
+extension Hearth_Safety_V1_ContactState {
+    init(_ state: ContactState) {
+        self =
+            switch state {
+            case .invited: .invited
+            case .confirmed: .confirmed
+            case .declined: .declined
+            case .optedOut: .optedOut
+            case .bounced: .bounced
+            }
+    }
+}
+
+extension Hearth_Safety_V1_ContactLink {
+    init(_ view: SafetyStore.LinkView) {
+        self.init()
+        self.outcome =
+            switch view.check {
+            case .usable: .linkOk
+            case .notFound: .linkNotFound
+            case .expired: .linkExpired
+            case .alreadyAnswered: .linkAlreadyAnswered
+            }
+        self.personName = view.personName
+        self.language = view.language
+        if let state = view.state { self.state = .init(state) }
     }
 }
 
@@ -45,6 +83,9 @@ extension SafetyStore.StatusSnapshot {
     func message(now: Date) -> Hearth_Safety_V1_Status {
         var status = Hearth_Safety_V1_Status()
         status.state = .init(self.clock.state(at: now))
+        if status.state == .notArmed {
+            status.notArmedReason = self.awaitingConfirmation ? .awaitingConfirmation : .noContact
+        }
         if let last = self.profile.lastCheckInAt {
             status.lastCheckInAt = Google_Protobuf_Timestamp(millisecondsOf: last)
         }

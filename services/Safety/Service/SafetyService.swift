@@ -32,6 +32,10 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     ) throws {
         let store = try SafetyStore(location: location, clock: clock)
         try store.releaseClaims(allClear: AlertWords.allClear)
+        let invited = try store.inviteContactsStoredBefore()
+        if invited > 0 {
+            logger.notice("contacts stored before invitations were invited", metadata: ["contacts": "\(invited)"])
+        }
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
                 work: AlertSender(
@@ -92,45 +96,6 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         -> Hearth_Safety_V1_Profile
     {
         try await self.requireProfile(context.verifiedUser()).message
-    }
-
-    public func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws
-        -> Hearth_Safety_V1_Contact
-    {
-        let user = try context.verifiedUser()
-        var violations: [FieldViolation] = []
-        let email = SafetyRules.contactEmail(request.email).value(collecting: &violations)
-        let name = FieldChecks.trimmed(request.name, field: "name", characters: 0...SafetyRules.maxNameCharacters)
-            .value(collecting: &violations)
-        guard violations.isEmpty, let email, let name else { throw RPCError.invalidArgument(violations) }
-        switch try await self.store.addContact(user, email: email, name: name) {
-        case .added(let contact):
-            self.decider.wake()
-            return contact.message
-        case .noProfile:
-            throw RPCError(.failedPrecondition, "create your profile (UpsertProfile) before adding contacts")
-        case .duplicate:
-            throw RPCError(.alreadyExists, "\(email) is already one of your contacts")
-        case .full:
-            throw RPCError(.failedPrecondition, "at most \(SafetyRules.maxContacts) emergency contacts")
-        }
-    }
-
-    public func removeContact(_ request: Hearth_Safety_V1_RemoveContactRequest, _ context: RPCContext)
-        async throws -> Hearth_Safety_V1_RemoveContactResponse
-    {
-        guard try await self.store.removeContact(context.verifiedUser(), id: request.contactID) else {
-            throw RPCError.notFound("contact", request.contactID)
-        }
-        return Hearth_Safety_V1_RemoveContactResponse()
-    }
-
-    public func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws
-        -> Hearth_Safety_V1_ListContactsResponse
-    {
-        var response = Hearth_Safety_V1_ListContactsResponse()
-        response.contacts = try await self.store.contacts(context.verifiedUser()).map(\.message)
-        return response
     }
 
     public func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext)
@@ -288,7 +253,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
 
     // MARK: Helpers
 
-    private func requireProfile(_ user: String) async throws -> ProfileRecord {
+    func requireProfile(_ user: String) async throws -> ProfileRecord {
         guard let profile = try await self.store.profile(user) else {
             throw RPCError(.notFound, "no safety profile yet: create one with UpsertProfile")
         }
@@ -304,7 +269,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     }
 
     /// Messages were queued by the call itself: the senders look at once.
-    private func wakeSenders() {
+    func wakeSenders() {
         Self.wake(self.senders)
     }
 
@@ -324,5 +289,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         try await self.store.status(user).map { $0.message(now: self.store.now) } ?? Self.notArmed
     }
 
-    private static let notArmed = Hearth_Safety_V1_Status.with { $0.state = .notArmed }
+    private static let notArmed = Hearth_Safety_V1_Status.with {
+        $0.state = .notArmed
+        $0.notArmedReason = .noProfile
+    }
 }

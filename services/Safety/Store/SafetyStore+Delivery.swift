@@ -46,6 +46,13 @@ extension SafetyStore {
         }
     }
 
+    /// A message claimed for an attempt, with the links it carries to its contact (new ones for
+    /// each attempt: only their hashes are kept).
+    struct ClaimedAlert: Sendable {
+        var alert: AlertRecord
+        var links: ContactLinks?
+    }
+
     /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
     /// `excluded`) for an attempt, in one write: the attempt is counted, and the message is not
     /// due again until `lease` has passed, so no other pass takes it meanwhile, and one whose
@@ -56,7 +63,7 @@ extension SafetyStore {
         limit: Int,
         lease: TimeInterval,
         excluding excluded: Set<String> = []
-    ) async throws -> [AlertRecord] {
+    ) async throws -> [ClaimedAlert] {
         // Most passes find nothing: look with a read before taking the writer. A message under
         // way (excluded) is usually not due (its lease is ahead), but may be (a send longer
         // than its lease): only a due message not under way counts.
@@ -80,7 +87,7 @@ extension SafetyStore {
                 ),
                 arguments: [channel.rawValue, now.stored, limit + excluded.count]
             )
-            var claimed: [AlertRecord] = []
+            var claimed: [ClaimedAlert] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
                 if try Self.isStaleWarning(alert, at: now, in: db) {
                     try db.cachedStatement(
@@ -95,7 +102,7 @@ extension SafetyStore {
                 try db.cachedStatement(
                     sql: "UPDATE alert SET attempts = ?, claimed_at = ?, next_attempt_at = ? WHERE id = ?"
                 ).execute(binding: alert.attempts, claimedAt.stored, retryAt.stored, alert.id)
-                claimed.append(alert)
+                claimed.append(ClaimedAlert(alert: alert, links: try Self.mintLinks(for: alert, at: claimedAt, in: db)))
             }
             return claimed
         }
@@ -146,6 +153,9 @@ extension SafetyStore {
             case (.failure(let failure), _):
                 alert.lastError = failure.message
                 alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
+                if failure.addressRefused, failure.isPermanent {
+                    try Self.bounce(alert, at: now, in: db)
+                }
                 if alert.state == .pending {
                     if failure.isPermanent
                         || !DeliveryFailure.retriesForever(kind: alert.kind, mayHaveArrived: alert.mayHaveArrived)

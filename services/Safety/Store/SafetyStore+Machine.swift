@@ -30,7 +30,7 @@ extension SafetyStore {
         reading reads: FactReads,
         in db: Database
     ) throws -> SwitchMachine {
-        var facts = SwitchFacts(contacts: try Self.switchContacts(profile.userID, in: db))
+        var facts = SwitchFacts(contacts: try Self.switchContacts(profile.userID, at: now, in: db))
         if reads.contains(.decided) { facts.decided = try Self.decidedItems(profile, in: db) }
         if reads.contains(.period) { facts.period = try Self.periodMessages(profile, in: db) }
         if reads.contains(.reminders) { facts.reminders = try Self.reminders(profile.userID, at: now, in: db) }
@@ -159,11 +159,24 @@ extension SafetyStore {
             .fetchOne(binding: user, read: ProfileRecord.init(columns:))
     }
 
-    static func switchContacts(_ user: String, in db: Database) throws -> [SwitchContact] {
-        try db.cachedStatement(sql: "SELECT id, email, email_key FROM contact WHERE user_id = ?")
-            .fetchAll(binding: user) { columns in
-                SwitchContact(id: try columns.value(0), address: try columns.value(1), key: try columns.value(2))
-            }
+    /// The contacts an alarm at `now` emails (``ContactConsent/receivesAlarms(at:)``).
+    static func switchContacts(_ user: String, at now: Date, in db: Database) throws -> [SwitchContact] {
+        try db.cachedStatement(
+            sql: """
+                SELECT id, email, email_key FROM contact
+                WHERE user_id = ? AND (state = 'confirmed' OR (state = 'invited' AND alarms_until > ?))
+                """
+        )
+        .fetchAll(binding: user, now.stored) { columns in
+            SwitchContact(id: try columns.value(0), address: try columns.value(1), key: try columns.value(2))
+        }
+    }
+
+    /// Whether one of the user's contacts has an invitation open at `now`.
+    static func awaitsAnswer(_ user: String, at now: Date, in db: Database) throws -> Bool {
+        try db.cachedStatement(
+            sql: "SELECT 1 FROM contact WHERE user_id = ? AND state = 'invited' AND invitation_expires_at > ? LIMIT 1"
+        ).fetchOne(binding: user, now.stored, read: { _ in true }) ?? false
     }
 
     static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {

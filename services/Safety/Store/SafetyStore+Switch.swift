@@ -77,7 +77,7 @@ extension SafetyStore {
         let repeated = {
             HeartbeatResult(
                 outcome: .repeated,
-                status: try Self.snapshot(profile, in: db),
+                status: try Self.snapshot(profile, at: checkIn.receivedAt, in: db),
                 enqueued: false,
                 dueSooner: false
             )
@@ -128,7 +128,9 @@ extension SafetyStore {
             profile: changed,
             clock: machine.clock,
             // The period began just now: its only messages are the all-clears just recorded.
-            alerts: allClears > 0 ? try Self.periodAlerts(changed, in: db) : []
+            alerts: allClears > 0 ? try Self.periodAlerts(changed, in: db) : [],
+            awaitingConfirmation: machine.clock.armed
+                ? false : try Self.awaitsAnswer(user, at: checkIn.receivedAt, in: db)
         )
         return HeartbeatResult(
             outcome: retryAfter.map { .rateLimited(retryAfter: $0) } ?? .recorded,

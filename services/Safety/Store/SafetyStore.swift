@@ -74,62 +74,6 @@ struct SafetyStore: Sendable {
         }
     }
 
-    enum ContactOutcome: Sendable {
-        case added(ContactRecord)
-        case noProfile
-        case duplicate
-        case full
-    }
-
-    func addContact(_ user: String, email: String, name: String) async throws -> ContactOutcome {
-        let now = self.now
-        return try await self.base.write { db in
-            guard let profile = try Self.profile(user, in: db) else { return .noProfile }
-            let contact = ContactRecord(
-                id: UUID().uuidString.lowercased(),
-                userID: user,
-                email: email,
-                emailKey: email.lowercased(),
-                name: name,
-                createdAt: now
-            )
-            var machine = try Self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
-            switch machine.addContact(SwitchContact(id: contact.id, address: email, key: contact.emailKey), at: now) {
-            case .duplicate: return .duplicate
-            case .full: return .full
-            case .added: break
-            }
-            try contact.insert(db)
-            try Self.commit(machine, of: profile, in: db)
-            return .added(contact)
-        }
-    }
-
-    /// Removes a contact; false when the user has none with that id.
-    func removeContact(_ user: String, id: String) async throws -> Bool {
-        let now = self.now
-        return try await self.base.write { db in
-            guard try ContactRecord.all().of(user: user).filter(ContactRecord.Columns.id == id).deleteAll(db) > 0 else {
-                return false
-            }
-            if let profile = try Self.profile(user, in: db) {
-                var machine = try Self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
-                machine.removeContact(id: id, at: now)
-                try Self.commit(machine, of: profile, in: db)
-            }
-            return true
-        }
-    }
-
-    func contacts(_ user: String) async throws -> [ContactRecord] {
-        try self.base.read { db in
-            try ContactRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM contact WHERE user_id = ? ORDER BY created_at, id"),
-                arguments: [user]
-            )
-        }
-    }
-
     /// Removes the profile, contacts, heartbeats and every alert for good.
     func deleteAccount(_ user: String) async throws {
         _ = try await self.base.write { db in try ProfileRecord.deleteOne(db, key: user) }
@@ -141,38 +85,46 @@ struct SafetyStore: Sendable {
         var profile: ProfileRecord
         var clock: SwitchClock
         var alerts: [AlertRecord]
+        /// Not armed, and a contact has an invitation open.
+        var awaitingConfirmation: Bool
     }
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
     func status(_ user: String) async throws -> StatusSnapshot? {
-        try self.base.read { db in try Self.snapshot(user, in: db) }
-    }
-
-    private static func snapshot(_ user: String, in db: Database) throws -> StatusSnapshot? {
-        try Self.profile(user, in: db).map { try Self.snapshot($0, in: db) }
+        let now = self.now
+        return try self.base.read { db in try Self.profile(user, in: db).map { try Self.snapshot($0, at: now, in: db) }
+        }
     }
 
     /// The status of `profile` as it stands in this transaction.
-    static func snapshot(_ profile: ProfileRecord, in db: Database) throws -> StatusSnapshot {
-        StatusSnapshot(
+    static func snapshot(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> StatusSnapshot {
+        let clock = SwitchMachine(
+            state: profile.switchState,
+            facts: SwitchFacts(contacts: try Self.switchContacts(profile.userID, at: now, in: db))
+        ).clock
+        return StatusSnapshot(
             profile: profile,
-            clock: SwitchMachine(
-                state: profile.switchState,
-                facts: SwitchFacts(contacts: try Self.switchContacts(profile.userID, in: db))
-            ).clock,
-            alerts: try Self.periodAlerts(profile, in: db)
+            clock: clock,
+            alerts: try Self.periodAlerts(profile, in: db),
+            awaitingConfirmation: clock.armed ? false : try Self.awaitsAnswer(profile.userID, at: now, in: db)
         )
     }
 
-    /// The messages of `profile`'s period (since its last check-in), test messages aside.
+    /// The messages of `profile`'s period (since its last check-in): warnings, alarms and
+    /// all-clears.
     static func periodAlerts(_ profile: ProfileRecord, in db: Database) throws -> [AlertRecord] {
         try AlertRecord.fetchAll(
             db.cachedStatement(
-                sql: "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind != 'test' ORDER BY created_at, id"
+                sql:
+                    "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind IN (\(Self.periodKinds)) ORDER BY created_at, id"
             ),
             arguments: [profile.userID, profile.checkInEpoch]
         )
     }
+
+    /// The kinds a period's status shows, as SQL.
+    private static let periodKinds = (SwitchClock.items.map(\.kind) + [MessageKind.allClear]).map { "'\($0)'" }
+        .joined(separator: ", ")
 
     /// Records a test message for delivery, unless the user asked for ``SafetyRules/maxTestsPerHour``
     /// on this channel in the last hour: then nil, or how long until the next may be asked for.

@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+import HearthContracts
+import HearthRPC
+import HearthStore
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+
+@testable import SafetyService
+
+/// Contacts who agreed, the way they agree: from the link in their invitation.
+extension SafetyStore {
+    /// Adds a contact and confirms it from its invitation's link, as the contact would: the
+    /// invitation is claimed and recorded as sent (a sender's part), then the link answered. The
+    /// user's push of it is delivered too, so the outbox holds nothing of it.
+    func addConfirmedContact(_ user: String, email: String, name: String = "") async throws {
+        guard case .added = try await self.addContact(user, email: email, name: name) else {
+            throw ContactNotAdded(email: email)
+        }
+        for claim in try await self.claimDue(.email, now: self.now, limit: 100, lease: 60) {
+            try await self.record(claim.alert.id, attempt: .success(""), now: self.now, allClear: AlertWords.allClear)
+            if claim.alert.kind == MessageKind.invitation, let token = claim.links?.answer {
+                _ = try await self.answer(token, .confirm)
+            }
+        }
+        for claim in try await self.claimDue(.push, now: self.now, limit: 100, lease: 60)
+        where claim.alert.kind.hasPrefix("contact_") {
+            try await self.record(claim.alert.id, attempt: .success(""), now: self.now, allClear: AlertWords.allClear)
+        }
+    }
+}
+
+struct ContactNotAdded: Error {
+    var email: String
+}
+
+extension SafetyStore {
+    /// Confirms every invited contact of `user` without their invitation, which is cancelled
+    /// unsent (for tests whose mail server must get nothing but alarms): a link's token is made
+    /// as a sender makes one, then answered through the same path as the contact page's.
+    func confirmWithoutMail(_ user: String) async throws {
+        let now = self.now
+        let tokens = try await self.base.writer.write { db in
+            try db.execute(
+                sql:
+                    "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL WHERE user_id = ? AND kind = 'invitation'",
+                arguments: [user]
+            )
+            return try String.fetchAll(
+                db,
+                sql: "SELECT id FROM contact WHERE user_id = ? AND state = 'invited'",
+                arguments: [user]
+            )
+            .map { id in
+                let token = LinkToken.make()
+                try db.execute(
+                    sql: """
+                        INSERT INTO contact_token (hash, contact_id, purpose, expires_at, created_at)
+                        VALUES (?, ?, 'answer', NULL, ?)
+                        """,
+                    arguments: [token.hash, id, now]
+                )
+                return token
+            }
+        }
+        for token in tokens { _ = try await self.answer(token, .confirm) }
+    }
+}
+
+extension SafetySystem {
+    /// Adds a contact for `user` and confirms it from the link in the invitation the SMTP server
+    /// received, through the service, as the contact page does.
+    func addConfirmedContact(_ email: String, name: String = "", user: String = "mei") async throws {
+        _ = try await self.service.addContact(
+            .with {
+                $0.email = email
+                $0.name = name
+            },
+            callContext(user)
+        )
+        try await self.confirmInvitations()
+    }
+
+    /// Confirms every invitation the SMTP server received so far (those answered already stay so).
+    func confirmInvitations() async throws {
+        try await self.settle()
+        for token in try self.invitationTokens() {
+            _ = try await self.service.answerContactLink(
+                .with {
+                    $0.token = token
+                    $0.action = .confirm
+                },
+                callContext("contact-page")
+            )
+        }
+        try await self.settle()
+    }
+
+    /// The Confirm links' tokens of the invitations received, oldest first.
+    func invitationTokens() throws -> [String] {
+        try self.sink.messages().compactMap { message in
+            (message["body"] as? String).flatMap { Self.token(in: $0, path: "/contact/confirm?t=") }
+        }
+    }
+
+    /// The token after `path` in `body`'s link.
+    static func token(in body: String, path: String) -> String? {
+        guard let start = body.range(of: path)?.upperBound else { return nil }
+        return String(body[start...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+    }
+}

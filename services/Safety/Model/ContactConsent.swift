@@ -1,0 +1,158 @@
+import Foundation
+
+/// Where an emergency contact stands in agreeing to be one. Only a confirmed contact receives
+/// alarms (and a contact added before invitations existed, while their first one is open).
+enum ContactState: String, Sendable, Equatable, CaseIterable {
+    case invited, confirmed, declined
+    case optedOut = "opted_out"
+    case bounced
+}
+
+/// What a contact does from a link in an email.
+enum ContactAnswer: Sendable, Equatable {
+    case confirm, decline, optOut
+}
+
+/// What a link's token was made for: an invitation's Confirm and Decline links share one, every
+/// email to a contact carries an opt-out one.
+enum LinkPurpose: String, Sendable, Equatable {
+    case answer
+    case optOut = "opt_out"
+}
+
+/// What a link can do now.
+enum LinkCheck: Sendable, Equatable {
+    case usable
+    /// Not a link for that (or no such link): nothing else is said.
+    case notFound
+    /// An invitation whose 7 days passed.
+    case expired
+    /// An invitation answered already.
+    case alreadyAnswered
+}
+
+/// Why an invitation is not sent.
+enum InvitationRefusal: Error, Sendable, Equatable {
+    /// The address declined or opted out for this user: never mailed again for them.
+    case refusedBefore(ContactState)
+    /// The address got ``ContactConsent/maxInvitationsPerAddress`` from this user already.
+    case tooManyForAddress
+    /// The user sent ``ContactConsent/maxInvitationsPerDay`` in the last 24 hours; the next may go
+    /// after `retryAfter` seconds.
+    case tooManyToday(retryAfter: TimeInterval)
+    /// Only an invited contact is invited again.
+    case notInvited(ContactState)
+}
+
+/// One contact's agreement, as its rules see it: no clock and no storage. The store keeps it in
+/// the contact's row.
+struct ContactConsent: Sendable, Equatable {
+    /// How long an invitation's links work.
+    static let invitationLifetime: TimeInterval = 7 * 86_400
+    /// Invitations to one address from one user, ever (the first and three re-sends), whether
+    /// re-sent or removed and added again: an invitation is email to someone who never asked.
+    static let maxInvitationsPerAddress = 4
+    /// Invitations one user may send in 24 hours, to anyone.
+    static let maxInvitationsPerDay = 20
+
+    var state: ContactState
+    /// When the latest invitation was queued, and until when its links work.
+    var invitedAt: Date?
+    var expiresAt: Date?
+    var answeredAt: Date?
+    /// A contact added before invitations existed receives alarms until then while invited (see
+    /// the README: a switch armed before the change does not fall silent overnight).
+    var alarmsUntil: Date?
+
+    /// Whether an alarm at `now` emails this contact.
+    func receivesAlarms(at now: Date) -> Bool {
+        switch self.state {
+        case .confirmed: true
+        case .invited: self.alarmsUntil.map { $0 > now } ?? false
+        case .declined, .optedOut, .bounced: false
+        }
+    }
+
+    /// Invited, and the invitation's links still work.
+    func isAwaitingAnswer(at now: Date) -> Bool {
+        self.state == .invited && (self.expiresAt.map { $0 > now } ?? false)
+    }
+
+    /// What a link made for `purpose`, valid until `linkExpiresAt` (an invitation's; nil for an
+    /// opt-out link, which works as long as the contact exists), can do for `answer` at `now`.
+    func check(_ answer: ContactAnswer, purpose: LinkPurpose, linkExpiresAt: Date?, at now: Date) -> LinkCheck {
+        switch answer {
+        case .confirm, .decline:
+            guard purpose == .answer else { return .notFound }
+            guard self.state == .invited else { return .alreadyAnswered }
+            if let linkExpiresAt, linkExpiresAt <= now { return .expired }
+            return self.isAwaitingAnswer(at: now) ? .usable : .expired
+        case .optOut:
+            // Again, once opted out: the page says so, nothing changes.
+            return purpose == .optOut ? .usable : .notFound
+        }
+    }
+
+    /// The contact's answer from a usable link: what the user hears of, nil when nothing changed
+    /// (an opt-out again).
+    mutating func answer(_ answer: ContactAnswer, at now: Date) -> ContactEvent? {
+        let event: ContactEvent
+        switch answer {
+        case .confirm:
+            self.state = .confirmed
+            event = .confirmed
+        case .decline:
+            self.state = .declined
+            event = .declined
+        case .optOut:
+            guard self.state != .optedOut else { return nil }
+            self.state = .optedOut
+            event = .optedOut
+        }
+        self.answeredAt = now
+        self.alarmsUntil = nil
+        return event
+    }
+
+    /// The mail server refused the address for good: nothing more goes to it. Nil when that
+    /// changes nothing (a contact who declined or opted out stays so).
+    mutating func bounce(at now: Date) -> ContactEvent? {
+        guard self.state == .invited || self.state == .confirmed else { return nil }
+        self.state = .bounced
+        self.answeredAt = now
+        self.alarmsUntil = nil
+        return .bounced
+    }
+
+    /// A new invitation, at `now`: new links, for 7 days. Only an invited contact is invited
+    /// again (re-sent).
+    mutating func invite(at now: Date) throws(InvitationRefusal) {
+        guard self.state == .invited else { throw .notInvited(self.state) }
+        self.invitedAt = now
+        self.expiresAt = now.addingTimeInterval(Self.invitationLifetime)
+    }
+
+    /// A new contact's: invited at `now`.
+    static func invited(at now: Date) -> ContactConsent {
+        ContactConsent(state: .invited, invitedAt: now, expiresAt: now.addingTimeInterval(Self.invitationLifetime))
+    }
+
+    /// Whether one more invitation may go to an address from a user: `history`, what the user's
+    /// earlier contacts at that address did (nil: never invited); `sentToday`, when the user's
+    /// invitations of the last 24 hours were sent, oldest first.
+    static func mayInvite(history: AddressHistory?, sentToday: [Date], at now: Date) throws(InvitationRefusal) {
+        if let refused = history?.refused { throw .refusedBefore(refused) }
+        if (history?.invitations ?? 0) >= Self.maxInvitationsPerAddress { throw .tooManyForAddress }
+        if sentToday.count >= Self.maxInvitationsPerDay, let oldest = sentToday.first {
+            throw .tooManyToday(retryAfter: oldest.addingTimeInterval(86_400).timeIntervalSince(now))
+        }
+    }
+}
+
+/// What one user's contacts at one address did, kept when a contact is removed: a declined or
+/// opted-out address is never mailed again for that user, and invitations are counted.
+struct AddressHistory: Sendable, Equatable {
+    var invitations: Int
+    /// Declined or opted out; nil otherwise.
+    var refused: ContactState?
+}

@@ -1,0 +1,83 @@
+import Foundation
+import HearthCore
+public import HearthMail
+public import HearthPush
+public import Logging
+
+/// Where alert emails go: an SMTP server, or the log when none is configured.
+public protocol MailTransport: Sendable {
+    func send(_ message: MailMessage) async throws
+}
+
+extension SMTPClient: MailTransport {}
+
+/// Without an SMTP server: each email is written to the log (development only), its links
+/// included, so that a contact can be confirmed from the printed link.
+public struct LogMailTransport: MailTransport {
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func send(_ message: MailMessage) async throws {
+        self.logger.notice(
+            "email (no SMTP server configured)",
+            metadata: ["to": "\(message.to.address)", "subject": "\(message.subject)", "body": "\(message.body)"]
+        )
+    }
+}
+
+/// How alerts leave the building.
+public struct AlertChannels: Sendable {
+    public var mail: any MailTransport
+    public var from: MailAddress
+    public var push: any PushSender
+    /// Where the contact page is served, as contacts reach it (`https://hearth.example`): the
+    /// links in their emails point there.
+    public var contactPage: String
+
+    public init(
+        mail: any MailTransport,
+        from: MailAddress,
+        push: any PushSender,
+        contactPage: String = AlertChannels.localContactPage
+    ) {
+        self.mail = mail
+        self.from = from
+        self.push = push
+        self.contactPage = contactPage
+    }
+
+    /// The gateway's contact page on this machine, as `hearth up` serves it.
+    public static let localContactPage = "http://127.0.0.1:7180"
+
+    /// The email of a claimed message. One to a contact ends with its links (an invitation's
+    /// Confirm and Decline, and an opt-out link in every one) and carries the opt-out link as
+    /// `List-Unsubscribe`, one click (RFC 8058): a mail client's unsubscribe button opts out.
+    func email(_ claim: SafetyStore.ClaimedAlert, date: Date, messageID: String) -> MailMessage {
+        var message = MailMessage(
+            from: self.from,
+            to: MailAddress(claim.alert.address),
+            subject: claim.alert.subject,
+            body: claim.alert.body,
+            date: date,
+            messageID: messageID
+        )
+        guard let links = claim.links else { return message }
+        let optOut = ContactPagePath.optOut.link(base: self.contactPage, token: links.optOut.text)
+        let texts = AlertTexts(language: links.language, name: links.personName, timeZone: .gmt)
+        message.body +=
+            "\n\n"
+            + texts.contactLinks(
+                confirm: links.answer.map { ContactPagePath.confirm.link(base: self.contactPage, token: $0.text) },
+                decline: links.answer.map { ContactPagePath.decline.link(base: self.contactPage, token: $0.text) },
+                optOut: optOut
+            )
+        message.headers = [
+            MailHeader("List-Unsubscribe", "<\(optOut)>"),
+            MailHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+        ].compactMap { $0 }
+        return message
+    }
+}

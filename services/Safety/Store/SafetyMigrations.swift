@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import HearthStore
+
+enum SafetyMigrations {
+    /// Named and append-only: a shipped migration is never edited.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: profiles, contacts, heartbeats, alerts") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE profile (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        email TEXT NOT NULL,
+                        threshold_hours INTEGER NOT NULL,
+                        language TEXT NOT NULL,
+                        time_zone TEXT NOT NULL,
+                        reminder_enabled BOOLEAN NOT NULL,
+                        reminder_hour INTEGER NOT NULL,
+                        reminder_minute INTEGER NOT NULL,
+                        push_token TEXT NOT NULL,
+                        count_activity BOOLEAN NOT NULL,
+                        period_start DATETIME NOT NULL,
+                        last_check_in_at DATETIME,
+                        snoozes INTEGER NOT NULL,
+                        paused_until DATETIME,
+                        epoch INTEGER NOT NULL,
+                        check_in_epoch INTEGER NOT NULL,
+                        next_due_at DATETIME,
+                        created_at DATETIME NOT NULL,
+                        updated_at DATETIME NOT NULL
+                    );
+                    CREATE INDEX profile_due ON profile(next_due_at) WHERE next_due_at IS NOT NULL;
+
+                    CREATE TABLE contact (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        email TEXT NOT NULL,
+                        email_key TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        created_at DATETIME NOT NULL,
+                        UNIQUE (user_id, email_key)
+                    );
+
+                    CREATE TABLE heartbeat (
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        at DATETIME NOT NULL,
+                        time_zone TEXT NOT NULL,
+                        device_info TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        request_id TEXT NOT NULL,
+                        PRIMARY KEY (user_id, request_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX heartbeat_time ON heartbeat(user_id, at);
+
+                    CREATE TABLE alert (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        epoch INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        channel TEXT NOT NULL,
+                        contact_id TEXT NOT NULL,
+                        address TEXT NOT NULL,
+                        subject TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL,
+                        last_error TEXT NOT NULL,
+                        next_attempt_at DATETIME,
+                        sent_at DATETIME,
+                        created_at DATETIME NOT NULL
+                    );
+                    CREATE UNIQUE INDEX alert_once ON alert(user_id, epoch, kind, contact_id) WHERE kind != 'test';
+                    CREATE INDEX alert_due ON alert(next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX alert_user ON alert(user_id, epoch);
+                    """
+            )
+        }
+        migrator.registerMigration("v2: attempts claimed before they begin") { db in
+            // An alert tried before this version may have arrived (the rule of that version).
+            try db.execute(
+                sql: """
+                    ALTER TABLE alert ADD COLUMN claimed_at DATETIME;
+                    ALTER TABLE alert ADD COLUMN may_have_arrived BOOLEAN NOT NULL DEFAULT 0;
+                    UPDATE alert SET may_have_arrived = 1 WHERE attempts > 0 AND state IN ('pending', 'cancelled');
+                    DROP INDEX alert_due;
+                    CREATE INDEX alert_due ON alert(channel, next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX alert_claimed ON alert(claimed_at) WHERE claimed_at IS NOT NULL;
+                    """
+            )
+        }
+        migrator.registerMigration("v3: check-ins kept without counting") { db in
+            // A check-in merged into the one before it, or over the rate limit, is kept too (not
+            // counted), so that a retry of it is known however late it comes. The rate limit's
+            // read of the last hour tells them apart from the index alone.
+            try db.execute(
+                sql: """
+                    ALTER TABLE heartbeat ADD COLUMN counted BOOLEAN NOT NULL DEFAULT 1;
+                    DROP INDEX heartbeat_time;
+                    CREATE INDEX heartbeat_time ON heartbeat(user_id, at, counted);
+                    """
+            )
+        }
+        migrator.registerMigration("v4: the app's request ids apart from forwarded ones") { db in
+            // Kept as the client sent them until now, an app's id could be a forwarded one
+            // (`tasks:e1`) and make that activity a repeat, or the other way round. Ids are now
+            // kept by source (`SafetyRules.HeartbeatID`); the app's move under `app:`. A row
+            // whose new id is taken already (the app sent both `x` and `app:x` in the last 30
+            // days) stays as it is: only a very late retry of it would count once more. The
+            // server's own ids for check-ins sent without one (`server:UUID`, source `app` too)
+            // move as well: a client could have sent one that looked the same.
+            try db.execute(sql: "UPDATE OR IGNORE heartbeat SET request_id = 'app:' || request_id WHERE source = 'app'")
+        }
+        migrator.registerMigration("v5: snoozes in a row counted apart from the period's") { db in
+            // A pause's end begins a period without snoozes (its deadline counts from there), and
+            // the limit of three in a row used to start over with it: a pause and a resume gave
+            // three more. The run now ends only at a check-in.
+            try db.execute(
+                sql: """
+                    ALTER TABLE profile ADD COLUMN snoozes_in_a_row INTEGER NOT NULL DEFAULT 0;
+                    UPDATE profile SET snoozes_in_a_row = snoozes;
+                    """
+            )
+        }
+        migrator.registerMigration("v6: contacts agree first") { db in
+            // A contact is invited and receives alarms only once they confirm. Contacts stored
+            // before are invited when the service next starts (invitations_sent = 0 marks them;
+            // `SafetyStore.inviteContactsStoredBefore`), and receive alarms while that first
+            // invitation is open (README). `contact_address` remembers, per user and address,
+            // the invitations sent and a refusal, past the contact's removal; `contact_token`
+            // holds the SHA-256 of each link's token. Invitations may be re-sent within an epoch.
+            try db.execute(
+                sql: """
+                    ALTER TABLE contact ADD COLUMN state TEXT NOT NULL DEFAULT 'invited';
+                    ALTER TABLE contact ADD COLUMN invited_at DATETIME;
+                    ALTER TABLE contact ADD COLUMN invitation_expires_at DATETIME;
+                    ALTER TABLE contact ADD COLUMN invitations_sent INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE contact ADD COLUMN answered_at DATETIME;
+                    ALTER TABLE contact ADD COLUMN alarms_until DATETIME;
+
+                    CREATE TABLE contact_address (
+                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        address_key TEXT NOT NULL,
+                        invitations INTEGER NOT NULL,
+                        refused TEXT,
+                        PRIMARY KEY (user_id, address_key)
+                    ) WITHOUT ROWID;
+
+                    CREATE TABLE contact_token (
+                        hash BLOB PRIMARY KEY NOT NULL,
+                        contact_id TEXT NOT NULL REFERENCES contact(id) ON DELETE CASCADE,
+                        purpose TEXT NOT NULL,
+                        expires_at DATETIME,
+                        created_at DATETIME NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX contact_token_contact ON contact_token(contact_id);
+
+                    DROP INDEX alert_once;
+                    CREATE UNIQUE INDEX alert_once ON alert(user_id, epoch, kind, contact_id)
+                        WHERE kind NOT IN ('test', 'invitation');
+                    """
+            )
+        }
+        return migrator
+    }
+}
