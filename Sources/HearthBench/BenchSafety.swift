@@ -36,6 +36,15 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
     @Flag(inversion: .prefixedNo, help: "Create the users' profiles and contacts first (--no-arm: an earlier run did).")
     var arm = true
 
+    @Option(
+        help: """
+            A folder where an SMTP sink keeps the emails safety sent, one JSON file each with the decoded \
+            "body" (Tests/HearthTestSupport/smtp_sink.py): each new contact's invitation there is confirmed \
+            from its link, as the contact would, so that the switches are armed. Without it they stay NOT_ARMED.
+            """
+    )
+    var confirmFrom: String?
+
     @Option(help: "Calls in flight at once.")
     var concurrency = 16
 
@@ -59,7 +68,13 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
         let run = String(UUID().uuidString.prefix(8))
         let prefix = self.prefix ?? "bench-\(run)"
         let users = (0..<self.users).map { "\(prefix)-\($0)" }
-        if self.arm { try await self.arm(users, client: client) }
+        if self.arm {
+            try await self.arm(users, client: client)
+            if let folder = self.confirmFrom {
+                try await InvitationConfirmer(folder: folder, secret: self.internalSecret)
+                    .confirm(count: users.count, client: client)
+            }
+        }
 
         let count = users.count
         let runner = BenchRunner(

@@ -38,8 +38,12 @@ struct MailOptions: ParsableArguments, Sendable {
 
     func validate() throws {
         guard let url = URL(string: self.contactPageUrl), ["http", "https"].contains(url.scheme ?? ""),
-            url.host?.isEmpty == false, url.query == nil
+            let host = url.host, !host.isEmpty, url.query == nil
         else { throw ValidationError("--contact-page-url is an http or https URL without a query") }
+        // The links carry their tokens, and one-click unsubscribe takes only https (RFC 8058).
+        guard url.scheme == "https" || ["localhost", "127.0.0.1", "::1"].contains(host) || host.hasPrefix("127.") else {
+            throw ValidationError("--contact-page-url must be https (plain http only on this machine, for development)")
+        }
         guard SMTPConfiguration.Security(rawValue: self.smtpSecurity) != nil else {
             throw ValidationError("--smtp-security is starttls or none")
         }

@@ -114,12 +114,11 @@ public enum ContactPage {
         }
         let language = Self.language(chosen: chosen, link: link, request: request)
         let page = PageRenderer(language: language, token: token, path: path)
-        switch link.outcome {
-        case .linkOk:
+        // Opted out already: nothing more to ask.
+        if link.outcome == .linkOk, !(action == .optOut && link.state == .optedOut) {
             return page.prompt(action: action, person: link.personName)
-        default:
-            return page.result(of: link, action: action)
         }
+        return page.result(of: link, action: action)
     }
 
     /// A POST: does what the link says, and shows what became of it.
@@ -139,8 +138,9 @@ public enum ContactPage {
         } catch {
             return PageRenderer(language: chosen ?? .english, token: "", path: path).tooLarge()
         }
-        // A one-click unsubscribe posts to the link itself, the token in its query.
-        let token = form["t"] ?? query["t"].map(String.init) ?? ""
+        // A one-click unsubscribe posts to the opt-out link itself, the token in its query; a
+        // Confirm or Decline link acts only from its page's button (the form's field).
+        let token = form["t"] ?? (action == .optOut ? query["t"].map(String.init) : nil) ?? ""
         let link: Hearth_Safety_V1_ContactLink
         do {
             link = token.isEmpty ? .notFound : try await links.answer(token: token, action: action)

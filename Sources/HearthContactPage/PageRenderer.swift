@@ -8,9 +8,25 @@ import NIOCore
 /// forbid everything else (scripts, frames, other origins, referrers carrying the token).
 struct PageRenderer {
     let language: PageLanguage
-    /// The link's token, carried by the form and the language switcher.
+    /// The link's token, carried by the form and the language switcher; empty for text that no
+    /// token could be (nothing a visitor typed is shown back).
     let token: String
     let path: ContactPagePath
+
+    init(language: PageLanguage, token: String, path: ContactPagePath) {
+        self.language = language
+        self.token = Self.isToken(token) ? token : ""
+        self.path = path
+    }
+
+    /// 43 base64url characters, as every link's token.
+    static func isToken(_ text: String) -> Bool {
+        text.utf8.count == 43
+            && text.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+    }
 
     private var texts: PageTexts { PageTexts(language: self.language) }
 
@@ -54,7 +70,7 @@ struct PageRenderer {
                 link.state == .optedOut
                 ? self.texts.optedOut(person: person)
                 : self.texts.alreadyAnswered(person: person, confirmed: link.state == .confirmed)
-            return self.page(acted ? .ok : .conflict, title: text.title, paragraphs: text.paragraphs)
+            return self.page(.conflict, title: text.title, paragraphs: text.paragraphs)
         default:
             let text = self.texts.notFound
             return self.page(.notFound, title: text.title, paragraphs: text.paragraphs)
@@ -70,7 +86,9 @@ struct PageRenderer {
             case .simplifiedChinese: ("请稍后再试", "暂时无法连接 Hearth，没有做任何更改。")
             case .traditionalChinese: ("請稍後再試", "暫時無法連線 Hearth，沒有做任何更改。")
             }
-        return self.page(.serviceUnavailable, title: text.0, paragraphs: [text.1])
+        var response = self.page(.serviceUnavailable, title: text.0, paragraphs: [text.1])
+        response.headers[.retryAfter] = "60"
+        return response
     }
 
     /// A form body over the limit.

@@ -42,6 +42,10 @@ struct ContactPageTests {
                 #expect(shown.status == 200 && shown.body.contains("<form method=\"post\""))
             }
             #expect(try await system.contact().state == .invited)
+            // A POST to the link itself (a scanner, or a mail client's unsubscribe button on the
+            // wrong link) is not the button: it confirms no one.
+            #expect(try await fetch(confirm, method: "POST", form: "List-Unsubscribe=One-Click").status == 404)
+            #expect(try await system.contact().state == .invited)
             let token = try #require(confirm.split(separator: "=").last.map(String.init))
             let posted = try await fetch(system.base + "/contact/confirm", method: "POST", form: "t=\(token)")
             #expect(posted.status == 200)
@@ -69,8 +73,10 @@ struct ContactPageTests {
             let answer = try await fetch(url, method: "POST", form: "List-Unsubscribe=One-Click")
             #expect(answer.status == 200)
             #expect(try await system.contact().state == .optedOut)
-            // Opting out again changes nothing and says so the same way.
+            // Opting out again changes nothing and says so the same way; its page has no button left.
             #expect(try await fetch(url, method: "POST", form: "List-Unsubscribe=One-Click").status == 200)
+            let shown = try await fetch(url)
+            #expect(shown.status == 200 && !shown.body.contains("<form"))
             try await eventually("mei hears of it once") { try system.pushes() == ["safety.contact_opted_out"] }
         }
     }

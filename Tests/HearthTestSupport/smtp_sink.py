@@ -30,7 +30,7 @@ class Sink:
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if self.reject_rcpt:
-            return "550 No such user here"
+            return "550 5.1.1 No such user here"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 

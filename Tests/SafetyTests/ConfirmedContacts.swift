@@ -47,19 +47,19 @@ extension SafetyStore {
                     "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL WHERE user_id = ? AND kind = 'invitation'",
                 arguments: [user]
             )
-            return try String.fetchAll(
+            return try Row.fetchAll(
                 db,
-                sql: "SELECT id FROM contact WHERE user_id = ? AND state = 'invited'",
+                sql: "SELECT id, email_key FROM contact WHERE user_id = ? AND state = 'invited'",
                 arguments: [user]
             )
-            .map { id in
+            .map { row in
                 let token = LinkToken.make()
                 try db.execute(
                     sql: """
-                        INSERT INTO contact_token (hash, contact_id, purpose, expires_at, created_at)
-                        VALUES (?, ?, 'answer', NULL, ?)
+                        INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
+                        VALUES (?, ?, ?, ?, 'answer', NULL, ?)
                         """,
-                    arguments: [token.hash, id, now]
+                    arguments: [token.hash, row["id"] as String, user, row["email_key"] as String, now]
                 )
                 return token
             }

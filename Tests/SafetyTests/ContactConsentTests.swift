@@ -145,7 +145,7 @@ struct ContactConsentTests {
     }
 
     @Test(
-        "opting out works from any state once; again it answers nil and changes nothing",
+        "opting out works once from any state but a refusal; again, or after a decline, it answers nil and changes nothing",
         arguments: ContactState.allCases
     )
     func optOut(state: ContactState) {
@@ -153,7 +153,7 @@ struct ContactConsentTests {
         var consent = Self.consent(state, alarmsUntil: state == .invited ? self.t0 + self.week : nil)
         let before = consent
         let event = consent.answer(.optOut, at: at)
-        if state == .optedOut {
+        if state == .optedOut || state == .declined {
             #expect(event == nil)
             #expect(consent == before)
         } else {
@@ -224,6 +224,25 @@ struct ContactConsentTests {
         #expect(consent.alarmsUntil == self.t0 + self.week)
         #expect(consent.answeredAt == nil)
         #expect(consent.isAwaitingAnswer(at: at))
+    }
+
+    @Test("a re-send comes a day after the invitation before at the soonest")
+    func resendTooSoon() {
+        var consent = Self.consent()
+        let last = Self.t0
+        #expect(Self.invite(&consent, at: last + self.day - 1) == .tooSoon(retryAfter: 1))
+        #expect(Self.invite(&consent, at: last + self.day) == nil)
+    }
+
+    @Test("a link whose contact was removed still declines or opts out, and confirms no one")
+    func removedContactLinks() {
+        let now = self.t0 + self.day
+        #expect(ContactConsent.checkRemoved(.confirm, purpose: .answer, linkExpiresAt: now + 1, at: now) == .notFound)
+        #expect(ContactConsent.checkRemoved(.decline, purpose: .answer, linkExpiresAt: now + 1, at: now) == .usable)
+        #expect(ContactConsent.checkRemoved(.decline, purpose: .answer, linkExpiresAt: now, at: now) == .expired)
+        #expect(ContactConsent.checkRemoved(.decline, purpose: .optOut, linkExpiresAt: nil, at: now) == .notFound)
+        #expect(ContactConsent.checkRemoved(.optOut, purpose: .optOut, linkExpiresAt: nil, at: now) == .usable)
+        #expect(ContactConsent.checkRemoved(.optOut, purpose: .answer, linkExpiresAt: nil, at: now) == .notFound)
     }
 
     @Test(

@@ -152,7 +152,12 @@ struct ContactInvitationTests {
 
             // Removed, and added again (in any case): refused.
             _ = try await system.service.removeContact(.with { $0.contactID = added.id }, callContext("mei"))
-            #expect(try await system.contactLink(token, .decline).outcome == .linkNotFound, "its contact is gone")
+            let afterRemoval = try await system.contactLink(token, .decline)
+            #expect(
+                afterRemoval.outcome == .linkOk && afterRemoval.state == .declined,
+                "a refusal outlives its contact"
+            )
+            #expect(try await system.contactLink(token, .confirm).outcome == .linkNotFound, "no one to confirm")
             await expectCode(.failedPrecondition) { _ = try await system.inviteContact("no@example.com") }
             await expectCode(.failedPrecondition) { _ = try await system.inviteContact(" NO@Example.com ") }
             #expect(try await system.contacts().isEmpty)

@@ -43,3 +43,43 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # A process's resident memory in KiB: rss_kib PID [FIELD] (VmRSS unless FIELD, e.g. VmHWM).
 rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; }
+
+# An SMTP server on a free loopback port (Debian's aiosmtpd: the tests' smtp_sink.py) that keeps
+# each email it takes as JSON in DIR, until this script exits. Sets SMTP_SINK_PORT and
+# SMTP_SINK_PID. Safety sends to it with: --smtp-host 127.0.0.1 --smtp-port "$SMTP_SINK_PORT"
+# --smtp-security none. Use: start_smtp_sink DIR (not in $(...): the sink lives on an open
+# file of this shell, and ends when it closes).
+start_smtp_sink() {
+  mkdir -p "$1"
+  mkfifo "$1.in"
+  python3 Tests/HearthTestSupport/smtp_sink.py "$1" <"$1.in" >"$1.port" &
+  SMTP_SINK_PID=$!
+  exec {SMTP_SINK_FD}>"$1.in"
+  for _ in $(seq 100); do grep -q '^PORT ' "$1.port" 2>/dev/null && break; sleep 0.1; done
+  SMTP_SINK_PORT=$(awk '/^PORT / {print $2; exit}' "$1.port")
+  [ -n "$SMTP_SINK_PORT" ] || { echo "the SMTP sink did not start (python3-aiosmtpd: scripts/bootstrap)" >&2; return 1; }
+}
+
+# Confirms COUNT invitations that the sink in DIR received (waiting 30 s at most for them) from
+# their Confirm links, through safety's AnswerContactLink as the contact page does, so that the
+# switches they belong to are armed: confirm_invitations BIN SAFETY_PORT DIR COUNT
+confirm_invitations() {
+  local tokens=""
+  for _ in $(seq 300); do
+    tokens=$(python3 - "$3" <<'PY'
+import glob, json, re, sys
+for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    m = re.search(r"/contact/confirm\?t=([A-Za-z0-9_-]+)", json.load(open(path)).get("body") or "")
+    if m:
+        print(m.group(1))
+PY
+)
+    [ "$(printf '%s\n' "$tokens" | grep -c .)" -ge "$4" ] && break
+    sleep 0.1
+  done
+  [ "$(printf '%s\n' "$tokens" | grep -c .)" -ge "$4" ] || { echo "fewer than $4 invitations arrived in $3" >&2; return 1; }
+  for token in $tokens; do
+    "$1" call --target "127.0.0.1:$2" --internal-secret "$HEARTH_INTERNAL_SECRET" \
+      hearth.safety.v1.Safety/AnswerContactLink "{\"token\": \"$token\", \"action\": \"CONFIRM\"}" >/dev/null
+  done
+}

@@ -71,15 +71,17 @@ public enum Hearth_Safety_V1_Safety {
         )
 
         /// Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
-        /// re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
-        /// the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+        /// re-sends per address, a day apart at least. NOT_FOUND for no such contact of the acting user;
+        /// FAILED_PRECONDITION when the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED
+        /// within a day of the last invitation, or past 20 invitations a day.
         public static let resendInvitation = RPCMethodDescriptor<Hearth_Safety_V1_ResendInvitationRequest, Hearth_Safety_V1_Contact>(
             name: "hearth.safety.v1.Safety/ResendInvitation",
             servicesOnly: false,
             documentation: #"""
             Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
-            re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
-            the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+            re-sends per address, a day apart at least. NOT_FOUND for no such contact of the acting user;
+            FAILED_PRECONDITION when the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED
+            within a day of the last invitation, or past 20 invitations a day.
             """#,
             requestShape: #"""
             {

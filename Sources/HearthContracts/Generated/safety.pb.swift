@@ -198,6 +198,9 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
 
   /// Contacts were invited; none has confirmed yet.
   case awaitingConfirmation // = 3
+
+  /// Contacts were invited and did not answer in 7 days: re-send an invitation (ResendInvitation).
+  case invitationExpired // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -210,6 +213,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     case 1: self = .noProfile
     case 2: self = .noContact
     case 3: self = .awaitingConfirmation
+    case 4: self = .invitationExpired
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -220,6 +224,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     case .noProfile: return 1
     case .noContact: return 2
     case .awaitingConfirmation: return 3
+    case .invitationExpired: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -230,6 +235,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     .noProfile,
     .noContact,
     .awaitingConfirmation,
+    .invitationExpired,
   ]
 
 }
@@ -972,7 +978,7 @@ nonisolated extension Hearth_Safety_V1_DeliveryState: SwiftProtobuf._ProtoNamePr
 }
 
 nonisolated extension Hearth_Safety_V1_NotArmedReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOT_ARMED_REASON_UNSPECIFIED\0\u{1}NO_PROFILE\0\u{1}NO_CONTACT\0\u{1}AWAITING_CONFIRMATION\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOT_ARMED_REASON_UNSPECIFIED\0\u{1}NO_PROFILE\0\u{1}NO_CONTACT\0\u{1}AWAITING_CONFIRMATION\0\u{1}INVITATION_EXPIRED\0")
 }
 
 nonisolated extension Hearth_Safety_V1_Channel: SwiftProtobuf._ProtoNameProviding {

@@ -23,8 +23,9 @@ extension Hearth_Safety_V1_Safety {
         func addContact(_ request: Hearth_Safety_V1_AddContactRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Contact
 
         /// Sends an INVITED contact a new invitation (new links, 7 more days) and returns it. At most 3
-        /// re-sends per address. NOT_FOUND for no such contact of the acting user; FAILED_PRECONDITION when
-        /// the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED past 20 invitations a day.
+        /// re-sends per address, a day apart at least. NOT_FOUND for no such contact of the acting user;
+        /// FAILED_PRECONDITION when the contact is not INVITED or was invited 4 times; RESOURCE_EXHAUSTED
+        /// within a day of the last invitation, or past 20 invitations a day.
         func resendInvitation(_ request: Hearth_Safety_V1_ResendInvitationRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_Contact
 
         /// Removes one of the acting user's contacts and cancels alert emails to it not yet sent; with no

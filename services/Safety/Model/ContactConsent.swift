@@ -42,6 +42,9 @@ enum InvitationRefusal: Error, Sendable, Equatable {
     case tooManyToday(retryAfter: TimeInterval)
     /// Only an invited contact is invited again.
     case notInvited(ContactState)
+    /// Re-sent at most once in ``ContactConsent/minResendInterval``; the next may go after
+    /// `retryAfter` seconds.
+    case tooSoon(retryAfter: TimeInterval)
 }
 
 /// One contact's agreement, as its rules see it: no clock and no storage. The store keeps it in
@@ -54,6 +57,8 @@ struct ContactConsent: Sendable, Equatable {
     static let maxInvitationsPerAddress = 4
     /// Invitations one user may send in 24 hours, to anyone.
     static let maxInvitationsPerDay = 20
+    /// An invitation is re-sent no sooner than this after the one before: time to read it.
+    static let minResendInterval: TimeInterval = 86_400
 
     var state: ContactState
     /// When the latest invitation was queued, and until when its links work.
@@ -88,7 +93,24 @@ struct ContactConsent: Sendable, Equatable {
             if let linkExpiresAt, linkExpiresAt <= now { return .expired }
             return self.isAwaitingAnswer(at: now) ? .usable : .expired
         case .optOut:
-            // Again, once opted out: the page says so, nothing changes.
+            // Again, once opted out (or declined): the page says so, nothing changes.
+            return purpose == .optOut ? .usable : .notFound
+        }
+    }
+
+    /// What a link can do once its contact was removed (its token outlives them): a decline or
+    /// an opt-out is still remembered for the address, a confirmation finds no one.
+    static func checkRemoved(_ answer: ContactAnswer, purpose: LinkPurpose, linkExpiresAt: Date?, at now: Date)
+        -> LinkCheck
+    {
+        switch answer {
+        case .confirm:
+            return .notFound
+        case .decline:
+            guard purpose == .answer else { return .notFound }
+            if let linkExpiresAt, linkExpiresAt <= now { return .expired }
+            return .usable
+        case .optOut:
             return purpose == .optOut ? .usable : .notFound
         }
     }
@@ -105,7 +127,8 @@ struct ContactConsent: Sendable, Equatable {
             self.state = .declined
             event = .declined
         case .optOut:
-            guard self.state != .optedOut else { return nil }
+            // A refusal stands as it is: nothing more to stop.
+            guard self.state != .optedOut, self.state != .declined else { return nil }
             self.state = .optedOut
             event = .optedOut
         }
@@ -125,9 +148,12 @@ struct ContactConsent: Sendable, Equatable {
     }
 
     /// A new invitation, at `now`: new links, for 7 days. Only an invited contact is invited
-    /// again (re-sent).
+    /// again (re-sent), a day after the invitation before at the soonest.
     mutating func invite(at now: Date) throws(InvitationRefusal) {
         guard self.state == .invited else { throw .notInvited(self.state) }
+        if let last = self.invitedAt, last.addingTimeInterval(Self.minResendInterval) > now {
+            throw .tooSoon(retryAfter: last.addingTimeInterval(Self.minResendInterval).timeIntervalSince(now))
+        }
         self.invitedAt = now
         self.expiresAt = now.addingTimeInterval(Self.invitationLifetime)
     }
@@ -149,10 +175,21 @@ struct ContactConsent: Sendable, Equatable {
     }
 }
 
-/// What one user's contacts at one address did, kept when a contact is removed: a declined or
-/// opted-out address is never mailed again for that user, and invitations are counted.
+/// What one user's contacts at one address did, kept when a contact is removed and when the
+/// account is deleted: a declined or opted-out address is never mailed again for that user, and
+/// invitations are counted.
 struct AddressHistory: Sendable, Equatable {
     var invitations: Int
     /// Declined or opted out; nil otherwise.
     var refused: ContactState?
+}
+
+/// Where a user's invitations stand, for a switch not armed.
+enum PendingInvitations: Sendable, Equatable {
+    /// No contact is invited.
+    case none
+    /// One at least can still be answered.
+    case open
+    /// Every invited contact's invitation expired: one must be re-sent.
+    case expired
 }

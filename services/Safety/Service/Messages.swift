@@ -84,7 +84,12 @@ extension SafetyStore.StatusSnapshot {
         var status = Hearth_Safety_V1_Status()
         status.state = .init(self.clock.state(at: now))
         if status.state == .notArmed {
-            status.notArmedReason = self.awaitingConfirmation ? .awaitingConfirmation : .noContact
+            status.notArmedReason =
+                switch self.invitations {
+                case .none: .noContact
+                case .open: .awaitingConfirmation
+                case .expired: .invitationExpired
+                }
         }
         if let last = self.profile.lastCheckInAt {
             status.lastCheckInAt = Google_Protobuf_Timestamp(millisecondsOf: last)

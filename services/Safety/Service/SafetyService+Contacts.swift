@@ -120,6 +120,12 @@ extension SafetyService {
                 "at most \(ContactConsent.maxInvitationsPerDay) invitations a day",
                 retryAfter: .retryAfter(seconds: retryAfter, minimum: 1)
             )
+        case .tooSoon(let retryAfter):
+            RPCError(
+                .resourceExhausted,
+                "an invitation is re-sent a day after the one before at the soonest",
+                retryAfter: .retryAfter(seconds: retryAfter, minimum: 1)
+            )
         case .notInvited(let state):
             RPCError(
                 .failedPrecondition,

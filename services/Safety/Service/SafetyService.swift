@@ -31,11 +31,12 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         messageDomain: String = "hearth.local"
     ) throws {
         let store = try SafetyStore(location: location, clock: clock)
-        try store.releaseClaims(allClear: AlertWords.allClear)
+        // First: a contact stored before receives alarms from then on (a late all-clear too).
         let invited = try store.inviteContactsStoredBefore()
         if invited > 0 {
             logger.notice("contacts stored before invitations were invited", metadata: ["contacts": "\(invited)"])
         }
+        try store.releaseClaims(allClear: AlertWords.allClear)
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
                 work: AlertSender(

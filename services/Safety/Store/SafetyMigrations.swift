@@ -127,9 +127,12 @@ enum SafetyMigrations {
             // A contact is invited and receives alarms only once they confirm. Contacts stored
             // before are invited when the service next starts (invitations_sent = 0 marks them;
             // `SafetyStore.inviteContactsStoredBefore`), and receive alarms while that first
-            // invitation is open (README). `contact_address` remembers, per user and address,
-            // the invitations sent and a refusal, past the contact's removal; `contact_token`
-            // holds the SHA-256 of each link's token. Invitations may be re-sent within an epoch.
+            // invitation is open (README). What a user's contacts at an address did (the
+            // invitations sent, a refusal) and the user's invitations of the last day are kept
+            // apart from the profile and its contacts, so that neither removing a contact nor
+            // deleting the account resets them; so are the links' tokens (their SHA-256), so that
+            // a contact removed can still decline or opt out from the links they hold.
+            // Invitations may be re-sent within an epoch.
             try db.execute(
                 sql: """
                     ALTER TABLE contact ADD COLUMN state TEXT NOT NULL DEFAULT 'invited';
@@ -140,21 +143,30 @@ enum SafetyMigrations {
                     ALTER TABLE contact ADD COLUMN alarms_until DATETIME;
 
                     CREATE TABLE contact_address (
-                        user_id TEXT NOT NULL REFERENCES profile(user_id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
                         address_key TEXT NOT NULL,
                         invitations INTEGER NOT NULL,
                         refused TEXT,
+                        last_invited_at DATETIME,
                         PRIMARY KEY (user_id, address_key)
                     ) WITHOUT ROWID;
 
+                    CREATE TABLE invitation_sent (
+                        user_id TEXT NOT NULL,
+                        at DATETIME NOT NULL
+                    );
+                    CREATE INDEX invitation_sent_user ON invitation_sent(user_id, at);
+
                     CREATE TABLE contact_token (
                         hash BLOB PRIMARY KEY NOT NULL,
-                        contact_id TEXT NOT NULL REFERENCES contact(id) ON DELETE CASCADE,
+                        contact_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        address_key TEXT NOT NULL,
                         purpose TEXT NOT NULL,
                         expires_at DATETIME,
                         created_at DATETIME NOT NULL
                     ) WITHOUT ROWID;
-                    CREATE INDEX contact_token_contact ON contact_token(contact_id);
+                    CREATE INDEX contact_token_created ON contact_token(created_at);
 
                     DROP INDEX alert_once;
                     CREATE UNIQUE INDEX alert_once ON alert(user_id, epoch, kind, contact_id)

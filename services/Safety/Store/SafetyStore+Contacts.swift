@@ -66,9 +66,12 @@ extension SafetyStore {
             let history = try Self.addressHistory(user, contact.emailKey, in: db)
             let sentToday = try Self.invitationsSent(by: user, since: now.addingTimeInterval(-86_400), in: db)
             var consent = contact.consent
+            // Not invited, then the address's and the day's limits, then too soon: the lasting
+            // reason first.
             do throws(InvitationRefusal) {
-                try consent.invite(at: now)
+                guard consent.state == .invited else { throw .notInvited(consent.state) }
                 try ContactConsent.mayInvite(history: history, sentToday: sentToday, at: now)
+                try consent.invite(at: now)
             } catch {
                 return .refused(error)
             }
@@ -153,17 +156,26 @@ extension SafetyStore {
     }
 
     /// Does what `token`'s link says (the page's POST); `changed` when the contact's state moved.
+    /// A link that cannot act is answered from a read: made-up tokens never take the writer.
     func answer(_ token: LinkToken, _ answer: ContactAnswer) async throws -> (view: LinkView, changed: Bool) {
+        let seen = try self.link(token, for: answer)
+        guard seen.check == .usable else { return (seen, false) }
         let now = self.now
         return try await self.base.write { db in
             guard let target = try Self.linkTarget(token, in: db) else { return (LinkView(check: .notFound), false) }
             var view = target.view(answer, at: now)
             guard view.check == .usable else { return (view, false) }
-            var contact = target.contact
+            guard var contact = target.contact, let profile = target.profile else {
+                // Removed since: a refusal still holds for the address.
+                if let refusal = view.state {
+                    try Self.remember(refusal, of: target.userID, addressKey: target.addressKey, in: db)
+                }
+                return (view, false)
+            }
             var consent = contact.consent
             guard let event = consent.answer(answer, at: now) else { return (view, false) }
             contact.consent = consent
-            try Self.contact(contact, did: event, of: target.profile, at: now, in: db)
+            try Self.contact(contact, did: event, of: profile, at: now, in: db)
             view.state = consent.state
             return (view, true)
         }
@@ -208,13 +220,8 @@ extension SafetyStore {
             machine.removeContact(id: contact.id, at: now)
         }
         let changed = try Self.commit(machine, of: profile, in: db)
-        if event == .declined || event == .optedOut {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO contact_address (user_id, address_key, invitations, refused) VALUES (?, ?, 0, ?)
-                    ON CONFLICT (user_id, address_key) DO UPDATE SET refused = excluded.refused
-                    """
-            ).execute(binding: contact.userID, contact.emailKey, contact.state)
+        if let refusal = ContactState(rawValue: contact.state), event == .declined || event == .optedOut {
+            try Self.remember(refusal, of: contact.userID, addressKey: contact.emailKey, in: db)
         }
         let push = changed.texts.contactPush(event, contact: contact.label)
         try AlertRecord(
@@ -237,6 +244,18 @@ extension SafetyStore {
         ).insert(db, onConflict: .ignore)
     }
 
+    /// A decline or opt-out, kept for the user and address past the contact and the account.
+    private static func remember(_ refusal: ContactState, of user: String, addressKey: String, in db: Database)
+        throws
+    {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO contact_address (user_id, address_key, invitations, refused) VALUES (?, ?, 0, ?)
+                ON CONFLICT (user_id, address_key) DO UPDATE SET refused = excluded.refused
+                """
+        ).execute(binding: user, addressKey, refusal.rawValue)
+    }
+
     /// Counts the invitation for its address and queues it.
     private static func queueInvitation(
         _ contact: ContactRecord,
@@ -246,10 +265,14 @@ extension SafetyStore {
     ) throws {
         try db.cachedStatement(
             sql: """
-                INSERT INTO contact_address (user_id, address_key, invitations, refused) VALUES (?, ?, 1, NULL)
-                ON CONFLICT (user_id, address_key) DO UPDATE SET invitations = invitations + 1
+                INSERT INTO contact_address (user_id, address_key, invitations, refused, last_invited_at)
+                VALUES (?, ?, 1, NULL, ?)
+                ON CONFLICT (user_id, address_key) DO UPDATE SET invitations = invitations + 1,
+                    last_invited_at = excluded.last_invited_at
                 """
-        ).execute(binding: contact.userID, contact.emailKey)
+        ).execute(binding: contact.userID, contact.emailKey, now.stored)
+        try db.cachedStatement(sql: "INSERT INTO invitation_sent (user_id, at) VALUES (?, ?)")
+            .execute(binding: contact.userID, now.stored)
         let text = profile.texts.invitationEmail(
             contactName: contact.name,
             thresholdHours: profile.thresholdHours,
@@ -288,42 +311,63 @@ extension SafetyStore {
 
     /// When the user's invitations since `start` were queued, oldest first.
     private static func invitationsSent(by user: String, since start: Date, in db: Database) throws -> [Date] {
-        try db.cachedStatement(
-            sql: "SELECT created_at FROM alert WHERE user_id = ? AND kind = ? AND created_at > ? ORDER BY created_at"
-        ).fetchAll(binding: user, MessageKind.invitation, start.stored) { try $0.date(0) }
+        try db.cachedStatement(sql: "SELECT at FROM invitation_sent WHERE user_id = ? AND at > ? ORDER BY at")
+            .fetchAll(binding: user, start.stored) { try $0.date(0) }
     }
 
-    /// A link's token, its contact and their user.
+    /// A link's token: what it was made for, and its contact and user unless removed since.
     private struct LinkTarget {
-        var contact: ContactRecord
-        var profile: ProfileRecord
+        var userID: String
+        var addressKey: String
         var purpose: LinkPurpose
         var expiresAt: Date?
+        var contact: ContactRecord?
+        var profile: ProfileRecord?
 
         func view(_ answer: ContactAnswer, at now: Date) -> LinkView {
-            let consent = self.contact.consent
+            guard let contact = self.contact, let profile = self.profile else {
+                let check = ContactConsent.checkRemoved(
+                    answer,
+                    purpose: self.purpose,
+                    linkExpiresAt: self.expiresAt,
+                    at: now
+                )
+                guard check != .notFound else { return LinkView(check: .notFound) }
+                return LinkView(
+                    check: check,
+                    personName: self.profile?.name ?? "",
+                    language: self.profile?.language ?? "",
+                    state: answer == .decline ? .declined : .optedOut
+                )
+            }
+            let consent = contact.consent
             let check = consent.check(answer, purpose: self.purpose, linkExpiresAt: self.expiresAt, at: now)
             guard check != .notFound else { return LinkView(check: .notFound) }
-            return LinkView(
-                check: check,
-                personName: self.profile.name,
-                language: self.profile.language,
-                state: consent.state
-            )
+            return LinkView(check: check, personName: profile.name, language: profile.language, state: consent.state)
         }
     }
 
     private static func linkTarget(_ token: LinkToken, in db: Database) throws -> LinkTarget? {
         guard
             let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT contact_id, purpose, expires_at FROM contact_token WHERE hash = ?"),
+                db.cachedStatement(
+                    sql:
+                        "SELECT contact_id, user_id, address_key, purpose, expires_at FROM contact_token WHERE hash = ?"
+                ),
                 arguments: [token.hash]
             ),
-            let purpose = LinkPurpose(rawValue: row["purpose"] as String),
-            let contact = try ContactRecord.fetchOne(db, key: row["contact_id"] as String),
-            let profile = try Self.profile(contact.userID, in: db)
+            let purpose = LinkPurpose(rawValue: row["purpose"] as String)
         else { return nil }
-        return LinkTarget(contact: contact, profile: profile, purpose: purpose, expiresAt: row["expires_at"] as Date?)
+        let user: String = row["user_id"]
+        let contact = try ContactRecord.fetchOne(db, key: row["contact_id"] as String)
+        return LinkTarget(
+            userID: user,
+            addressKey: row["address_key"],
+            purpose: purpose,
+            expiresAt: row["expires_at"] as Date?,
+            contact: contact,
+            profile: try Self.profile(user, in: db)
+        )
     }
 
     /// The links of an email claimed for sending to a contact: a new opt-out token each time,
@@ -336,9 +380,19 @@ extension SafetyStore {
         else { return nil }
         let insert = { (token: LinkToken, purpose: LinkPurpose, expiresAt: Date?) in
             try db.cachedStatement(
-                sql:
-                    "INSERT INTO contact_token (hash, contact_id, purpose, expires_at, created_at) VALUES (?, ?, ?, ?, ?)"
-            ).execute(binding: token.hash, contact.id, purpose.rawValue, expiresAt?.stored, now.stored)
+                sql: """
+                    INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(
+                binding: token.hash,
+                contact.id,
+                contact.userID,
+                contact.emailKey,
+                purpose.rawValue,
+                expiresAt?.stored,
+                now.stored
+            )
         }
         let optOut = LinkToken.make()
         try insert(optOut, .optOut, nil)

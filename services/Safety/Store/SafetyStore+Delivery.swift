@@ -89,7 +89,7 @@ extension SafetyStore {
             )
             var claimed: [ClaimedAlert] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
-                if try Self.isStaleWarning(alert, at: now, in: db) {
+                if try Self.isStaleWarning(alert, at: now, in: db) || Self.isStaleInvitation(alert, at: now, in: db) {
                     try db.cachedStatement(
                         sql:
                             "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL WHERE id = ?"
@@ -116,6 +116,14 @@ extension SafetyStore {
         guard alert.kind != MessageKind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
         guard let profile = try Self.profile(alert.userID, in: db) else { return true }
         return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
+    }
+
+    /// An invitation still retrying once its contact can no longer answer it (its 7 days passed,
+    /// they answered, or a re-sent one replaced it): it would ask them to use links it has not.
+    private static func isStaleInvitation(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
+        guard alert.kind == MessageKind.invitation else { return false }
+        guard let contact = try ContactRecord.fetchOne(db, key: alert.contactID) else { return true }
+        return !contact.consent.isAwaitingAnswer(at: now)
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is

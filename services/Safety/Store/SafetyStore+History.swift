@@ -58,6 +58,11 @@ extension SafetyStore {
                 return ["heartbeats": heartbeats, "alerts": db.changesCount]
             }
         )
+        // The day's invitations are counted from these: older ones count for nothing.
+        try await self.base.write { db in
+            try db.cachedStatement(sql: "DELETE FROM invitation_sent WHERE at < ?")
+                .execute(binding: StoredDate(now.addingTimeInterval(-86_400)))
+        }
         return (deleted["heartbeats", default: 0], deleted["alerts", default: 0])
     }
 }

@@ -172,11 +172,16 @@ extension SafetyStore {
         }
     }
 
-    /// Whether one of the user's contacts has an invitation open at `now`.
-    static func awaitsAnswer(_ user: String, at now: Date, in db: Database) throws -> Bool {
+    /// Where the user's invitations stand at `now`.
+    static func pendingInvitations(_ user: String, at now: Date, in db: Database) throws -> PendingInvitations {
+        var pending = PendingInvitations.none
         try db.cachedStatement(
-            sql: "SELECT 1 FROM contact WHERE user_id = ? AND state = 'invited' AND invitation_expires_at > ? LIMIT 1"
-        ).fetchOne(binding: user, now.stored, read: { _ in true }) ?? false
+            sql: "SELECT invitation_expires_at > ? FROM contact WHERE user_id = ? AND state = 'invited'"
+        )
+        .forEachRow(binding: now.stored, user) { columns in
+            if try columns.value(0) as Bool { pending = .open } else if pending == .none { pending = .expired }
+        }
+        return pending
     }
 
     static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {

@@ -129,8 +129,8 @@ extension SafetyStore {
             clock: machine.clock,
             // The period began just now: its only messages are the all-clears just recorded.
             alerts: allClears > 0 ? try Self.periodAlerts(changed, in: db) : [],
-            awaitingConfirmation: machine.clock.armed
-                ? false : try Self.awaitsAnswer(user, at: checkIn.receivedAt, in: db)
+            invitations: machine.clock.armed
+                ? .none : try Self.pendingInvitations(user, at: checkIn.receivedAt, in: db)
         )
         return HeartbeatResult(
             outcome: retryAfter.map { .rateLimited(retryAfter: $0) } ?? .recorded,

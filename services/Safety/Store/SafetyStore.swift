@@ -85,8 +85,8 @@ struct SafetyStore: Sendable {
         var profile: ProfileRecord
         var clock: SwitchClock
         var alerts: [AlertRecord]
-        /// Not armed, and a contact has an invitation open.
-        var awaitingConfirmation: Bool
+        /// Where the invitations stand, read only when the switch is not armed.
+        var invitations: PendingInvitations
     }
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
@@ -106,7 +106,7 @@ struct SafetyStore: Sendable {
             profile: profile,
             clock: clock,
             alerts: try Self.periodAlerts(profile, in: db),
-            awaitingConfirmation: clock.armed ? false : try Self.awaitsAnswer(profile.userID, at: now, in: db)
+            invitations: clock.armed ? .none : try Self.pendingInvitations(profile.userID, at: now, in: db)
         )
     }
 
