@@ -116,6 +116,7 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
                         profile.thresholdHours = 72
                         profile.preferredLanguage = "en"
                         profile.timeZone = "UTC"
+                        profile.pushToken = "bench-\(index)"
                         _ = try await Hearth_Safety_V1_Safety.Client(client).upsertProfile(profile, options: options)
                         var contact = Hearth_Safety_V1_AddContactRequest()
                         contact.email = "contact\(index)@bench.example"

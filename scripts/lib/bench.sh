@@ -44,7 +44,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # A process's resident memory in KiB: rss_kib PID [FIELD] (VmRSS unless FIELD, e.g. VmHWM).
 rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; }
 
-# An SMTP server on a free loopback port (Debian's aiosmtpd: the tests' smtp_sink.py) that keeps
+# An SMTP server on a free loopback port (Debian's aiosmtpd, under Debian's python3: the tests' smtp_sink.py) that keeps
 # each email it takes as JSON in DIR, until this script exits. Sets SMTP_SINK_PORT and
 # SMTP_SINK_PID. Safety sends to it with: --smtp-host 127.0.0.1 --smtp-port "$SMTP_SINK_PORT"
 # --smtp-security none. Use: start_smtp_sink DIR (not in $(...): the sink lives on an open
@@ -52,7 +52,7 @@ rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; 
 start_smtp_sink() {
   mkdir -p "$1"
   mkfifo "$1.in"
-  python3 Tests/HearthTestSupport/smtp_sink.py "$1" <"$1.in" >"$1.port" &
+  /usr/bin/python3 Tests/HearthTestSupport/smtp_sink.py "$1" <"$1.in" >"$1.port" &
   SMTP_SINK_PID=$!
   exec {SMTP_SINK_FD}>"$1.in"
   for _ in $(seq 100); do grep -q '^PORT ' "$1.port" 2>/dev/null && break; sleep 0.1; done
@@ -82,4 +82,19 @@ PY
     "$1" call --target "127.0.0.1:$2" --internal-secret "$HEARTH_INTERNAL_SECRET" \
       hearth.safety.v1.Safety/AnswerContactLink "{\"token\": \"$token\", \"action\": \"CONFIRM\"}" >/dev/null
   done
+}
+
+# Waits until the process PID has used less than 20 ms of CPU in a second (120 s at most): the
+# background work a setup queued (safety's invitations, and the pushes telling each user their
+# contact confirmed) is done before a measurement begins. wait_quiet PID
+wait_quiet() {
+  local deadline=$((SECONDS + 120)) before after
+  after=$(cpu_ticks "$1")
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 1
+    before=$after
+    after=$(cpu_ticks "$1")
+    [ $(((after - before) * 1000 / $(getconf CLK_TCK))) -lt 20 ] && return
+  done
+  echo "process $1 still busy after 120 s; measuring anyway" >&2
 }
