@@ -210,3 +210,36 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
         case mayHaveArrived = "may_have_arrived"
     }
 }
+
+extension AlertRecord {
+    /// A message queued now for its first attempt: a test, an invitation, a contact's news.
+    static func queued(
+        userID: String,
+        epoch: Int,
+        kind: String,
+        channel: Channel,
+        contactID: String,
+        address: String,
+        subject: String,
+        body: String,
+        at now: Date
+    ) -> AlertRecord {
+        AlertRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: userID,
+            epoch: epoch,
+            kind: kind,
+            channel: channel,
+            contactID: contactID,
+            address: address,
+            subject: subject,
+            body: body,
+            state: .pending,
+            attempts: 0,
+            lastError: "",
+            nextAttemptAt: now,
+            sentAt: nil,
+            createdAt: now
+        )
+    }
+}

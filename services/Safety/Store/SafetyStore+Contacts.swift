@@ -224,8 +224,7 @@ extension SafetyStore {
             try Self.remember(refusal, of: contact.userID, addressKey: contact.emailKey, in: db)
         }
         let push = changed.texts.contactPush(event, contact: contact.label)
-        try AlertRecord(
-            id: UUID().uuidString.lowercased(),
+        try AlertRecord.queued(
             userID: changed.userID,
             epoch: changed.epoch,
             kind: event.kind,
@@ -235,12 +234,7 @@ extension SafetyStore {
             address: changed.pushToken,
             subject: push.title,
             body: push.body,
-            state: .pending,
-            attempts: 0,
-            lastError: "",
-            nextAttemptAt: now,
-            sentAt: nil,
-            createdAt: now
+            at: now
         ).insert(db, onConflict: .ignore)
     }
 
@@ -278,8 +272,7 @@ extension SafetyStore {
             thresholdHours: profile.thresholdHours,
             expiresAt: contact.invitationExpiresAt ?? now
         )
-        try AlertRecord(
-            id: UUID().uuidString.lowercased(),
+        try AlertRecord.queued(
             userID: profile.userID,
             epoch: profile.epoch,
             kind: MessageKind.invitation,
@@ -288,12 +281,7 @@ extension SafetyStore {
             address: contact.email,
             subject: text.subject,
             body: text.body,
-            state: .pending,
-            attempts: 0,
-            lastError: "",
-            nextAttemptAt: now,
-            sentAt: nil,
-            createdAt: now
+            at: now
         ).insert(db)
     }
 

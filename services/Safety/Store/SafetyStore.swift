@@ -150,8 +150,7 @@ struct SafetyStore: Sendable {
                     db.cachedStatement(sql: "SELECT epoch FROM profile WHERE user_id = ?"),
                     arguments: [user]
                 ) ?? 0
-            try AlertRecord(
-                id: UUID().uuidString.lowercased(),
+            try AlertRecord.queued(
                 userID: user,
                 epoch: epoch,
                 kind: AlertRecord.Kind.test,
@@ -160,12 +159,7 @@ struct SafetyStore: Sendable {
                 address: address,
                 subject: subject,
                 body: body,
-                state: .pending,
-                attempts: 0,
-                lastError: "",
-                nextAttemptAt: now,
-                sentAt: nil,
-                createdAt: now
+                at: now
             ).insert(db)
             return nil
         }
