@@ -64,6 +64,7 @@ let package = Package(
             name: "HearthStore",
             dependencies: [
                 "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -493,6 +494,7 @@ let package = Package(
             dependencies: [
                 "HearthContactPage",
                 "HearthScheduler",
+                "HearthStore",
                 "SafetyService",
                 "HearthContracts",
                 "HearthCore",

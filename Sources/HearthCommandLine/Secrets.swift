@@ -23,6 +23,12 @@ public struct SecretOptions: ParsableArguments, Sendable {
     @Option(help: "File holding the HS256 token secret. Default: $HEARTH_JWT_SECRET, else DATA/secrets/jwt.key")
     public var jwtSecretFile: String?
 
+    @Option(
+        help:
+            "File holding the keys safety seals personal data with. Default: DATA/secrets/data.key (made when missing)"
+    )
+    public var dataKeyFile: String?
+
     /// The token secret as it stands, never a new one: a token signed with a secret made up
     /// now would be refused by every gateway running.
     public func existingJWTSecret(dataDirectory: URL) throws -> String {
@@ -114,6 +120,14 @@ public struct SecretOptions: ParsableArguments, Sendable {
     private static func create(at url: URL) throws -> String? {
         var generator = SystemRandomNumberGenerator()
         let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return try Self.create(at: url, contents: value + "\n") ? value : nil
+    }
+
+    /// Writes `contents`, readable by the owner only, to `url` unless it exists (its folder
+    /// made, 0700); false when a file is there already (another process may have made it
+    /// first: it is never replaced).
+    public static func create(at url: URL, contents: String) throws -> Bool {
+        if FileManager.default.fileExists(atPath: url.path) { return false }
         let folder = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
@@ -122,16 +136,16 @@ public struct SecretOptions: ParsableArguments, Sendable {
         guard
             FileManager.default.createFile(
                 atPath: draft.path,
-                contents: Data((value + "\n").utf8),
+                contents: Data(contents.utf8),
                 attributes: [.posixPermissions: 0o600]
             )
         else {
             throw CommandFailure("cannot write \(draft.path)")
         }
         guard link(draft.path, url.path) == 0 else {
-            if errno == EEXIST { return nil }
+            if errno == EEXIST { return false }
             throw CommandFailure("cannot create \(url.path): \(String(cString: strerror(errno)))")
         }
-        return value
+        return true
     }
 }

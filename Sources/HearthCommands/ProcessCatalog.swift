@@ -76,7 +76,13 @@ extension ProcessName {
                 push: settings.pushSender,
                 contactPage: settings.mail.contactPageUrl
             )
-            return try SafetyService.module(location: store("safety"), channels: channels, logger: logger)
+            guard let keyFile = settings.dataKeyFile else { preconditionFailure("safety is given its data key file") }
+            return try SafetyService.module(
+                location: store("safety"),
+                keys: try DataKeys(file: keyFile),
+                channels: channels,
+                logger: logger
+            )
         case .routines:
             let checkins = RPCClient(
                 configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
@@ -105,6 +111,8 @@ struct ProcessSettings: Sendable {
     var port: Int
     var dataDirectory: URL
     var secrets: Secrets
+    /// Where safety's data keys are (``DataKeyRing``); nil for the other processes.
+    var dataKeyFile: URL? = nil
     var gateway: GatewaySettings
     /// Where the services this process calls listen.
     var peers: PeerOptions

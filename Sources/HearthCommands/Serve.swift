@@ -50,6 +50,8 @@ struct Serve: AsyncParsableCommand {
                 port: self.port ?? self.name.defaultPort,
                 dataDirectory: dataDirectory,
                 secrets: try self.run.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
+                dataKeyFile: self.name == .safety
+                    ? try self.run.secrets.dataKeyFile(dataDirectory: dataDirectory) : nil,
                 gateway: self.gateway,
                 peers: self.peers,
                 mail: self.run.mail,

@@ -28,6 +28,7 @@ struct Up: AsyncParsableCommand {
         let dataDirectory = self.run.dataDirectory
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let secrets = try self.run.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
+        let dataKeyFile = try self.run.secrets.dataKeyFile(dataDirectory: dataDirectory)
         let (gatewayDefaults, peers) = try Self.wiring(listeningOn: self.run.host)
         let gatewayTLS = try self.run.tls.connectionSetup()
         var processes: [HearthProcess] = []
@@ -37,6 +38,7 @@ struct Up: AsyncParsableCommand {
                 port: name.defaultPort,
                 dataDirectory: dataDirectory,
                 secrets: secrets,
+                dataKeyFile: name == .safety ? dataKeyFile : nil,
                 gateway: gatewayDefaults,
                 peers: peers,
                 mail: self.run.mail,

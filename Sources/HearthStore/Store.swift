@@ -50,6 +50,9 @@ public struct Store: Sendable {
             if !db.configuration.readonly {
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
+            // Deleted and overwritten content is zeroed, not left in free space: an erased
+            // user's data, or a value in clear before it was sealed, does not linger.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         switch location {
         case .file(let path):
@@ -112,6 +115,16 @@ public struct Store: Sendable {
     /// - Throws: what `body` throws; `CancellationError`; SQLite's errors.
     public func longRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await self.writer.read(body)
+    }
+
+    /// Rebuilds the file with only what it holds now (`VACUUM`: no free page keeps old
+    /// content), then empties the WAL, which may hold old pages past its last frame in use.
+    /// Writes wait meanwhile. After a migration that sealed or removed what was in clear.
+    public func scrub() throws {
+        try self.writer.vacuum()
+        _ = try self.writer.writeWithoutTransaction { db in
+            try db.checkpoint(.truncate)
+        }
     }
 
     /// How many read connections are open between reads (for tests).

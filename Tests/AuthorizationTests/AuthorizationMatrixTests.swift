@@ -115,6 +115,7 @@ struct AuthorizationMatrixTests {
         let activities = ActivitiesService(sharingStoreOf: tasks)
         let safety = try SafetyService(
             location: .inMemory,
+            keys: .random(),
             channels: AlertChannels(
                 mail: LogMailTransport(logger: logger),
                 from: MailAddress("alerts@hearth.example"),
@@ -138,7 +139,7 @@ struct AuthorizationMatrixTests {
                     try await withClient(port: port) { client in
                         let ids = try await Self.seed(client, now: now)
                         let methods = services.flatMap(\.methods)
-                        #expect(methods.count == 65)
+                        #expect(methods.count == 66)
 
                         func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
                             var metadata: [String: String] = [:]

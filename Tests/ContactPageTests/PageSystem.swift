@@ -7,6 +7,7 @@ import HearthMail
 import HearthPush
 import HearthRPC
 import HearthScheduler
+import HearthStore
 import HearthTestSupport
 import Logging
 import NIOCore
@@ -142,6 +143,7 @@ func withContactPage<T>(_ body: (PageSystem) async throws -> T) async throws -> 
     do {
         let service = try SafetyService(
             location: file.location,
+            keys: .random(),
             channels: AlertChannels(
                 mail: SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none)),
                 from: MailAddress("alerts@hearth.example", name: "Hearth"),

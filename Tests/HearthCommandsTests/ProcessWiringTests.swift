@@ -79,6 +79,7 @@ struct ProcessWiringTests {
                 internalCredential: "test-internal-credential",
                 jwtSecret: String(repeating: "k", count: 32)
             ),
+            dataKeyFile: try SecretOptions.parse([]).dataKeyFile(dataDirectory: data),
             gateway: try GatewaySettings.parse([]),
             peers: try PeerOptions.parse([]),
             mail: try MailOptions.parse([]),

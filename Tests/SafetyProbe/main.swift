@@ -32,6 +32,12 @@ guard arguments.count >= 4, let number = Int(arguments[3]) else {
     exit(2)
 }
 let path = arguments[2]
+// The data keys of the file: beside it, made by the first mode run on it.
+let keyFile = URL(fileURLWithPath: path + ".key")
+if !FileManager.default.fileExists(atPath: keyFile.path) {
+    try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+}
+let keys = try DataKeys(file: keyFile)
 var logger = Logger(label: "safety-probe")
 logger.logLevel = .error
 
@@ -46,7 +52,13 @@ case "seed":
         from: MailAddress("alerts@hearth.example"),
         push: LogPushSender(logger: logger)
     )
-    let service = try SafetyService(location: .file(path), channels: channels, clock: clock, logger: logger)
+    let service = try SafetyService(
+        location: .file(path),
+        keys: keys,
+        channels: channels,
+        clock: clock,
+        logger: logger
+    )
     let server = RPCServer(configuration: ServerConfiguration(), services: [service], logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await server.run() }
@@ -97,7 +109,7 @@ case "run":
         from: MailAddress("alerts@hearth.example"),
         push: LogPushSender(logger: logger)
     )
-    let service = try SafetyService(location: .file(path), channels: channels, logger: logger)
+    let service = try SafetyService(location: .file(path), keys: keys, channels: channels, logger: logger)
     print("running")
     try await service.schedulers.runAll()
 case "bulk":
@@ -111,7 +123,7 @@ case "bulk":
         from: MailAddress("alerts@hearth.example"),
         push: LogPushSender(logger: logger)
     )
-    _ = try SafetyService(location: .file(path), channels: channels, logger: logger)
+    _ = try SafetyService(location: .file(path), keys: keys, channels: channels, logger: logger)
     let store = try Store(location: .file(path), migrator: DatabaseMigrator())
     let now = Date()
     let batch = 20_000
@@ -129,14 +141,14 @@ case "bulk":
                 sql: """
                     INSERT INTO contact (id, user_id, email, email_key, name, created_at, state, invitations_sent,
                       answered_at)
-                    VALUES (?, ?, ?, ?, '', ?, 'confirmed', 1, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, 'confirmed', 1, ?)
                     """
             )
             let warning = try db.makeStatement(
                 sql: """
                     INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, subject, body, state,
                       attempts, last_error, next_attempt_at, sent_at, created_at)
-                    VALUES (?, ?, 1, ?, 'push', '', 'token', 'w', 'w', 'sent', 1, '', NULL, ?, ?)
+                    VALUES (?, ?, 1, ?, 'push', '', x'', x'', x'', 'sent', 1, '', NULL, ?, ?)
                     """
             )
             for index in first..<min(first + batch, number) {
@@ -144,10 +156,15 @@ case "bulk":
                 let deadline = now.addingTimeInterval(lead + window * Double(index) / Double(max(number, 1)))
                 let start = deadline.addingTimeInterval(-24 * 3600)
                 try profile.execute(arguments: [
-                    user, "User \(index)", "\(user)@example.com", start, start, deadline, start, start,
+                    user, keys.seal("User \(index)", .profileName, row: user),
+                    keys.seal("\(user)@example.com", .profileEmail, row: user), start, start, deadline, start, start,
                 ])
                 let email = "contact\(index)@example.com"
-                try contact.execute(arguments: ["c-\(index)", user, email, email, start, start])
+                let id = "c-\(index)"
+                try contact.execute(arguments: [
+                    id, user, keys.seal(email, .contactEmail, row: id), keys.addressKey(email),
+                    keys.seal("", .contactName, row: id), start, start,
+                ])
                 for minutes in [180, 60, 10] {
                     try warning.execute(arguments: ["w\(minutes)-\(index)", user, "warning_\(minutes)", start, start])
                 }

@@ -14,12 +14,14 @@ import Testing
 struct AlertRaceTests {
     let t0 = SafetySystem.start
     let hour: TimeInterval = 3600
+    /// The stores' keys: a restarted store opens what the killed one sealed.
+    let keys = DataKeys.random()
 
     private func armed(contacts: [String], location: StoreLocation = .inMemory) async throws -> (
         SafetyStore, ManualClock
     ) {
         let clock = ManualClock(self.t0)
-        let store = try SafetyStore(location: location, clock: clock)
+        let store = try SafetyStore(location: location, keys: self.keys, clock: clock)
         _ = try await store.upsertProfile("mei") { profile in
             profile.name = "Mei Chen"
             profile.email = "mei@example.com"
@@ -59,12 +61,14 @@ struct AlertRaceTests {
     /// Every message still to be delivered, claimed or not.
     private func pending(_ store: SafetyStore) async throws -> [AlertRecord] {
         try await store.base.writer.read { db in
-            try AlertRecord.filter(Column("state") == AlertRecord.State.pending.rawValue).fetchAll(db)
+            try AlertRecord.fetchAll(db, keys: store.keys, "WHERE state = 'pending'")
         }
     }
 
     private func message(_ id: String, in store: SafetyStore) async throws -> AlertRecord? {
-        try await store.base.writer.read { db in try AlertRecord.fetchOne(db, key: id) }
+        try await store.base.writer.read { db in
+            try AlertRecord.fetchAll(db, keys: store.keys, "WHERE id = ?", binding: id).first
+        }
     }
 
     /// An attempt whose answer never came after the message was sent: it may have arrived.
@@ -459,7 +463,7 @@ struct AlertRaceTests {
         let alert = try #require(try await self.decideAlert(killed, at: clock.now()).first)
 
         clock.set(self.t0 + 24 * hour + 5)
-        let restarted = try SafetyStore(location: file.location, clock: clock)
+        let restarted = try SafetyStore(location: file.location, keys: self.keys, clock: clock)
         try restarted.releaseClaims(allClear: AlertWords.allClear)
         let again = try await self.claim(restarted, at: clock.now())
         #expect(again.map(\.id) == [alert.id] && again.first?.attempts == 1, "the killed attempt is not counted")
@@ -510,7 +514,7 @@ struct AlertRaceTests {
         clock.set(self.t0 + 24 * hour + 1)
         #expect(try await self.checkIn(killed).enqueued == false)
 
-        let restarted = try SafetyStore(location: file.location, clock: clock)
+        let restarted = try SafetyStore(location: file.location, keys: self.keys, clock: clock)
         try restarted.releaseClaims(allClear: AlertWords.allClear)
         #expect(try await self.claim(restarted, at: clock.now()).map(\.kind) == [AlertRecord.Kind.allClear])
     }

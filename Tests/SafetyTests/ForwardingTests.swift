@@ -38,7 +38,7 @@ struct ForwardingTests {
             from: MailAddress("alerts@hearth.example"),
             push: LogPushSender(logger: logger)
         )
-        return try SafetyService(location: .inMemory, channels: channels, clock: clock, logger: logger)
+        return try SafetyService(location: .inMemory, keys: .random(), channels: channels, clock: clock, logger: logger)
     }
 
     func optIn(_ safety: SafetyService, _ user: String, counts: Bool) async throws {

@@ -10,7 +10,8 @@ struct ProfileRecordTests {
     @Test("a profile with a different value in every field reads back as written")
     func roundTrip() throws {
         let queue = try DatabaseQueue()
-        try SafetyMigrations.migrator.migrate(queue)
+        let keys = DataKeys.random()
+        try SafetyMigrations.migrator(keys: keys).migrate(queue)
         let start = Date(timeIntervalSince1970: 1_767_225_600)
         let profile = ProfileRecord(
             userID: "mei",
@@ -41,15 +42,15 @@ struct ProfileRecordTests {
         empty.pausedUntil = nil
         empty.nextDueAt = nil
         try queue.write { db in
-            try profile.insert(db)
-            try empty.insert(db)
+            try profile.save(in: db, sealingWith: keys)
+            try empty.save(in: db, sealingWith: keys)
         }
         let read = try queue.read { db in
             try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile ORDER BY user_id")
-                .fetchAll(read: ProfileRecord.init(columns:))
+                .fetchAll { try ProfileRecord(columns: $0, keys: keys) }
         }
         #expect(read == [empty, profile])
         // One value for each column name (encoding zips the two lists).
-        #expect(profile.columnValues.count == ProfileRecord.columnNames.count)
+        #expect(profile.columnValues(sealingWith: keys).count == ProfileRecord.columnNames.count)
     }
 }

@@ -52,11 +52,18 @@ final class SafetySystem: Sendable {
         self.webhook = try await WebhookListener()
         self.smtpPort = smtpPort ?? self.sink.port
         self.file = try TemporaryStoreFile()
+        try DataKeyRing.generate().text.write(to: Self.keyFile(of: self.file), atomically: true, encoding: .utf8)
         let started = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
         self.state = Mutex((started.0, started.1))
     }
 
     var storePath: String { self.file.path }
+    /// The data key file safety is started with (a rotation rewrites it).
+    var keyFile: URL { Self.keyFile(of: self.file) }
+
+    private static func keyFile(of file: TemporaryStoreFile) -> URL {
+        file.folder.appendingPathComponent("data.key")
+    }
 
     private static func start(
         _ file: TemporaryStoreFile,
@@ -75,6 +82,7 @@ final class SafetySystem: Sendable {
         )
         let service = try SafetyService(
             location: file.location,
+            keys: try DataKeys(file: Self.keyFile(of: file)),
             channels: channels,
             clock: clock,
             logger: logger

@@ -452,7 +452,7 @@ struct SafetyTests {
                 )
             }
         }
-        try SafetyMigrations.migrator.migrate(queue)
+        try SafetyMigrations.migrator(keys: DataKeys.random()).migrate(queue)
         let ids = try queue.read { db in
             try String.fetchAll(db, sql: "SELECT source || ' ' || request_id FROM heartbeat ORDER BY 1")
         }
@@ -469,7 +469,7 @@ struct SafetyTests {
             upTo: "v4: the app's request ids apart from forwarded ones",
             profiles: [("mei", 2), ("kai", 0)]
         )
-        try SafetyMigrations.migrator.migrate(queue)
+        try SafetyMigrations.migrator(keys: DataKeys.random()).migrate(queue)
         let runs = try queue.read { db in
             try Row.fetchAll(db, sql: "SELECT user_id, snoozes_in_a_row FROM profile ORDER BY user_id")
                 .map { "\($0["user_id"] as String) \($0["snoozes_in_a_row"] as Int)" }
@@ -485,7 +485,7 @@ struct SafetyTests {
         -> DatabaseQueue
     {
         let queue = try DatabaseQueue()
-        try SafetyMigrations.migrator.migrate(queue, upTo: migration)
+        try SafetyMigrations.migrator(keys: DataKeys.random()).migrate(queue, upTo: migration)
         try queue.write { db in
             for (user, snoozes) in profiles {
                 try db.execute(

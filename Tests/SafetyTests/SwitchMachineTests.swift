@@ -407,7 +407,7 @@ struct SwitchMachineTests {
             machine.lateAlarmArrived(
                 epoch: epoch,
                 contactID: contactID,
-                address: address,
+                addressKey: SafetyRules.addressKey(address),
                 allClearedSince: cleared,
                 at: now
             )
@@ -469,7 +469,7 @@ struct SwitchMachineTests {
         try snoozeEnded.snooze(at: self.t0 + 3 * self.hour)
         #expect(ended.state.periodStart == self.t0 + 2 * self.hour && snoozeEnded.state.snoozes == 1)
         var late = Self.bare(reads: [])
-        late.lateAlarmArrived(epoch: 2, contactID: "c1", address: "", allClearedSince: [], at: self.t0)
+        late.lateAlarmArrived(epoch: 2, contactID: "c1", addressKey: "", allClearedSince: [], at: self.t0)
         #expect(late.effects.count == 1)
     }
 }

@@ -150,5 +150,15 @@ extension Hearth_Safety_V1_Safety {
         {
             try await self.rpc.call(Method.answerContactLink, request, options: options)
         }
+
+        /// Internal: reads the data key file again, then seals every personal value (names, addresses, a
+        /// pending message's words) that is sealed under another key under the file's newest, while calls
+        /// go on. FAILED_PRECONDITION, changing nothing, for a file without a key some value is still
+        /// sealed with, or with another index key, and for a service started without a key file.
+        public func reloadDataKeys(_ request: Hearth_Safety_V1_ReloadDataKeysRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_ReloadDataKeysResponse
+        {
+            try await self.rpc.call(Method.reloadDataKeys, request, options: options)
+        }
     }
 }

@@ -286,12 +286,28 @@ public enum Hearth_Safety_V1_Safety {
             }
             """#
         )
+
+        /// Internal: reads the data key file again, then seals every personal value (names, addresses, a
+        /// pending message's words) that is sealed under another key under the file's newest, while calls
+        /// go on. FAILED_PRECONDITION, changing nothing, for a file without a key some value is still
+        /// sealed with, or with another index key, and for a service started without a key file.
+        public static let reloadDataKeys = RPCMethodDescriptor<Hearth_Safety_V1_ReloadDataKeysRequest, Hearth_Safety_V1_ReloadDataKeysResponse>(
+            name: "hearth.safety.v1.Safety/ReloadDataKeys",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: reads the data key file again, then seals every personal value (names, addresses, a
+            pending message's words) that is sealed under another key under the file's newest, while calls
+            go on. FAILED_PRECONDITION, changing nothing, for a file without a key some value is still
+            sealed with, or with another index key, and for a service started without a key file.
+            """#,
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "The acting user's check-in switch: profile, emergency contacts, check-ins and deadline.",
-        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info]
+        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info, Method.reloadDataKeys.info]
     )
 }

@@ -706,6 +706,8 @@ public nonisolated struct Hearth_Safety_V1_EmailDelivery: Sendable {
 
   public var contactID: String = String()
 
+  /// The contact's address; empty once the contact is removed (a message keeps its address only
+  /// until it is sent: personal data is not kept longer than it is used).
   public var email: String = String()
 
   /// ALERT or ALL_CLEAR.
@@ -955,6 +957,36 @@ public nonisolated struct Hearth_Safety_V1_ContactLink: Sendable {
   public var language: String = String()
 
   public var state: Hearth_Safety_V1_ContactState = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Internal: the operator's `hearth rotate-data-key` asks the service to read its data key file again.
+public nonisolated struct Hearth_Safety_V1_ReloadDataKeysRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Hearth_Safety_V1_ReloadDataKeysResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The key that seals from now on: the file's newest.
+  public var sealingKeyID: UInt32 = 0
+
+  /// The keys the file holds; each opens what it sealed.
+  public var keyIds: [UInt32] = []
+
+  /// Values sealed again under the sealing key by this call (those sealed under another key).
+  public var resealed: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2037,6 +2069,65 @@ nonisolated extension Hearth_Safety_V1_ContactLink: SwiftProtobuf.Message, Swift
     if lhs.personName != rhs.personName {return false}
     if lhs.language != rhs.language {return false}
     if lhs.state != rhs.state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_ReloadDataKeysRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReloadDataKeysRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_ReloadDataKeysRequest, rhs: Hearth_Safety_V1_ReloadDataKeysRequest) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_ReloadDataKeysResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReloadDataKeysResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}sealing_key_id\0\u{3}key_ids\0\u{1}resealed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.sealingKeyID) }()
+      case 2: try { try decoder.decodeRepeatedUInt32Field(value: &self.keyIds) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.resealed) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.sealingKeyID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sealingKeyID, fieldNumber: 1)
+    }
+    if !self.keyIds.isEmpty {
+      try visitor.visitPackedUInt32Field(value: self.keyIds, fieldNumber: 2)
+    }
+    if self.resealed != 0 {
+      try visitor.visitSingularUInt64Field(value: self.resealed, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_ReloadDataKeysResponse, rhs: Hearth_Safety_V1_ReloadDataKeysResponse) -> Bool {
+    if lhs.sealingKeyID != rhs.sealingKeyID {return false}
+    if lhs.keyIds != rhs.keyIds {return false}
+    if lhs.resealed != rhs.resealed {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

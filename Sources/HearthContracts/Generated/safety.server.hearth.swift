@@ -81,6 +81,12 @@ extension Hearth_Safety_V1_Safety {
         /// CONFIRM or DECLINE an invitation (once; not once it expired), OPT_OUT of every email about the
         /// person (again: no change). The person hears of it by push. INVALID_ARGUMENT for a missing action.
         func answerContactLink(_ request: Hearth_Safety_V1_AnswerContactLinkRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ContactLink
+
+        /// Internal: reads the data key file again, then seals every personal value (names, addresses, a
+        /// pending message's words) that is sealed under another key under the file's newest, while calls
+        /// go on. FAILED_PRECONDITION, changing nothing, for a file without a key some value is still
+        /// sealed with, or with another index key, and for a service started without a key file.
+        func reloadDataKeys(_ request: Hearth_Safety_V1_ReloadDataKeysRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ReloadDataKeysResponse
     }
 }
 
@@ -105,6 +111,7 @@ extension Hearth_Safety_V1_Safety.Handler {
             .unary(Hearth_Safety_V1_Safety.Method.forwardActivity) { try await self.forwardActivity($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.getContactLink) { try await self.getContactLink($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.answerContactLink) { try await self.answerContactLink($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.reloadDataKeys) { try await self.reloadDataKeys($0, $1) },
         ]
     }
 }

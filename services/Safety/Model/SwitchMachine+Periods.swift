@@ -135,7 +135,7 @@ extension SwitchMachine {
     /// again gets nothing more: the user took them off the list.
     func contacts(alerted: [AlertedContact]) -> [SwitchContact] {
         let ids = Set(alerted.map(\.contactID))
-        let keys = Set(alerted.map { $0.address.lowercased() })
+        let keys = Set(alerted.map(\.key))
         return self.facts.contacts.filter { ids.contains($0.id) || keys.contains($0.key) }
     }
 }

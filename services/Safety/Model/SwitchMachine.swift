@@ -237,7 +237,7 @@ struct SwitchMachine: Sendable {
         self.reschedule(at: now)
     }
 
-    /// An alarm to a contact (`contactID`, `address`) of `epoch` that reached them, or may
+    /// An alarm to a contact (`contactID`, `addressKey`) of `epoch` that reached them, or may
     /// have, known only after a check-in cancelled it while it was under way: the contact
     /// holds an alarm that is over, and is sent the all-clear, once per contact and period as
     /// any all-clear (`allClearedSince`: contacts sent one in a later epoch already). A
@@ -245,12 +245,12 @@ struct SwitchMachine: Sendable {
     mutating func lateAlarmArrived(
         epoch: Int,
         contactID: String,
-        address: String,
+        addressKey: String,
         allClearedSince: Set<String>,
         at now: Date
     ) {
         guard self.state.checkInEpoch > epoch,
-            let contact = self.contacts(alerted: [AlertedContact(contactID: contactID, address: address)]).first,
+            let contact = self.contacts(alerted: [AlertedContact(contactID: contactID, key: addressKey)]).first,
             !allClearedSince.contains(contact.id)
         else { return }
         let words = SwitchMessage.Words.allClear(checkedInAt: self.state.lastCheckInAt ?? now)

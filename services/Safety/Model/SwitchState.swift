@@ -33,17 +33,20 @@ struct SwitchState: Equatable, Sendable {
     func pauseOver(at now: Date) -> Bool { self.pausedUntil.map { $0 <= now } ?? false }
 }
 
-/// An emergency contact, as the rules need it.
+/// An emergency contact, as the rules need it: who, and their address as it is compared (the
+/// rules never need the address itself).
 struct SwitchContact: Equatable, Sendable {
     var id: String
-    var address: String
-    /// The address as it is compared: case aside.
+    /// The address as it is compared: case aside (the store keeps a keyed hash of that).
     var key: String
 
-    init(id: String, address: String, key: String? = nil) {
+    init(id: String, key: String) {
         self.id = id
-        self.address = address
-        self.key = key ?? SafetyRules.addressKey(address)
+        self.key = key
+    }
+
+    init(id: String, address: String) {
+        self.init(id: id, key: SafetyRules.addressKey(address))
     }
 }
 
@@ -93,10 +96,19 @@ struct PeriodMessages: Equatable, Sendable {
     }
 }
 
-/// Whom an alarm went to: by id, and by address for a contact removed and added again since.
+/// Whom an alarm went to: by id, and by address key for a contact removed and added again since.
 struct AlertedContact: Equatable, Sendable {
     var contactID: String
-    var address: String
+    var key: String
+
+    init(contactID: String, key: String) {
+        self.contactID = contactID
+        self.key = key
+    }
+
+    init(contactID: String, address: String) {
+        self.init(contactID: contactID, key: SafetyRules.addressKey(address))
+    }
 }
 
 /// The last hour of a user's check-ins, as the rate limit reads them.

@@ -12,7 +12,8 @@ public protocol MailTransport: Sendable {
 extension SMTPClient: MailTransport {}
 
 /// Without an SMTP server: each email is written to the log (development only), its links
-/// included, so that a contact can be confirmed from the printed link.
+/// included, so that a contact can be confirmed from the printed link. Addresses are masked
+/// (`m***@example.com`), in the text too: a log is no place for them.
 public struct LogMailTransport: MailTransport {
     let logger: Logger
 
@@ -23,7 +24,11 @@ public struct LogMailTransport: MailTransport {
     public func send(_ message: MailMessage) async throws {
         self.logger.notice(
             "email (no SMTP server configured)",
-            metadata: ["to": "\(message.to.address)", "subject": "\(message.subject)", "body": "\(message.body)"]
+            metadata: [
+                "to": "\(message.to.masked)",
+                "subject": "\(message.subject.maskingEmailAddresses)",
+                "body": "\(message.body.maskingEmailAddresses)",
+            ]
         )
     }
 }

@@ -210,7 +210,8 @@ struct AlertSender: DueWork {
         } catch let error as SMTPError {
             outcome = .failure(
                 DeliveryFailure(
-                    message: error.description,
+                    // Kept in the alert row and logged: a server's reply may name the recipient.
+                    message: error.description.maskingEmailAddresses,
                     isPermanent: error.isPermanent,
                     mayHaveArrived: error.mayHaveDelivered,
                     addressRefused: error.refusedRecipient
@@ -220,7 +221,9 @@ struct AlertSender: DueWork {
             outcome = .failure(DeliveryFailure(message: error.description, isPermanent: true, mayHaveArrived: false))
         } catch {
             // Nothing says how far it got.
-            outcome = .failure(DeliveryFailure(message: "\(error)", isPermanent: false, mayHaveArrived: true))
+            outcome = .failure(
+                DeliveryFailure(message: "\(error)".maskingEmailAddresses, isPermanent: false, mayHaveArrived: true)
+            )
         }
         if case .failure(let failure) = outcome {
             self.logger.warning(

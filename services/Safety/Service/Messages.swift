@@ -114,7 +114,7 @@ extension SafetyStore.StatusSnapshot {
                 status.emails.append(
                     .with {
                         $0.contactID = alert.contactID
-                        $0.email = alert.address
+                        $0.email = self.addresses[alert.contactID] ?? ""
                         $0.kind = alert.kind == AlertRecord.Kind.allClear ? "ALL_CLEAR" : "ALERT"
                         $0.state =
                             switch alert.state {

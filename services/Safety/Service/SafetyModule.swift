@@ -6,10 +6,10 @@ public import Logging
 extension SafetyService {
     /// The safety process's module: the service and its schedulers (the decider, a sender per
     /// channel, the pruner).
-    public static func module(location: StoreLocation, channels: AlertChannels, logger: Logger) throws
-        -> ServiceModule
+    public static func module(location: StoreLocation, keys: DataKeys, channels: AlertChannels, logger: Logger)
+        throws -> ServiceModule
     {
-        let safety = try SafetyService(location: location, channels: channels, logger: logger)
+        let safety = try SafetyService(location: location, keys: keys, channels: channels, logger: logger)
         return ServiceModule(services: [safety], work: safety.schedulers)
     }
 }

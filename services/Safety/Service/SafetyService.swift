@@ -23,14 +23,16 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     /// Run beside the server.
     public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders + [self.pruner] }
 
+    /// - Parameter keys: what personal data is sealed with at rest (``DataKeys``).
     public init(
         location: StoreLocation,
+        keys: DataKeys,
         channels: AlertChannels,
         clock: any WallClock = SystemClock(),
         logger: Logger,
         messageDomain: String = "hearth.local"
     ) throws {
-        let store = try SafetyStore(location: location, clock: clock)
+        let store = try SafetyStore(location: location, keys: keys, clock: clock)
         // First: a contact stored before receives alarms from then on (a late all-clear too).
         let invited = try store.inviteContactsStoredBefore()
         if invited > 0 {

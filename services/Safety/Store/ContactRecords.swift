@@ -3,8 +3,9 @@ import Foundation
 import GRDB
 import HearthStore
 
-/// An emergency contact and where they stand in agreeing to be one.
-struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+/// An emergency contact and where they stand in agreeing to be one. The address and name are
+/// sealed at rest; `emailKey` is the address's keyed hash (``DataKeys/addressKey(_:)``).
+struct ContactRecord: TableRecord, Equatable, Sendable {
     static let databaseTableName = "contact"
     var id: String
     var userID: String
@@ -20,41 +21,76 @@ struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Se
     var invitationsSent: Int
     var answeredAt: Date?
     var alarmsUntil: Date?
-
-    enum CodingKeys: String, CodingKey {
-        case id, email, name, state
-        case userID = "user_id"
-        case emailKey = "email_key"
-        case createdAt = "created_at"
-        case invitedAt = "invited_at"
-        case invitationExpiresAt = "invitation_expires_at"
-        case invitationsSent = "invitations_sent"
-        case answeredAt = "answered_at"
-        case alarmsUntil = "alarms_until"
-    }
 }
 
 extension ContactRecord {
-    /// The columns queries name, from the coding keys (GRDB's recommended practice).
     enum Columns {
-        static let id = Column(CodingKeys.id)
-        static let userID = Column(CodingKeys.userID)
+        static let id = Column("id")
+        static let userID = Column("user_id")
     }
 
-    /// Read column by column (GRDB's Decodable path costs several times more on a hot read).
-    init(row: Row) throws {
-        self.id = try row.decode(String.self, forColumn: "id")
-        self.userID = try row.decode(String.self, forColumn: "user_id")
-        self.email = try row.decode(String.self, forColumn: "email")
-        self.emailKey = try row.decode(String.self, forColumn: "email_key")
-        self.name = try row.decode(String.self, forColumn: "name")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
-        self.state = try row.decode(String.self, forColumn: "state")
-        self.invitedAt = try row.decode(Date?.self, forColumn: "invited_at")
-        self.invitationExpiresAt = try row.decode(Date?.self, forColumn: "invitation_expires_at")
-        self.invitationsSent = try row.decode(Int.self, forColumn: "invitations_sent")
-        self.answeredAt = try row.decode(Date?.self, forColumn: "answered_at")
-        self.alarmsUntil = try row.decode(Date?.self, forColumn: "alarms_until")
+    /// The columns reads select, in the order `init(columns:keys:)` takes them.
+    static let selection = """
+        SELECT id, user_id, email, email_key, name, created_at, state, invited_at, invitation_expires_at,
+            invitations_sent, answered_at, alarms_until
+        """
+
+    /// A row of ``selection``; the address and name are opened with `keys`.
+    init(columns: StatementColumns, keys: DataKeys) throws {
+        self.id = try columns.value(0)
+        self.userID = try columns.value(1)
+        self.email = try keys.open(columns.value(2), .contactEmail, row: self.id)
+        self.emailKey = try columns.value(3)
+        self.name = try keys.open(columns.value(4), .contactName, row: self.id)
+        self.createdAt = try columns.date(5)
+        self.state = try columns.value(6)
+        self.invitedAt = try columns.optionalDate(7)
+        self.invitationExpiresAt = try columns.optionalDate(8)
+        self.invitationsSent = try columns.value(9)
+        self.answeredAt = try columns.optionalDate(10)
+        self.alarmsUntil = try columns.optionalDate(11)
+    }
+
+    func insert(in db: Database, sealingWith keys: DataKeys) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO contact (id, user_id, email, email_key, name, created_at, state, invited_at,
+                    invitation_expires_at, invitations_sent, answered_at, alarms_until)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(
+            binding: self.id,
+            self.userID,
+            keys.seal(self.email, .contactEmail, row: self.id),
+            self.emailKey,
+            keys.seal(self.name, .contactName, row: self.id),
+            self.createdAt.stored,
+            self.state,
+            self.invitedAt?.stored,
+            self.invitationExpiresAt?.stored,
+            self.invitationsSent,
+            self.answeredAt?.stored,
+            self.alarmsUntil?.stored
+        )
+    }
+
+    /// Saves where the contact stands (its address and name never change).
+    func updateConsent(in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE contact SET state = ?, invited_at = ?, invitation_expires_at = ?, invitations_sent = ?,
+                    answered_at = ?, alarms_until = ?
+                WHERE id = ?
+                """
+        ).execute(
+            binding: self.state,
+            self.invitedAt?.stored,
+            self.invitationExpiresAt?.stored,
+            self.invitationsSent,
+            self.answeredAt?.stored,
+            self.alarmsUntil?.stored,
+            self.id
+        )
     }
 
     /// Its agreement, as the rules see it.
@@ -79,11 +115,6 @@ extension ContactRecord {
 
     /// How the user's pushes name them: their name, else their address.
     var label: String { self.name.isEmpty ? self.email : self.name }
-}
-
-extension DerivableRequest<ContactRecord> {
-    /// One user's contacts.
-    func of(user: String) -> Self { self.filter(ContactRecord.Columns.userID == user) }
 }
 
 /// The secret of a link in an email to a contact: 256 random bits, base64url. Only its SHA-256
@@ -112,16 +143,6 @@ struct LinkToken: Sendable, Equatable {
     var hash: Data { Data(SHA256.hash(data: Data(self.text.utf8))) }
 
     private static let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-}
-
-extension Data {
-    /// Base64 with `-` and `_`, unpadded (RFC 4648 section 5): safe in a URL as it is.
-    var base64URLEncoded: String {
-        self.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
 }
 
 /// The tokens of the links an email to a contact carries, made when it is claimed for sending

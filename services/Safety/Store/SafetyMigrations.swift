@@ -3,8 +3,9 @@ import GRDB
 import HearthStore
 
 enum SafetyMigrations {
-    /// Named and append-only: a shipped migration is never edited.
-    static var migrator: DatabaseMigrator {
+    /// Named and append-only: a shipped migration is never edited. `keys` seal what earlier
+    /// versions kept in clear.
+    static func migrator(keys: DataKeys) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: profiles, contacts, heartbeats, alerts") { db in
             try db.execute(
@@ -173,6 +174,24 @@ enum SafetyMigrations {
                         WHERE kind NOT IN ('test', 'invitation');
                     """
             )
+        }
+        migrator.registerMigration("v7: personal data sealed") { db in
+            // Names and addresses are sealed (``SealedField``); addresses are compared by their
+            // keyed hash; a message keeps its address and words only while pending, and an
+            // email to a contact keeps the hash of its address for the all-clear. `data_key`
+            // records which index key the hashes were made with, and whether values were in
+            // clear before (the store then rebuilds its file once: ``SafetyStore/checkKeys()``).
+            try db.execute(
+                sql: """
+                    ALTER TABLE alert ADD COLUMN address_key TEXT NOT NULL DEFAULT '';
+                    CREATE TABLE data_key (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        index_check TEXT NOT NULL,
+                        scrub_needed BOOLEAN NOT NULL
+                    );
+                    """
+            )
+            try SealingMigration(keys: keys).run(in: db)
         }
         return migrator
     }

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import HearthStore
 
-struct ProfileRecord: PersistableRecord, Equatable, Sendable {
+struct ProfileRecord: TableRecord, Equatable, Sendable {
     static let databaseTableName = "profile"
     var userID: String
     var name: String
@@ -49,11 +49,11 @@ extension ProfileRecord {
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
     static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
-    /// A row of ``selection``.
-    init(columns: StatementColumns) throws {
+    /// A row of ``selection``; the name and email are opened with `keys`.
+    init(columns: StatementColumns, keys: DataKeys) throws {
         self.userID = try columns.value(0)
-        self.name = try columns.value(1)
-        self.email = try columns.value(2)
+        self.name = try keys.open(columns.value(1), .profileName, row: self.userID)
+        self.email = try keys.open(columns.value(2), .profileEmail, row: self.userID)
         self.thresholdHours = try columns.value(3)
         self.language = try columns.value(4)
         self.timeZone = try columns.value(5)
@@ -74,19 +74,30 @@ extension ProfileRecord {
         self.snoozesInARow = try columns.value(20)
     }
 
-    /// The values of ``columnNames``, in their order.
-    var columnValues: [(any DatabaseValueConvertible)?] {
+    /// The values of ``columnNames``, in their order, the name and email sealed with `keys`.
+    func columnValues(sealingWith keys: DataKeys) -> [(any DatabaseValueConvertible)?] {
         [
-            self.userID, self.name, self.email, self.thresholdHours, self.language, self.timeZone, self.reminderEnabled,
-            self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity, self.periodStart.stored,
-            self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch, self.checkInEpoch,
-            self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored, self.snoozesInARow,
+            self.userID, keys.seal(self.name, .profileName, row: self.userID),
+            keys.seal(self.email, .profileEmail, row: self.userID), self.thresholdHours, self.language, self.timeZone,
+            self.reminderEnabled, self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity,
+            self.periodStart.stored, self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch,
+            self.checkInEpoch, self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
+            self.snoozesInARow,
         ]
     }
 
-    func encode(to container: inout PersistenceContainer) throws {
-        for (name, value) in zip(Self.columnNames, self.columnValues) { container[name] = value }
+    /// Inserts the profile, or replaces every column of the one stored.
+    func save(in db: Database, sealingWith keys: DataKeys) throws {
+        try db.cachedStatement(sql: Self.upsertSQL).execute(
+            arguments: StatementArguments(self.columnValues(sealingWith: keys))
+        )
     }
+
+    private static let upsertSQL =
+        "INSERT INTO profile (\(columnNames.joined(separator: ", "))) VALUES ("
+        + Array(repeating: "?", count: columnNames.count).joined(separator: ", ")
+        + ") ON CONFLICT (user_id) DO UPDATE SET "
+        + columnNames.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
 
     /// Saves the switch's moving parts with one prepared statement (what a check-in, snooze,
     /// pause or decision changes; the settings are saved by UpsertProfile).
@@ -159,16 +170,16 @@ extension ProfileRecord {
 /// One decided message: a warning push, an alert or all-clear email, or a test. The table is
 /// the switch's outbox: a row is written in the transaction that decides it, then delivered
 /// (and retried) until the server accepts it.
-struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Sendable {
+struct AlertRecord: TableRecord, Equatable, Sendable {
     static let databaseTableName = "alert"
 
     typealias Kind = MessageKind
 
-    enum Channel: String, Codable, Sendable, CaseIterable {
+    enum Channel: String, Sendable, CaseIterable {
         case email, push
     }
 
-    enum State: String, Codable, Sendable {
+    enum State: String, Sendable {
         case pending, sent, failed, cancelled
     }
 
@@ -180,8 +191,12 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     var channel: Channel
     /// The contact it goes to; empty for the user's own push or test.
     var contactID: String
-    /// An email address or a push token.
+    /// An email address or a push token; sealed at rest while pending, emptied after.
     var address: String
+    /// The keyed hash of a contact's address (``DataKeys/addressKey(_:)``), kept after the
+    /// address is emptied: an all-clear finds the alarm's contact by it, if added again.
+    var addressKey: String = ""
+    /// Sealed at rest while pending, emptied after, as `address` is.
     var subject: String
     var body: String
     var state: State
@@ -197,18 +212,116 @@ struct AlertRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     /// Whether an attempt that failed may have delivered it all the same (the answer to its
     /// content never came), or a killed process left one under way.
     var mayHaveArrived = false
+}
 
-    enum CodingKeys: String, CodingKey {
-        case id, epoch, kind, channel, address, subject, body, state, attempts
-        case userID = "user_id"
-        case contactID = "contact_id"
-        case lastError = "last_error"
-        case nextAttemptAt = "next_attempt_at"
-        case sentAt = "sent_at"
-        case createdAt = "created_at"
-        case claimedAt = "claimed_at"
-        case mayHaveArrived = "may_have_arrived"
+// Read and written column by column: the address and words are sealed (``SealedField``) while
+// the message is pending, and emptied once it is sent, failed or cancelled.
+extension AlertRecord {
+    /// The columns reads select, in the order `init(columns:keys:)` takes them.
+    static let selection = """
+        SELECT id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body, state, attempts,
+            last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
+        """
+
+    /// A row of ``selection``, opened with `keys`.
+    init(columns: StatementColumns, keys: DataKeys) throws {
+        self.id = try columns.value(0)
+        self.userID = try columns.value(1)
+        self.epoch = try columns.value(2)
+        self.kind = try columns.value(3)
+        let channel: String = try columns.value(4)
+        guard let known = Channel(rawValue: channel) else {
+            throw StoredValueError(message: "alert \(self.id) has channel \(channel)")
+        }
+        self.channel = known
+        self.contactID = try columns.value(5)
+        self.address = try keys.open(columns.value(6), .alertAddress, row: self.id)
+        self.addressKey = try columns.value(7)
+        self.subject = try keys.open(columns.value(8), .alertSubject, row: self.id)
+        self.body = try keys.open(columns.value(9), .alertBody, row: self.id)
+        let state: String = try columns.value(10)
+        guard let stored = State(rawValue: state) else {
+            throw StoredValueError(message: "alert \(self.id) has state \(state)")
+        }
+        self.state = stored
+        self.attempts = try columns.value(11)
+        self.lastError = try columns.value(12)
+        self.nextAttemptAt = try columns.optionalDate(13)
+        self.sentAt = try columns.optionalDate(14)
+        self.createdAt = try columns.date(15)
+        self.claimedAt = try columns.optionalDate(16)
+        self.mayHaveArrived = try columns.value(17)
     }
+
+    /// The messages `sql` (after ``selection``) finds with `values` bound.
+    static func fetchAll<each Value: StatementBinding>(
+        _ db: Database,
+        keys: DataKeys,
+        _ sql: String,
+        binding values: repeat each Value
+    ) throws -> [AlertRecord] {
+        try db.cachedStatement(sql: "\(Self.selection) FROM alert \(sql)")
+            .fetchAll(binding: repeat each values) { try AlertRecord(columns: $0, keys: keys) }
+    }
+
+    /// Inserts the message; a pending one with its address and words sealed, another without
+    /// them. With `ignoringConflict`, one already decided (``alert_once``) is left as it is.
+    func insert(in db: Database, sealingWith keys: DataKeys, ignoringConflict: Bool = false) throws {
+        let keeps = self.state == .pending
+        try db.cachedStatement(sql: ignoringConflict ? Self.insertOrIgnoreSQL : Self.insertSQL).execute(
+            binding: self.id,
+            self.userID,
+            self.epoch,
+            self.kind,
+            self.channel.rawValue,
+            self.contactID,
+            keeps ? keys.seal(self.address, .alertAddress, row: self.id) : Data(),
+            self.addressKey,
+            keeps ? keys.seal(self.subject, .alertSubject, row: self.id) : Data(),
+            keeps ? keys.seal(self.body, .alertBody, row: self.id) : Data(),
+            self.state.rawValue,
+            self.attempts,
+            self.lastError,
+            self.nextAttemptAt?.stored,
+            self.sentAt?.stored,
+            self.createdAt.stored,
+            self.claimedAt?.stored,
+            self.mayHaveArrived
+        )
+    }
+
+    private static let insertColumns = """
+        (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body, state, attempts,
+            last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    private static let insertSQL = "INSERT INTO alert \(insertColumns)"
+    private static let insertOrIgnoreSQL = "INSERT OR IGNORE INTO alert \(insertColumns)"
+
+    /// Saves what became of an attempt (the address and words never change; once the message
+    /// is no longer pending, they are emptied).
+    func updateDelivery(in db: Database) throws {
+        try db.cachedStatement(sql: self.state == .pending ? Self.updateSQL : Self.updateForgettingSQL).execute(
+            binding: self.state.rawValue,
+            self.attempts,
+            self.lastError,
+            self.nextAttemptAt?.stored,
+            self.sentAt?.stored,
+            self.claimedAt?.stored,
+            self.mayHaveArrived,
+            self.id
+        )
+    }
+
+    /// What a message no longer pending stops keeping, as SQL: `UPDATE alert SET state = ...,`
+    /// then this.
+    static let forgetText = "address = x'', subject = x'', body = x''"
+
+    private static let updateColumns = """
+        state = ?, attempts = ?, last_error = ?, next_attempt_at = ?, sent_at = ?, claimed_at = ?, may_have_arrived = ?
+        """
+    private static let updateSQL = "UPDATE alert SET \(updateColumns) WHERE id = ?"
+    private static let updateForgettingSQL = "UPDATE alert SET \(updateColumns), \(forgetText) WHERE id = ?"
 }
 
 extension AlertRecord {
@@ -220,6 +333,7 @@ extension AlertRecord {
         channel: Channel,
         contactID: String,
         address: String,
+        addressKey: String = "",
         subject: String,
         body: String,
         at now: Date
@@ -232,6 +346,7 @@ extension AlertRecord {
             channel: channel,
             contactID: contactID,
             address: address,
+            addressKey: addressKey,
             subject: subject,
             body: body,
             state: .pending,

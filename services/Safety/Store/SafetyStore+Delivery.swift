@@ -13,17 +13,15 @@ extension SafetyStore {
     func releaseClaims(allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)) throws {
         let now = self.now
         try self.db.write { db in
-            let claimed = try AlertRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM alert WHERE claimed_at IS NOT NULL")
-            )
+            let claimed = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE claimed_at IS NOT NULL")
             for var alert in claimed {
                 if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
                 alert.attempts -= 1
                 alert.claimedAt = nil
                 alert.mayHaveArrived = true
-                try alert.update(db)
+                try alert.updateDelivery(in: db)
                 if alert.state == .cancelled {
-                    try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                    try self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
                 }
             }
         }
@@ -79,20 +77,22 @@ extension SafetyStore {
         let retryAt = claimedAt.addingTimeInterval(lease)
         return try await self.base.write { db in
             let due = try AlertRecord.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT * FROM alert WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ?
-                        ORDER BY next_attempt_at LIMIT ?
-                        """
-                ),
-                arguments: [channel.rawValue, now.stored, limit + excluded.count]
+                db,
+                keys: self.keys,
+                "WHERE state = 'pending' AND channel = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                binding: channel.rawValue,
+                now.stored,
+                limit + excluded.count
             )
             var claimed: [ClaimedAlert] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
-                if try Self.isStaleWarning(alert, at: now, in: db) || Self.isStaleInvitation(alert, at: now, in: db) {
+                if try self.isStaleWarning(alert, at: now, in: db) || self.isStaleInvitation(alert, at: now, in: db) {
                     try db.cachedStatement(
-                        sql:
-                            "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL WHERE id = ?"
+                        sql: """
+                            UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL,
+                                \(AlertRecord.forgetText)
+                            WHERE id = ?
+                            """
                     ).execute(binding: alert.id)
                     continue
                 }
@@ -102,7 +102,7 @@ extension SafetyStore {
                 try db.cachedStatement(
                     sql: "UPDATE alert SET attempts = ?, claimed_at = ?, next_attempt_at = ? WHERE id = ?"
                 ).execute(binding: alert.attempts, claimedAt.stored, retryAt.stored, alert.id)
-                claimed.append(ClaimedAlert(alert: alert, links: try Self.mintLinks(for: alert, at: claimedAt, in: db)))
+                claimed.append(ClaimedAlert(alert: alert, links: try self.mintLinks(for: alert, at: claimedAt, in: db)))
             }
             return claimed
         }
@@ -112,17 +112,17 @@ extension SafetyStore {
     /// the webhook was down): "we'll email your contact in 10 minutes" while they are being
     /// emailed. The decider cancels such warnings when it decides the alert, but a sender may
     /// claim one first (both start at once after a restart).
-    private static func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
+    private func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
         guard alert.kind != MessageKind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
-        guard let profile = try Self.profile(alert.userID, in: db) else { return true }
+        guard let profile = try self.profile(alert.userID, in: db) else { return true }
         return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
     }
 
     /// An invitation still retrying once its contact can no longer answer it (its 7 days passed,
     /// they answered, or a re-sent one replaced it): it would ask them to use links it has not.
-    private static func isStaleInvitation(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
+    private func isStaleInvitation(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
         guard alert.kind == MessageKind.invitation else { return false }
-        guard let contact = try ContactRecord.fetchOne(db, key: alert.contactID) else { return true }
+        guard let contact = try self.contact(alert.contactID, in: db) else { return true }
         return !contact.consent.isAwaitingAnswer(at: now)
     }
 
@@ -142,13 +142,15 @@ extension SafetyStore {
                 try db.cachedStatement(
                     sql: """
                         UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, claimed_at = NULL,
-                          last_error = ?
+                          last_error = ?, \(AlertRecord.forgetText)
                         WHERE id = ? AND state = 'pending'
                         """
                 ).execute(binding: now.stored, note, id)
                 if db.changesCount > 0 { return }
             }
-            guard var alert = try AlertRecord.fetchOne(db, cachedKey: id) else { return }
+            guard var alert = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE id = ?", binding: id).first else {
+                return
+            }
             alert.claimedAt = nil
             switch (attempt, alert.state) {
             case (.success(let note), .cancelled):
@@ -162,7 +164,7 @@ extension SafetyStore {
                 alert.lastError = failure.message
                 alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
                 if failure.addressRefused, failure.isPermanent {
-                    try Self.bounce(alert, at: now, in: db)
+                    try self.bounce(alert, at: now, in: db)
                 }
                 if alert.state == .pending {
                     if failure.isPermanent
@@ -178,22 +180,22 @@ extension SafetyStore {
                     }
                 }
             }
-            try alert.update(db)
+            try alert.updateDelivery(in: db)
             if alert.state == .sent || (alert.state == .cancelled && alert.mayHaveArrived) {
-                try Self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                try self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
             }
         }
     }
 
     /// An alert that reached its contact, or may have, after a check-in cancelled it while it
-    /// was under way (``SwitchMachine/lateAlarmArrived(epoch:contactID:address:allClearedSince:at:)``).
-    private static func allClearIfCheckedInSince(
+    /// was under way (``SwitchMachine/lateAlarmArrived(epoch:contactID:addressKey:allClearedSince:at:)``).
+    private func allClearIfCheckedInSince(
         _ alert: AlertRecord,
         at now: Date,
         _ allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
         in db: Database
     ) throws {
-        guard alert.kind == MessageKind.alert, let profile = try Self.profile(alert.userID, in: db),
+        guard alert.kind == MessageKind.alert, let profile = try self.profile(alert.userID, in: db),
             profile.checkInEpoch > alert.epoch
         else { return }
         // A check-in since may have sent the contact one already (the attempt was known then).
@@ -201,14 +203,14 @@ extension SafetyStore {
             try db.cachedStatement(sql: "SELECT contact_id FROM alert WHERE user_id = ? AND kind = ? AND epoch > ?")
                 .fetchAll(binding: alert.userID, MessageKind.allClear, alert.epoch) { try $0.value(0) as String }
         )
-        var machine = try Self.machine(profile, at: now, reading: [], in: db)
+        var machine = try self.machine(profile, at: now, reading: [], in: db)
         machine.lateAlarmArrived(
             epoch: alert.epoch,
             contactID: alert.contactID,
-            address: alert.address,
+            addressKey: alert.addressKey,
             allClearedSince: allClearedSince,
             at: now
         )
-        try Self.apply(machine.effects, of: profile, words: MessageWords(allClear: allClear), in: db)
+        try self.apply(machine.effects, of: profile, words: MessageWords(allClear: allClear), in: db)
     }
 }

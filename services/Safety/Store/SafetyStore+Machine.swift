@@ -24,17 +24,17 @@ extension SafetyStore {
     }
 
     /// `profile`'s switch, with the facts `reads` names as they stand in this transaction.
-    static func machine(
+    func machine(
         _ profile: ProfileRecord,
         at now: Date,
         reading reads: FactReads,
         in db: Database
     ) throws -> SwitchMachine {
-        var facts = SwitchFacts(contacts: try Self.switchContacts(profile.userID, at: now, in: db))
-        if reads.contains(.decided) { facts.decided = try Self.decidedItems(profile, in: db) }
-        if reads.contains(.period) { facts.period = try Self.periodMessages(profile, in: db) }
-        if reads.contains(.reminders) { facts.reminders = try Self.reminders(profile.userID, at: now, in: db) }
-        if reads.contains(.alarm) { facts.alarmDecidedAt = try Self.alarmDecidedAt(profile, in: db) }
+        var facts = SwitchFacts(contacts: try self.switchContacts(profile.userID, at: now, in: db))
+        if reads.contains(.decided) { facts.decided = try self.decidedItems(profile, in: db) }
+        if reads.contains(.period) { facts.period = try self.periodMessages(profile, in: db) }
+        if reads.contains(.reminders) { facts.reminders = try self.reminders(profile.userID, at: now, in: db) }
+        if reads.contains(.alarm) { facts.alarmDecidedAt = try self.alarmDecidedAt(profile, in: db) }
         return SwitchMachine(state: profile.switchState, facts: facts)
     }
 
@@ -65,7 +65,7 @@ extension SafetyStore {
     }
 
     /// Applies `machine`'s effects, in order, for `profile` (which holds its state).
-    static func apply(
+    func apply(
         _ effects: [SwitchEffect],
         of profile: ProfileRecord,
         words: MessageWords = MessageWords(),
@@ -80,13 +80,17 @@ extension SafetyStore {
             case .cancelPending(.contact(let id)):
                 try db.cachedStatement(
                     sql: """
-                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetText)
                         WHERE user_id = ? AND contact_id = ? AND state = 'pending'
                         """
                 ).execute(binding: profile.userID, id)
             case .record(let message):
-                try Self.alert(message, of: profile, text: words.text(message.words, of: profile, at: message.at))
-                    .insert(db, onConflict: .ignore)
+                try self.alert(
+                    message,
+                    of: profile,
+                    text: words.text(message.words, of: profile, at: message.at),
+                    in: db
+                ).insert(in: db, sealingWith: self.keys, ignoringConflict: true)
             case .forgetSkippedReminder(let key):
                 try db.cachedStatement(
                     sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'"
@@ -98,28 +102,31 @@ extension SafetyStore {
     /// Saves what `machine` decided for `profile`: its state in the profile's switch columns,
     /// then its effects, in this transaction. Answers the profile as saved.
     @discardableResult
-    static func commit(
+    func commit(
         _ machine: SwitchMachine,
         of profile: ProfileRecord,
         words: MessageWords = MessageWords(),
         in db: Database
     ) throws -> ProfileRecord {
         let changed = profile.with(machine.state)
-        try Self.apply(machine.effects, of: changed, words: words, in: db)
+        try self.apply(machine.effects, of: changed, words: words, in: db)
         try changed.saveSwitch(in: db)
         return changed
     }
 
-    /// The outbox row of a decided message.
-    private static func alert(
+    /// The outbox row of a decided message. A contact's address is read (and opened) only for
+    /// a message that is sent: the rules work with its keyed hash.
+    private func alert(
         _ message: SwitchMessage,
         of profile: ProfileRecord,
-        text: (subject: String, body: String)
-    ) -> AlertRecord {
-        let (channel, contactID, address): (AlertRecord.Channel, String, String) =
+        text: (subject: String, body: String),
+        in db: Database
+    ) throws -> AlertRecord {
+        let (channel, contactID, address, addressKey): (AlertRecord.Channel, String, String, String) =
             switch message.recipient {
-            case .user(let key): (.push, key, profile.pushToken)
-            case .contact(let contact): (.email, contact.id, contact.address)
+            case .user(let key): (.push, key, profile.pushToken, "")
+            case .contact(let contact):
+                (.email, contact.id, message.sends ? try self.contactAddress(contact.id, in: db) : "", contact.key)
             }
         return AlertRecord(
             id: UUID().uuidString.lowercased(),
@@ -129,6 +136,7 @@ extension SafetyStore {
             channel: channel,
             contactID: contactID,
             address: address,
+            addressKey: addressKey,
             subject: text.subject,
             body: text.body,
             state: message.sends ? .pending : .cancelled,
@@ -144,36 +152,42 @@ extension SafetyStore {
     static let cancellableKinds = Set(SwitchClock.items.map(\.kind))
 
     private static let cancelPendingSQL = """
-        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetText)
         WHERE user_id = ? AND state = 'pending' AND kind IN (\(cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))
         """
     private static let cancelPendingWarningsSQL = """
-        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL
+        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetText)
         WHERE user_id = ? AND state = 'pending' AND kind LIKE 'warning_%'
         """
 
     // MARK: Facts
 
-    static func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
+    func profile(_ user: String, in db: Database) throws -> ProfileRecord? {
         try db.cachedStatement(sql: "\(ProfileRecord.selection) FROM profile WHERE user_id = ?")
-            .fetchOne(binding: user, read: ProfileRecord.init(columns:))
+            .fetchOne(binding: user) { try ProfileRecord(columns: $0, keys: self.keys) }
+    }
+
+    /// A contact's address, opened; "" for a contact removed since.
+    func contactAddress(_ id: String, in db: Database) throws -> String {
+        try db.cachedStatement(sql: "SELECT email FROM contact WHERE id = ?")
+            .fetchOne(binding: id) { try self.keys.open($0.value(0), .contactEmail, row: id) } ?? ""
     }
 
     /// The contacts an alarm at `now` emails (``ContactConsent/receivesAlarms(at:)``).
-    static func switchContacts(_ user: String, at now: Date, in db: Database) throws -> [SwitchContact] {
+    func switchContacts(_ user: String, at now: Date, in db: Database) throws -> [SwitchContact] {
         try db.cachedStatement(
             sql: """
-                SELECT id, email, email_key FROM contact
+                SELECT id, email_key FROM contact
                 WHERE user_id = ? AND (state = 'confirmed' OR (state = 'invited' AND alarms_until > ?))
                 """
         )
         .fetchAll(binding: user, now.stored) { columns in
-            SwitchContact(id: try columns.value(0), address: try columns.value(1), key: try columns.value(2))
+            SwitchContact(id: try columns.value(0), key: try columns.value(1))
         }
     }
 
     /// Where the user's invitations stand at `now`.
-    static func pendingInvitations(_ user: String, at now: Date, in db: Database) throws -> PendingInvitations {
+    func pendingInvitations(_ user: String, at now: Date, in db: Database) throws -> PendingInvitations {
         var pending = PendingInvitations.none
         try db.cachedStatement(
             sql: "SELECT invitation_expires_at > ? FROM contact WHERE user_id = ? AND state = 'invited'"
@@ -184,17 +198,18 @@ extension SafetyStore {
         return pending
     }
 
-    static func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
+    func decidedItems(_ profile: ProfileRecord, in db: Database) throws -> Set<DueItem> {
         let kinds = try db.cachedStatement(sql: "SELECT DISTINCT kind FROM alert WHERE user_id = ? AND epoch = ?")
             .fetchAll(binding: profile.userID, profile.epoch) { try $0.value(0) as String }
         return Set(SwitchClock.items.filter { kinds.contains($0.kind) })
     }
 
     /// Every message since the last check-in, in one read.
-    private static func periodMessages(_ profile: ProfileRecord, in db: Database) throws -> PeriodMessages {
+    private func periodMessages(_ profile: ProfileRecord, in db: Database) throws -> PeriodMessages {
         var period = PeriodMessages()
         try db.cachedStatement(
-            sql: "SELECT kind, state, contact_id, may_have_arrived, address FROM alert WHERE user_id = ? AND epoch >= ?"
+            sql:
+                "SELECT kind, state, contact_id, may_have_arrived, address_key FROM alert WHERE user_id = ? AND epoch >= ?"
         )
         .forEachRow(binding: profile.userID, profile.checkInEpoch) { columns in
             let kind: String = try columns.value(0)
@@ -207,14 +222,14 @@ extension SafetyStore {
             // One under way gets the all-clear when its outcome is known.
             let mayHaveArrived: Bool = try columns.value(3)
             if kind == MessageKind.alert, state == AlertRecord.State.sent.rawValue || mayHaveArrived {
-                period.alerted.append(AlertedContact(contactID: try columns.value(2), address: try columns.value(4)))
+                period.alerted.append(AlertedContact(contactID: try columns.value(2), key: try columns.value(4)))
             }
         }
         return period
     }
 
     /// The daily reminders recorded in the 3 days before `now`.
-    private static func reminders(_ user: String, at now: Date, in db: Database) throws -> [String: Bool] {
+    private func reminders(_ user: String, at now: Date, in db: Database) throws -> [String: Bool] {
         var reminders: [String: Bool] = [:]
         try db.cachedStatement(
             sql: "SELECT contact_id, state FROM alert WHERE user_id = ? AND kind = ? AND created_at > ?"
@@ -228,7 +243,7 @@ extension SafetyStore {
 
     /// When the latest alarm since the last check-in was decided, of those that may have
     /// reached a contact (sent, tried, or under way); nil when none.
-    private static func alarmDecidedAt(_ profile: ProfileRecord, in db: Database) throws -> Date? {
+    private func alarmDecidedAt(_ profile: ProfileRecord, in db: Database) throws -> Date? {
         try db.cachedStatement(
             sql: """
                 SELECT MAX(created_at) FROM alert WHERE user_id = ? AND epoch >= ? AND kind = ?

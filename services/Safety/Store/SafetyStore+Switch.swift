@@ -52,7 +52,7 @@ extension SafetyStore {
         )
         let row = HeartbeatRow(deviceInfo: deviceInfo, requestID: requestID, source: source)
         return try await self.heartbeats.write { db in
-            try Self.heartbeat(user, checkIn, row, words: MessageWords(allClear: allClear), in: db)
+            try self.heartbeat(user, checkIn, row, words: MessageWords(allClear: allClear), in: db)
         }
     }
 
@@ -63,21 +63,21 @@ extension SafetyStore {
         var source: String
     }
 
-    private static func heartbeat(
+    private func heartbeat(
         _ user: String,
         _ checkIn: SwitchMachine.CheckIn,
         _ row: HeartbeatRow,
         words: MessageWords,
         in db: Database
     ) throws -> HeartbeatResult {
-        guard let profile = try Self.profile(user, in: db) else {
+        guard let profile = try self.profile(user, in: db) else {
             return HeartbeatResult(outcome: .noProfile, status: nil, enqueued: false, dueSooner: false)
         }
         // A repeat changes nothing and answers the status as it stands.
         let repeated = {
             HeartbeatResult(
                 outcome: .repeated,
-                status: try Self.snapshot(profile, at: checkIn.receivedAt, in: db),
+                status: try self.snapshot(profile, at: checkIn.receivedAt, in: db),
                 enqueued: false,
                 dueSooner: false
             )
@@ -101,8 +101,8 @@ extension SafetyStore {
         }
         var reads = FactReads.period.union(.reminders(of: profile))
         if checkIn.forwarded { reads.insert(.alarm) }
-        var machine = try Self.machine(profile, at: checkIn.at, reading: reads, in: db)
-        let decision = machine.checkIn(checkIn, recent: try Self.recentHeartbeats(user, checkIn, row, in: db))
+        var machine = try self.machine(profile, at: checkIn.at, reading: reads, in: db)
+        let decision = machine.checkIn(checkIn, recent: try self.recentHeartbeats(user, checkIn, row, in: db))
         let allClears: Int
         let retryAfter: TimeInterval?
         switch decision {
@@ -123,14 +123,15 @@ extension SafetyStore {
             }
             (allClears, retryAfter) = (count, retry)
         }
-        let changed = try Self.commit(machine, of: profile, words: words, in: db)
+        let changed = try self.commit(machine, of: profile, words: words, in: db)
         let status = StatusSnapshot(
             profile: changed,
             clock: machine.clock,
             // The period began just now: its only messages are the all-clears just recorded.
-            alerts: allClears > 0 ? try Self.periodAlerts(changed, in: db) : [],
+            alerts: allClears > 0 ? try self.periodAlerts(changed, in: db) : [],
             invitations: machine.clock.armed
-                ? .none : try Self.pendingInvitations(user, at: checkIn.receivedAt, in: db)
+                ? .none : try self.pendingInvitations(user, at: checkIn.receivedAt, in: db),
+            addresses: allClears > 0 ? try self.contactAddresses(user, in: db) : [:]
         )
         return HeartbeatResult(
             outcome: retryAfter.map { .rateLimited(retryAfter: $0) } ?? .recorded,
@@ -143,7 +144,7 @@ extension SafetyStore {
     /// The last hour's heartbeats: the counted ones for the rate limit, how many were kept
     /// uncounted, and whether one of them is this request again (an older one with its id is
     /// found when it is inserted).
-    private static func recentHeartbeats(
+    private func recentHeartbeats(
         _ user: String,
         _ checkIn: SwitchMachine.CheckIn,
         _ row: HeartbeatRow,
@@ -176,7 +177,7 @@ extension SafetyStore {
     func snooze(_ user: String) async throws -> SwitchChange {
         try await self.base.write { [store = self] db in
             let now = store.now
-            return try Self.change(user, at: now, reading: [.decided], in: db) {
+            return try self.change(user, at: now, reading: [.decided], in: db) {
                 (machine: inout SwitchMachine) throws(SwitchRefusal) in
                 try machine.snooze(at: now)
             }
@@ -187,7 +188,7 @@ extension SafetyStore {
     func pause(_ user: String, until: Date) async throws -> SwitchChange {
         let now = self.now
         return try await self.base.write { db in
-            try Self.change(user, at: now, reading: [.decided], in: db) { machine in
+            try self.change(user, at: now, reading: [.decided], in: db) { machine in
                 machine.pause(until: until, at: now)
             }
         }
@@ -196,7 +197,7 @@ extension SafetyStore {
     func resume(_ user: String) async throws -> SwitchChange {
         let now = self.now
         return try await self.base.write { db in
-            try Self.change(user, at: now, reading: [.period], in: db) {
+            try self.change(user, at: now, reading: [.period], in: db) {
                 (machine: inout SwitchMachine) throws(SwitchRefusal) in
                 try machine.resume(at: now)
             }
@@ -204,22 +205,22 @@ extension SafetyStore {
     }
 
     /// Runs `event` on `user`'s switch and saves what it changed; a refusal changes nothing.
-    private static func change(
+    private func change(
         _ user: String,
         at now: Date,
         reading reads: FactReads,
         in db: Database,
         _ event: (inout SwitchMachine) throws(SwitchRefusal) -> Void
     ) throws -> SwitchChange {
-        guard let profile = try Self.profile(user, in: db) else { return .noProfile }
+        guard let profile = try self.profile(user, in: db) else { return .noProfile }
         let reads = reads.union(.reminders(of: profile)).union(.period(endingPauseOf: profile, at: now))
-        var machine = try Self.machine(profile, at: now, reading: reads, in: db)
+        var machine = try self.machine(profile, at: now, reading: reads, in: db)
         do {
             try event(&machine)
         } catch {
             return .refused(error.message)
         }
-        return .changed(try Self.commit(machine, of: profile, in: db))
+        return .changed(try self.commit(machine, of: profile, in: db))
     }
 
     // MARK: The scheduler's side
@@ -255,13 +256,13 @@ extension SafetyStore {
         return try await self.base.write { db in
             let due = try db.cachedStatement(
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
-            ).fetchAll(binding: now.stored, limit, read: ProfileRecord.init(columns:))
+            ).fetchAll(binding: now.stored, limit) { try ProfileRecord(columns: $0, keys: self.keys) }
             for profile in due {
                 let reads = FactReads.decided.union(.reminders(of: profile))
                     .union(.period(endingPauseOf: profile, at: now))
-                var machine = try Self.machine(profile, at: now, reading: reads, in: db)
+                var machine = try self.machine(profile, at: now, reading: reads, in: db)
                 machine.decideDue(at: now)
-                try Self.commit(machine, of: profile, words: words, in: db)
+                try self.commit(machine, of: profile, words: words, in: db)
             }
             return due.count
         }

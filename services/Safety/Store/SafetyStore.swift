@@ -11,11 +11,18 @@ struct SafetyStore: Sendable {
     let heartbeats: WriteBatcher
     /// So are the outcomes of deliveries made at the same time.
     let outcomes: WriteBatcher
+    /// What personal values are sealed with (``SealedField``).
+    let keys: DataKeys
 
-    init(location: StoreLocation, clock: any WallClock = SystemClock()) throws {
-        self.base = try Store(location: location, migrator: SafetyMigrations.migrator, clock: clock)
+    /// Opens the store. Values stored in clear before sealing existed are sealed by the
+    /// migration, and the file is then rebuilt so that no copy of them is left.
+    /// - Throws: ``DataKeysDoNotMatch`` when `keys` are not those the store was sealed with.
+    init(location: StoreLocation, keys: DataKeys, clock: any WallClock = SystemClock()) throws {
+        self.base = try Store(location: location, migrator: SafetyMigrations.migrator(keys: keys), clock: clock)
         self.heartbeats = WriteBatcher(writer: self.base.writer)
         self.outcomes = WriteBatcher(writer: self.base.writer)
+        self.keys = keys
+        try self.checkKeys()
     }
 
     /// To the millisecond, as dates are stored: an answer built from it reads back equal.
@@ -32,7 +39,7 @@ struct SafetyStore: Sendable {
         let now = self.now
         return try await self.base.write { db in
             let profile =
-                try Self.profile(user, in: db)
+                try self.profile(user, in: db)
                 ?? ProfileRecord(
                     userID: user,
                     name: "",
@@ -58,19 +65,19 @@ struct SafetyStore: Sendable {
                 )
             var settings = profile
             apply(&settings)
-            var machine = try Self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
+            var machine = try self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
             machine.changeSettings(to: settings.switchState, at: now)
             let changed = settings.with(machine.state)
             // Saved first: a new profile's messages refer to it.
-            try changed.save(db)
-            try Self.apply(machine.effects, of: changed, in: db)
+            try changed.save(in: db, sealingWith: self.keys)
+            try self.apply(machine.effects, of: changed, in: db)
             return changed
         }
     }
 
     func profile(_ user: String) async throws -> ProfileRecord? {
         try self.base.read { db in
-            try Self.profile(user, in: db)
+            try self.profile(user, in: db)
         }
     }
 
@@ -87,38 +94,54 @@ struct SafetyStore: Sendable {
         var alerts: [AlertRecord]
         /// Where the invitations stand, read only when the switch is not armed.
         var invitations: PendingInvitations
+        /// The contacts' addresses by id, read only when `alerts` has an email (a message
+        /// keeps its address only until it is sent).
+        var addresses: [String: String] = [:]
     }
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
     func status(_ user: String) async throws -> StatusSnapshot? {
         let now = self.now
-        return try self.base.read { db in try Self.profile(user, in: db).map { try Self.snapshot($0, at: now, in: db) }
+        return try self.base.read { db in try self.profile(user, in: db).map { try self.snapshot($0, at: now, in: db) }
         }
     }
 
     /// The status of `profile` as it stands in this transaction.
-    static func snapshot(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> StatusSnapshot {
+    func snapshot(_ profile: ProfileRecord, at now: Date, in db: Database) throws -> StatusSnapshot {
         let clock = SwitchMachine(
             state: profile.switchState,
-            facts: SwitchFacts(contacts: try Self.switchContacts(profile.userID, at: now, in: db))
+            facts: SwitchFacts(contacts: try self.switchContacts(profile.userID, at: now, in: db))
         ).clock
+        let alerts = try self.periodAlerts(profile, in: db)
         return StatusSnapshot(
             profile: profile,
             clock: clock,
-            alerts: try Self.periodAlerts(profile, in: db),
-            invitations: clock.armed ? .none : try Self.pendingInvitations(profile.userID, at: now, in: db)
+            alerts: alerts,
+            invitations: clock.armed ? .none : try self.pendingInvitations(profile.userID, at: now, in: db),
+            addresses: alerts.contains { $0.channel == .email }
+                ? try self.contactAddresses(profile.userID, in: db) : [:]
         )
+    }
+
+    /// The user's contacts' addresses by id, opened.
+    func contactAddresses(_ user: String, in db: Database) throws -> [String: String] {
+        var addresses: [String: String] = [:]
+        try db.cachedStatement(sql: "SELECT id, email FROM contact WHERE user_id = ?").forEachRow(binding: user) {
+            let id: String = try $0.value(0)
+            addresses[id] = try self.keys.open($0.value(1), .contactEmail, row: id)
+        }
+        return addresses
     }
 
     /// The messages of `profile`'s period (since its last check-in): warnings, alarms and
     /// all-clears.
-    static func periodAlerts(_ profile: ProfileRecord, in db: Database) throws -> [AlertRecord] {
+    func periodAlerts(_ profile: ProfileRecord, in db: Database) throws -> [AlertRecord] {
         try AlertRecord.fetchAll(
-            db.cachedStatement(
-                sql:
-                    "SELECT * FROM alert WHERE user_id = ? AND epoch >= ? AND kind IN (\(Self.periodKinds)) ORDER BY created_at, id"
-            ),
-            arguments: [profile.userID, profile.checkInEpoch]
+            db,
+            keys: self.keys,
+            "WHERE user_id = ? AND epoch >= ? AND kind IN (\(Self.periodKinds)) ORDER BY created_at, id",
+            binding: profile.userID,
+            profile.checkInEpoch
         )
     }
 
@@ -160,7 +183,7 @@ struct SafetyStore: Sendable {
                 subject: subject,
                 body: body,
                 at: now
-            ).insert(db)
+            ).insert(in: db, sealingWith: self.keys)
             return nil
         }
     }
