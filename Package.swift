@@ -523,6 +523,7 @@ let package = Package(
                 "HearthMail",
                 "HearthPush",
                 "HearthRPC",
+                "HearthScheduler",
                 "HearthStore",
                 "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),

@@ -26,7 +26,7 @@ public enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
         switch self {
         case .gateway: []
         case .checkins: ["hearth.checkins."]
-        case .tasks: ["hearth.tasks."]
+        case .tasks: ["hearth.tasks.", "hearth.account."]
         case .safety: ["hearth.safety."]
         case .routines: ["hearth.routines."]
         case .echo: ["hearth.echo."]

@@ -3,10 +3,14 @@ import HearthCommandLine
 import RoutinesService
 
 /// Where a service finds the services it calls (DESIGN.md: routines asks checkins for roles;
-/// checkins, tasks and routines forward activity to safety).
+/// checkins, tasks and routines forward activity to safety; tasks asks the others to erase a
+/// user's data).
 struct PeerOptions: ParsableArguments, Sendable {
     @Option(help: "HOST:PORT of the checkins process (routines asks it who may see a nest).")
     var checkins = Target(host: "127.0.0.1", port: ProcessName.checkins.defaultPort)
+
+    @Option(help: "HOST:PORT of the routines process (tasks asks it to erase a user's routines).")
+    var routines = Target(host: "127.0.0.1", port: ProcessName.routines.defaultPort)
 
     @Option(help: "HOST:PORT of the safety process (checkins, tasks and routines forward activity to it).")
     var safety = Target(host: "127.0.0.1", port: ProcessName.safety.defaultPort)

@@ -66,6 +66,12 @@ extension ProcessName {
                 location: store("tasks"),
                 pushSender: settings.pushSender,
                 safety: safety(),
+                checkins: RPCClient(
+                    configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
+                ),
+                routines: RPCClient(
+                    configuration: .init(host: settings.peers.routines.host, port: settings.peers.routines.port)
+                ),
                 credential: credential,
                 logger: logger
             )

@@ -81,6 +81,9 @@ struct DataKeyRotation {
     }
 
     func run() async throws -> Outcome {
+        // One rotation at a time: two would each add their own key under the same id.
+        let lock = try Self.lock(self.file)
+        defer { close(lock) }
         let before = try DataKeyRing(parsing: String(contentsOf: self.file, encoding: .utf8), source: self.file.path)
         let added = before.addingKey()
         try Self.replace(self.file, with: added.text)
@@ -115,6 +118,21 @@ struct DataKeyRotation {
             retired: before.ids,
             resealed: sealed.resealed + checked.resealed
         )
+    }
+
+    /// Holds `<file>.lock` exclusively until the descriptor answered is closed.
+    /// - Throws: ``CommandFailure`` when another rotation holds it.
+    static func lock(_ file: URL) throws -> Int32 {
+        let path = file.path + ".lock"
+        let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw CommandFailure("another rotation of \(file.path) is under way (it holds \(path))")
+        }
+        return descriptor
     }
 
     /// Writes `text` to a new file beside `url`, readable by the owner only, and renames it over

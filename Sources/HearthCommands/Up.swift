@@ -103,6 +103,7 @@ extension Up {
         var peers = try PeerOptions.parse([])
         peers.checkins = Target(host: local, port: ProcessName.checkins.defaultPort)
         peers.safety = Target(host: local, port: ProcessName.safety.defaultPort)
+        peers.routines = Target(host: local, port: ProcessName.routines.defaultPort)
         return (gateway, peers)
     }
 }

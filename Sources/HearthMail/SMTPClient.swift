@@ -280,7 +280,11 @@ private struct SMTPConversation: Sendable {
             throw SMTPError(code: 0, message: "connection lost: \(error)")
         }
         guard codes.contains(answer.code) else {
-            let what = redacted ?? command.map { String($0.prefix(40)) } ?? "greeting"
+            // The command's verb (`RCPT TO`, `MAIL FROM`, `EHLO host`), never its address: the
+            // error is logged and kept.
+            let what =
+                redacted ?? command.map { String(($0.split(separator: ":", maxSplits: 1).first ?? "").prefix(40)) }
+                ?? "greeting"
             throw SMTPError(code: answer.code, message: "\(answer.lines.joined(separator: " ")) (after \(what))")
         }
         return answer

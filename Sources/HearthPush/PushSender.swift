@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 public import Foundation
+import HearthCore
 public import Logging
 import NIOCore
 import NIOFoundationCompat
@@ -128,7 +129,8 @@ public struct LogPushSender: PushSender {
             "push",
             metadata: [
                 "id": "\(message.id)", "user": "\(message.userID)", "kind": "\(message.kind)",
-                "title": "\(message.title)", "body": "\(message.body)",
+                // A push may name a contact by address: logs show it masked.
+                "title": "\(message.title.maskingEmailAddresses)", "body": "\(message.body.maskingEmailAddresses)",
             ]
         )
     }

@@ -51,7 +51,7 @@ public struct DataKeyRing: Sendable, Equatable {
     }
 
     /// The key with `id`, if the ring has it.
-    func key(_ id: UInt32) -> Key? { self.keys.first { $0.id == id } }
+    public func key(_ id: UInt32) -> Key? { self.keys.first { $0.id == id } }
 
     private static func randomKey() -> Data {
         SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }

@@ -37,11 +37,21 @@ public final class DataKeys: Sendable {
     public func reload(accepting accept: (DataKeyRing) throws -> Void = { _ in }) throws -> DataKeyRing {
         guard let file = self.file else { return self.current }
         let ring = try Self.read(file)
-        guard ring.index == self.current.index else {
+        let current = self.current
+        guard ring.index == current.index else {
             throw DataKeyFileInvalid(
                 source: file.path,
                 line: nil,
                 reason: "its index key is not the one in use: the keyed hashes would no longer match"
+            )
+        }
+        // A key id names one key for good: another key under an id in use would open nothing
+        // it sealed (two rotations at once could write such a file).
+        for key in ring.keys where current.key(key.id).map({ $0.bytes != key.bytes }) ?? false {
+            throw DataKeyFileInvalid(
+                source: file.path,
+                line: nil,
+                reason: "its key \(key.id) is not the key \(key.id) in use"
             )
         }
         try accept(ring)

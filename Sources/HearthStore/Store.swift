@@ -122,9 +122,15 @@ public struct Store: Sendable {
     /// Writes wait meanwhile. After a migration that sealed or removed what was in clear.
     public func scrub() throws {
         try self.writer.vacuum()
-        _ = try self.writer.writeWithoutTransaction { db in
-            try db.checkpoint(.truncate)
-        }
+        _ = try self.writer.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+    }
+
+    /// Copies the WAL into the file and empties it: after a deletion that must not linger (an
+    /// erasure), since the WAL keeps the pages as they were before, past its last frame in use,
+    /// until it is written over. On the writer's thread, which waits for the reads under way
+    /// (busy timeout); the caller's thread is free meanwhile.
+    public func truncateWAL() async throws {
+        _ = try await self.writer.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
     /// How many read connections are open between reads (for tests).

@@ -113,16 +113,7 @@ struct AuthorizationMatrixTests {
         let checkins = try CheckinsService(location: .inMemory)
         let tasks = try TasksService(location: .inMemory, logger: logger)
         let activities = ActivitiesService(sharingStoreOf: tasks)
-        let safety = try SafetyService(
-            location: .inMemory,
-            keys: .random(),
-            channels: AlertChannels(
-                mail: LogMailTransport(logger: logger),
-                from: MailAddress("alerts@hearth.example"),
-                push: LogPushSender(logger: logger)
-            ),
-            logger: logger
-        )
+        let safety = try Self.safety(location: .inMemory, logger: logger)
         let configuration = ServerConfiguration(internalCredential: Self.secret)
         try await withServer(configuration: configuration, services: [checkins]) { _, checkinsPort in
             try await withClient(port: checkinsPort) { rolesClient in
@@ -139,7 +130,7 @@ struct AuthorizationMatrixTests {
                     try await withClient(port: port) { client in
                         let ids = try await Self.seed(client, now: now)
                         let methods = services.flatMap(\.methods)
-                        #expect(methods.count == 66)
+                        #expect(methods.count == 70)
 
                         func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
                             var metadata: [String: String] = [:]
@@ -223,6 +214,20 @@ struct AuthorizationMatrixTests {
                 }
             }
         }
+    }
+
+    /// Safety with its emails and pushes written to `logger`.
+    static func safety(location: StoreLocation, logger: Logger) throws -> SafetyService {
+        try SafetyService(
+            location: location,
+            keys: .random(),
+            channels: AlertChannels(
+                mail: LogMailTransport(logger: logger),
+                from: MailAddress("alerts@hearth.example"),
+                push: LogPushSender(logger: logger)
+            ),
+            logger: logger
+        )
     }
 
     /// The owner's data, each piece carrying the marker: a nest with sam sitting, a check-in, a

@@ -141,6 +141,22 @@ struct DataKeyRotationTests {
             }
             let after = try DataKeyRing(parsing: String(contentsOf: keyFile, encoding: .utf8), source: "")
             #expect(after.ids == [1, 2])
+            // A second rotation while one holds the file's lock does not start.
+            let held = try DataKeyRotation.lock(keyFile)
+            defer { close(held) }
+            try await withClient(port: port) { rpc in
+                let rotation = DataKeyRotation(
+                    file: keyFile,
+                    safety: Hearth_Safety_V1_Safety.Client(rpc),
+                    options: CallOptions(timeout: .seconds(5), metadata: [:])
+                )
+                await #expect {
+                    try await rotation.run()
+                } throws: { error in
+                    "\(error)".contains("another rotation")
+                }
+            }
+            #expect(try String(contentsOf: keyFile, encoding: .utf8) == after.text)
             #expect(after.keys.first == ring.keys.first && after.index == ring.index)
             let mode = try FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? Int
             #expect(mode == 0o600)

@@ -18,9 +18,9 @@ struct ProcessWiringTests {
         "every scheduler beside a service's server tells its health of a store at fault",
         arguments: [
             // checkins: its push outbox's and relay's deliverers; tasks: the prompts', the
-            // housekeeping's and the same two; safety: the decider, a sender per channel, the
+            // housekeeping's, the same two and the erasures'; safety: the decider, a sender per channel, the
             // pruner; routines: its relay's.
-            (ProcessName.checkins, 2), (.tasks, 4), (.safety, 4), (.routines, 1),
+            (ProcessName.checkins, 2), (.tasks, 5), (.safety, 4), (.routines, 1),
         ]
     )
     func schedulersReachHealth(name: ProcessName, work: Int) async throws {

@@ -116,5 +116,16 @@ struct DataKeysTests {
         try DataKeyRing.generate().addingKey().addingKey().text.write(to: file, atomically: true, encoding: .utf8)
         #expect(throws: DataKeyFileInvalid.self) { try keys.reload() }
         #expect(keys.current.ids == [1, 2])
+        // The same index key, but another key under id 2 (two rotations at once could write it).
+        var stranger = DataKeyRing.generate().sealing
+        stranger.id = 2
+        let other = DataKeyRing(index: first.index, keys: [first.keys[0], stranger])
+        try other.text.write(to: file, atomically: true, encoding: .utf8)
+        #expect {
+            try keys.reload()
+        } throws: { error in
+            (error as? DataKeyFileInvalid)?.reason.contains("key 2 is not the key 2 in use") == true
+        }
+        #expect(keys.current.sealing.bytes != stranger.bytes)
     }
 }

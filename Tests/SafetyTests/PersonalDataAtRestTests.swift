@@ -18,17 +18,18 @@ struct PersonalDataAtRestTests {
     ]
 
     /// The texts of `personal` found in the store's files (the database, its WAL and shared
-    /// memory), as written or lowercased.
+    /// memory), in any case.
     static func clearTexts(in file: TemporaryStoreFile) throws -> [String] {
-        let bytes = try FileManager.default.contentsOfDirectory(atPath: file.folder.path)
+        let files = try FileManager.default.contentsOfDirectory(atPath: file.folder.path)
             .filter { $0.hasPrefix("safety.sqlite") }
-            .map { try Data(contentsOf: file.folder.appendingPathComponent($0)) }
+            .map { try Data(contentsOf: file.folder.appendingPathComponent($0)).map(Self.lowercased) }
         return Self.personal.filter { text in
-            Set([text, text.lowercased()]).contains { needle in
-                bytes.contains { $0.range(of: Data(needle.utf8)) != nil }
-            }
+            let needle = Data(text.utf8.map(Self.lowercased))
+            return files.contains { Data($0).range(of: needle) != nil }
         }
     }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
 
     @Test("a profile, contacts, an invitation and a test written through the store are nowhere in clear")
     func sealedWhenWritten() async throws {
@@ -147,13 +148,28 @@ struct PersonalDataAtRestTests {
         } throws: { error in
             (error as? DataKeysDoNotMatch)?.missingKeys == [1]
         }
+        // Key 1 under its id, but another key: nothing it sealed would open.
+        let impostor = try DataKeyRing(
+            parsing: "index \(keys.current.index.base64URLEncoded)\n"
+                + "key 1 \(DataKeyRing.generate().sealing.bytes.base64URLEncoded)\n",
+            source: "test"
+        )
+        #expect {
+            _ = try SafetyStore(location: file.location, keys: DataKeys(ring: impostor), clock: ManualClock(Self.t0))
+        } throws: { error in
+            (error as? DataKeysDoNotMatch)?.wrongKeys == [1]
+        }
         // With both keys it opens, and the rotation leaves only key 2 in use.
         let both = DataKeys(ring: keys.current.addingKey())
         let store = try SafetyStore(location: file.location, keys: both, clock: ManualClock(Self.t0))
-        #expect(try store.keyIDsInUse() == [1])
+        #expect(try Self.keyIDsInUse(store) == [1])
         #expect(try await store.resealAll(batch: 1) == 2, "the name and the (empty) email")
-        #expect(try store.keyIDsInUse() == [2])
+        #expect(try Self.keyIDsInUse(store) == [2])
         #expect(try await store.profile("mei")?.name == "Marguerite Okonkwo")
+    }
+
+    static func keyIDsInUse(_ store: SafetyStore) throws -> Set<UInt32> {
+        Set(try store.base.read { db in try SafetyStore.sealedSamples(in: db) }.keys)
     }
 
     /// A file as version 6 left it: a profile, a contact invited (its invitation pending), an
@@ -189,7 +205,8 @@ struct PersonalDataAtRestTests {
                         'Marguerite Okonkwo asks', 'Dear Zebulon Haversham, Marguerite Okonkwo asks', 'pending', 0, '',
                         :at, :at),
                         ('a0', 'mei', 1, 'alert', 'email', 'c9', 'declined.person@example.com', 'Marguerite Okonkwo',
-                        'Dear Ottoline Brisbane', 'sent', 1, '', NULL, :at);
+                        'Dear Ottoline Brisbane', 'failed', 1, '550 5.1.1 <declined.person@example.com>: no such user',
+                        NULL, :at);
                     DELETE FROM contact WHERE id = 'c0';
                     """,
                 arguments: ["at": at]

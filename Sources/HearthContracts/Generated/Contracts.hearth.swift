@@ -6,6 +6,7 @@ public import HearthRPC
 /// Every service of these contracts, for tools (`hearth list`, `hearth describe`).
 public enum Contracts {
     public static let services: [RPCServiceInfo] = [
+        Hearth_Account_V1_Account.info,
         Hearth_Echo_V1_Echo.info,
         Hearth_Checkins_V1_Checkins.info,
         Hearth_Routines_V1_Routines.info,

@@ -144,5 +144,22 @@ extension Hearth_Checkins_V1_Checkins {
         {
             try await self.rpc.call(Method.removeTemplate, request, options: options)
         }
+
+        /// Internal: the nests the acting user owns (every one, not a page), for an erasure.
+        public func listOwnedNests(_ request: Hearth_Checkins_V1_ListOwnedNestsRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Checkins_V1_ListOwnedNestsResponse
+        {
+            try await self.rpc.call(Method.listOwnedNests, request, options: options)
+        }
+
+        /// Internal: erases everything checkins holds about the acting user: the nests they own with every
+        /// session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
+        /// with the check-ins and photos they posted there; the notifications and forwards queued for
+        /// them. Erasing a user with nothing left answers OK.
+        public func eraseUser(_ request: Hearth_Checkins_V1_EraseUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Checkins_V1_EraseUserResponse
+        {
+            try await self.rpc.call(Method.eraseUser, request, options: options)
+        }
     }
 }

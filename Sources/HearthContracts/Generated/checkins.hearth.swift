@@ -298,12 +298,36 @@ public enum Hearth_Checkins_V1_Checkins {
             }
             """#
         )
+
+        /// Internal: the nests the acting user owns (every one, not a page), for an erasure.
+        public static let listOwnedNests = RPCMethodDescriptor<Hearth_Checkins_V1_ListOwnedNestsRequest, Hearth_Checkins_V1_ListOwnedNestsResponse>(
+            name: "hearth.checkins.v1.Checkins/ListOwnedNests",
+            servicesOnly: true,
+            documentation: "Internal: the nests the acting user owns (every one, not a page), for an erasure.",
+            requestShape: "{}"
+        )
+
+        /// Internal: erases everything checkins holds about the acting user: the nests they own with every
+        /// session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
+        /// with the check-ins and photos they posted there; the notifications and forwards queued for
+        /// them. Erasing a user with nothing left answers OK.
+        public static let eraseUser = RPCMethodDescriptor<Hearth_Checkins_V1_EraseUserRequest, Hearth_Checkins_V1_EraseUserResponse>(
+            name: "hearth.checkins.v1.Checkins/EraseUser",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: erases everything checkins holds about the acting user: the nests they own with every
+            session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
+            with the check-ins and photos they posted there; the notifications and forwards queued for
+            them. Erasing a user with nothing left answers OK.
+            """#,
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "Nests, their sitting sessions, the sitter's check-ins and the nest's quick captions.",
-        methods: [Method.createNest.info, Method.getNest.info, Method.listMyNests.info, Method.createSession.info, Method.getSession.info, Method.listSessions.info, Method.endSession.info, Method.getNestRole.info, Method.createCheckIn.info, Method.listCheckIns.info, Method.getCheckInPhoto.info, Method.deleteCheckIn.info, Method.markViewed.info, Method.listTemplates.info, Method.addTemplate.info, Method.removeTemplate.info]
+        methods: [Method.createNest.info, Method.getNest.info, Method.listMyNests.info, Method.createSession.info, Method.getSession.info, Method.listSessions.info, Method.endSession.info, Method.getNestRole.info, Method.createCheckIn.info, Method.listCheckIns.info, Method.getCheckInPhoto.info, Method.deleteCheckIn.info, Method.markViewed.info, Method.listTemplates.info, Method.addTemplate.info, Method.removeTemplate.info, Method.listOwnedNests.info, Method.eraseUser.info]
     )
 }

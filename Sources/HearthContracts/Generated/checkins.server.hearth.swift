@@ -75,6 +75,15 @@ extension Hearth_Checkins_V1_Checkins {
         /// Removes a quick caption, for the nest's owner. NOT_FOUND when the caller cannot see its nest,
         /// PERMISSION_DENIED for a sitter.
         func removeTemplate(_ request: Hearth_Checkins_V1_RemoveTemplateRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_RemoveTemplateResponse
+
+        /// Internal: the nests the acting user owns (every one, not a page), for an erasure.
+        func listOwnedNests(_ request: Hearth_Checkins_V1_ListOwnedNestsRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_ListOwnedNestsResponse
+
+        /// Internal: erases everything checkins holds about the acting user: the nests they own with every
+        /// session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
+        /// with the check-ins and photos they posted there; the notifications and forwards queued for
+        /// them. Erasing a user with nothing left answers OK.
+        func eraseUser(_ request: Hearth_Checkins_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_EraseUserResponse
     }
 }
 
@@ -99,6 +108,8 @@ extension Hearth_Checkins_V1_Checkins.Handler {
             .unary(Hearth_Checkins_V1_Checkins.Method.listTemplates) { try await self.listTemplates($0, $1) },
             .unary(Hearth_Checkins_V1_Checkins.Method.addTemplate) { try await self.addTemplate($0, $1) },
             .unary(Hearth_Checkins_V1_Checkins.Method.removeTemplate) { try await self.removeTemplate($0, $1) },
+            .unary(Hearth_Checkins_V1_Checkins.Method.listOwnedNests) { try await self.listOwnedNests($0, $1) },
+            .unary(Hearth_Checkins_V1_Checkins.Method.eraseUser) { try await self.eraseUser($0, $1) },
         ]
     }
 }

@@ -95,5 +95,15 @@ extension Hearth_Routines_V1_Routines {
         {
             try await self.rpc.call(Method.getHistory, request, options: options)
         }
+
+        /// Internal: erases everything routines holds about the acting user: the routines of the nests
+        /// they own (owned_nest_ids) with their actions and every tick, their own ticks in any nest, and
+        /// the forwards queued for them. Erasing a user with nothing left answers OK. INVALID_ARGUMENT for
+        /// more than 1,000 nest ids or an empty one.
+        public func eraseUser(_ request: Hearth_Routines_V1_EraseUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Routines_V1_EraseUserResponse
+        {
+            try await self.rpc.call(Method.eraseUser, request, options: options)
+        }
     }
 }

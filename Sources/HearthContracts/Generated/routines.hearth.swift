@@ -212,6 +212,28 @@ public enum Hearth_Routines_V1_Routines {
             }
             """#
         )
+
+        /// Internal: erases everything routines holds about the acting user: the routines of the nests
+        /// they own (owned_nest_ids) with their actions and every tick, their own ticks in any nest, and
+        /// the forwards queued for them. Erasing a user with nothing left answers OK. INVALID_ARGUMENT for
+        /// more than 1,000 nest ids or an empty one.
+        public static let eraseUser = RPCMethodDescriptor<Hearth_Routines_V1_EraseUserRequest, Hearth_Routines_V1_EraseUserResponse>(
+            name: "hearth.routines.v1.Routines/EraseUser",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: erases everything routines holds about the acting user: the routines of the nests
+            they own (owned_nest_ids) with their actions and every tick, their own ticks in any nest, and
+            the forwards queued for them. Erasing a user with nothing left answers OK. INVALID_ARGUMENT for
+            more than 1,000 nest ids or an empty one.
+            """#,
+            requestShape: #"""
+            {
+              // The nests the user owns (checkins' ListOwnedNests, asked before checkins erases them): their
+              // routines go too. At most 1,000.
+              "ownedNestIds": [ string, ... ]
+            }
+            """#
+        )
     }
 
     /// The service and its methods, for tools.
@@ -221,6 +243,6 @@ public enum Hearth_Routines_V1_Routines {
         A nest's routines. OWNER edits; SITTER (a session active now) reads and ticks; anyone else
         gets NOT_FOUND. UNAVAILABLE when the checkins service cannot say who the caller is to the nest.
         """#,
-        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info]
+        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info, Method.eraseUser.info]
     )
 }

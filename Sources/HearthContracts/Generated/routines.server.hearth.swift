@@ -50,6 +50,12 @@ extension Hearth_Routines_V1_Routines {
         /// their current streak; access as for GetProgress. INVALID_ARGUMENT when to_date is before
         /// from_date or the range holds more than 366 dates.
         func getHistory(_ request: Hearth_Routines_V1_GetHistoryRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_GetHistoryResponse
+
+        /// Internal: erases everything routines holds about the acting user: the routines of the nests
+        /// they own (owned_nest_ids) with their actions and every tick, their own ticks in any nest, and
+        /// the forwards queued for them. Erasing a user with nothing left answers OK. INVALID_ARGUMENT for
+        /// more than 1,000 nest ids or an empty one.
+        func eraseUser(_ request: Hearth_Routines_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_EraseUserResponse
     }
 }
 
@@ -68,6 +74,7 @@ extension Hearth_Routines_V1_Routines.Handler {
             .unary(Hearth_Routines_V1_Routines.Method.setActionDone) { try await self.setActionDone($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.getProgress) { try await self.getProgress($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.getHistory) { try await self.getHistory($0, $1) },
+            .unary(Hearth_Routines_V1_Routines.Method.eraseUser) { try await self.eraseUser($0, $1) },
         ]
     }
 }

@@ -160,5 +160,16 @@ extension Hearth_Safety_V1_Safety {
         {
             try await self.rpc.call(Method.reloadDataKeys, request, options: options)
         }
+
+        /// Internal: erases everything safety holds about the acting user: profile, contacts, check-ins,
+        /// every message (pending ones are not sent), the links sent to their contacts and the day's
+        /// invitation count. Kept: what each contact address answered this user (a decline or opt-out, and
+        /// how many invitations it got), under a keyed hash of the address, so that erasing and signing up
+        /// again does not mail a contact who said no. Erasing a user with nothing left answers OK.
+        public func eraseUser(_ request: Hearth_Safety_V1_EraseUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_EraseUserResponse
+        {
+            try await self.rpc.call(Method.eraseUser, request, options: options)
+        }
     }
 }

@@ -302,12 +302,30 @@ public enum Hearth_Safety_V1_Safety {
             """#,
             requestShape: "{}"
         )
+
+        /// Internal: erases everything safety holds about the acting user: profile, contacts, check-ins,
+        /// every message (pending ones are not sent), the links sent to their contacts and the day's
+        /// invitation count. Kept: what each contact address answered this user (a decline or opt-out, and
+        /// how many invitations it got), under a keyed hash of the address, so that erasing and signing up
+        /// again does not mail a contact who said no. Erasing a user with nothing left answers OK.
+        public static let eraseUser = RPCMethodDescriptor<Hearth_Safety_V1_EraseUserRequest, Hearth_Safety_V1_EraseUserResponse>(
+            name: "hearth.safety.v1.Safety/EraseUser",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: erases everything safety holds about the acting user: profile, contacts, check-ins,
+            every message (pending ones are not sent), the links sent to their contacts and the day's
+            invitation count. Kept: what each contact address answered this user (a decline or opt-out, and
+            how many invitations it got), under a keyed hash of the address, so that erasing and signing up
+            again does not mail a contact who said no. Erasing a user with nothing left answers OK.
+            """#,
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "The acting user's check-in switch: profile, emergency contacts, check-ins and deadline.",
-        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info, Method.reloadDataKeys.info]
+        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info, Method.reloadDataKeys.info, Method.eraseUser.info]
     )
 }

@@ -87,6 +87,13 @@ extension Hearth_Safety_V1_Safety {
         /// go on. FAILED_PRECONDITION, changing nothing, for a file without a key some value is still
         /// sealed with, or with another index key, and for a service started without a key file.
         func reloadDataKeys(_ request: Hearth_Safety_V1_ReloadDataKeysRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ReloadDataKeysResponse
+
+        /// Internal: erases everything safety holds about the acting user: profile, contacts, check-ins,
+        /// every message (pending ones are not sent), the links sent to their contacts and the day's
+        /// invitation count. Kept: what each contact address answered this user (a decline or opt-out, and
+        /// how many invitations it got), under a keyed hash of the address, so that erasing and signing up
+        /// again does not mail a contact who said no. Erasing a user with nothing left answers OK.
+        func eraseUser(_ request: Hearth_Safety_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_EraseUserResponse
     }
 }
 
@@ -112,6 +119,7 @@ extension Hearth_Safety_V1_Safety.Handler {
             .unary(Hearth_Safety_V1_Safety.Method.getContactLink) { try await self.getContactLink($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.answerContactLink) { try await self.answerContactLink($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.reloadDataKeys) { try await self.reloadDataKeys($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.eraseUser) { try await self.eraseUser($0, $1) },
         ]
     }
 }

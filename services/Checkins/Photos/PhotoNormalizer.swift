@@ -40,10 +40,16 @@ enum PhotoNormalizer {
     static let thumbnailEdge = 320
     static let maxStoredBytes = 1_000_000
 
-    /// Decodes since the process started: one or two for each image kept (the photo and its
-    /// thumbnail), never one for each encoding tried.
-    static var decodes: Int { Self.decodeCount.load(ordering: .relaxed) }
-    private static let decodeCount = Atomic<Int>(0)
+    /// Counts the decodes of the normalizations run on this task while it is set: one or two
+    /// for each image kept (the photo and its thumbnail), never one for each encoding tried. A
+    /// count of this task's own, so that other uploads under way meanwhile do not add to it.
+    @TaskLocal static var decodeCount: DecodeCount?
+
+    final class DecodeCount: Sendable {
+        private let count = Atomic<Int>(0)
+        var value: Int { self.count.load(ordering: .relaxed) }
+        func add() { self.count.add(1, ordering: .relaxed) }
+    }
 
     /// The upload as stored, all its work done whatever happens meanwhile.
     static func normalize(_ upload: Data) throws(FieldViolation) -> NormalizedPhoto {
@@ -137,7 +143,7 @@ enum PhotoNormalizer {
         if first.data.count <= Self.maxStoredBytes { return first }
         guard !shouldStop() else { throw .stopped }
         var decoded: UnsafeMutableRawPointer?
-        Self.decodeCount.add(1, ordering: .relaxed)
+        Self.decodeCount?.add()
         let status = upload.bytes.withUnsafeBytes {
             hearth_image_decode($0.baseAddress, $0.count, upload.code, Int32(edge), upload.toSRGB, &decoded)
         }
@@ -165,7 +171,7 @@ enum PhotoNormalizer {
         var length = 0
         var width: Int32 = 0
         var height: Int32 = 0
-        Self.decodeCount.add(1, ordering: .relaxed)
+        Self.decodeCount?.add()
         let status = upload.bytes.withUnsafeBytes {
             hearth_image_normalize(
                 $0.baseAddress,

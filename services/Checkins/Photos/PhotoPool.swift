@@ -52,8 +52,15 @@ final class PhotoPool: Sendable {
     ///   INVALID_ARGUMENT for an upload that is not a photo it can keep, CANCELLED when the call
     ///   was cancelled or ran out of time first.
     func normalize(_ upload: Data) async throws -> NormalizedPhoto {
-        try await self.run { shouldStop throws(PhotoNormalizer.NormalizeFailure) in
-            try PhotoNormalizer.normalize(upload, stoppingWhen: shouldStop)
+        // The caller's decode count, if it keeps one (tests), follows the work to the thread.
+        let count = PhotoNormalizer.decodeCount
+        return try await self.run { shouldStop throws(PhotoNormalizer.NormalizeFailure) in
+            let outcome = PhotoNormalizer.$decodeCount.withValue(count) {
+                Result { () throws(PhotoNormalizer.NormalizeFailure) in
+                    try PhotoNormalizer.normalize(upload, stoppingWhen: shouldStop)
+                }
+            }
+            return try outcome.get()
         }
     }
 

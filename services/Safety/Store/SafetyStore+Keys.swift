@@ -6,10 +6,17 @@ import HearthStore
 // runs (`hearth rotate-data-key`: a new key in the file, every value sealed again under it, the
 // old keys retired).
 extension SafetyStore {
+    /// One stored value sealed under a key: what shows whether a ring holds that very key.
+    struct SealedSample: Sendable {
+        var field: SealedField
+        var row: String
+        var value: Data
+    }
+
     /// Refuses keys that are not the store's: an index key other than the one its address keys
-    /// were hashed with, or a ring without a key some value is sealed with. The first open
-    /// records the index key's check; one after a migration that sealed values stored in clear
-    /// rebuilds the file, so that no copy of them is left (``Store/scrub()``).
+    /// were hashed with, or a ring without (or with another) key some value is sealed with. The
+    /// first open records the index key's check; one after the migration that sealed values
+    /// stored in clear rebuilds the file, so that no copy of them is left (``Store/scrub()``).
     func checkKeys() throws {
         let check = self.keys.keyedHash(SealingMigration.indexCheckText)
         let scrub = try self.db.write { db -> Bool in
@@ -20,13 +27,10 @@ extension SafetyStore {
                 )
                 return false
             }
-            guard (row["index_check"] as String) == check else {
-                throw DataKeysDoNotMatch(missingKeys: [], indexKey: true)
-            }
+            guard (row["index_check"] as String) == check else { throw DataKeysDoNotMatch(indexKey: true) }
             return row["scrub_needed"] as Bool
         }
-        let missing = try self.keyIDsInUse().subtracting(self.keys.current.ids)
-        guard missing.isEmpty else { throw DataKeysDoNotMatch(missingKeys: missing.sorted(), indexKey: false) }
+        try self.base.read { db in try Self.check(self.keys, opens: try Self.sealedSamples(in: db)) }
         if scrub {
             try self.base.scrub()
             try self.db.write { db in try db.execute(sql: "UPDATE data_key SET scrub_needed = 0") }
@@ -35,60 +39,87 @@ extension SafetyStore {
         }
     }
 
-    /// The ids of the keys stored values are sealed with.
-    func keyIDsInUse() throws -> Set<UInt32> {
-        try self.base.read { db in
-            var ids = Set<UInt32>()
-            for field in SealedField.allCases {
-                // Only pending messages keep sealed values (an index covers them).
-                let pending = field.table == AlertRecord.databaseTableName ? "AND state = 'pending'" : ""
-                let prefixes = try Data.fetchAll(
-                    db,
-                    sql: """
-                        SELECT DISTINCT substr(\(field.column), 1, 5) FROM \(field.table)
-                        WHERE length(\(field.column)) > 0 \(pending)
-                        """
-                )
-                ids.formUnion(prefixes.compactMap(DataKeys.keyID(ofPrefix:)))
-            }
-            return ids
-        }
+    /// Whether `keys` open a value sealed under each key in use: the store's own keys, not merely
+    /// keys of the same ids.
+    /// - Throws: ``DataKeysDoNotMatch`` naming the keys missing and those that do not open.
+    static func check(_ keys: DataKeys, opens samples: [UInt32: SealedSample]) throws {
+        let ring = keys.current
+        let missing = samples.keys.filter { ring.key($0) == nil }.sorted()
+        let wrong = samples.filter { id, sample in
+            ring.key(id) != nil && (try? keys.open(sample.value, sample.field, row: sample.row)) == nil
+        }.keys.sorted()
+        guard missing.isEmpty, wrong.isEmpty else { throw DataKeysDoNotMatch(missingKeys: missing, wrongKeys: wrong) }
     }
 
-    /// Seals again, under the sealing key, every value sealed under another, `batch` rows a
-    /// transaction. Returns how many values.
+    /// A value sealed under each key in use, by key id.
+    static func sealedSamples(in db: Database) throws -> [UInt32: SealedSample] {
+        var samples: [UInt32: SealedSample] = [:]
+        for field in SealedField.allCases {
+            // Only pending messages keep sealed values (an index covers them).
+            let pending = field.table == AlertRecord.databaseTableName ? "AND state = 'pending'" : ""
+            // One row per key prefix (SQLite takes the other columns from one row of each group).
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT substr(\(field.column), 1, 5) AS prefix, \(field.keyColumn) AS row, \(field.column) AS value
+                    FROM \(field.table) WHERE length(\(field.column)) > 0 \(pending)
+                    GROUP BY substr(\(field.column), 1, 5)
+                    """
+            )
+            for row in rows {
+                guard let id = DataKeys.keyID(ofPrefix: row["prefix"]) else {
+                    throw SealedValueUnreadable.malformed(context: field.context(row: row["row"]))
+                }
+                samples[id] = samples[id] ?? SealedSample(field: field, row: row["row"], value: row["value"])
+            }
+        }
+        return samples
+    }
+
+    /// Seals again, under the sealing key, every value sealed under another, walking each table
+    /// by its key `batch` rows a transaction (calls go on between). Returns how many values.
     func resealAll(batch: Int = 500) async throws -> Int {
         var total = 0
         for field in SealedField.allCases {
+            var after = ""
             while true {
-                let count = try await self.base.write { db in
-                    try self.reseal(field, limit: batch, in: db)
+                let from = after
+                let (count, last) = try await self.base.write { db in
+                    try self.reseal(field, after: from, limit: batch, in: db)
                 }
                 total += count
-                if count < batch { break }
+                guard let last else { break }
+                after = last
             }
         }
         return total
     }
 
-    private func reseal(_ field: SealedField, limit: Int, in db: Database) throws -> Int {
+    /// Reseals what needs it among the `limit` rows after `after` (by key); answers how many
+    /// values, and the last key read (nil at the table's end).
+    private func reseal(_ field: SealedField, after: String, limit: Int, in db: Database) throws -> (Int, String?) {
         let rows = try Row.fetchAll(
             db,
             sql: """
                 SELECT \(field.keyColumn) AS row, \(field.column) AS value FROM \(field.table)
-                WHERE length(\(field.column)) > 0 AND substr(\(field.column), 1, 5) <> ? LIMIT ?
+                WHERE \(field.keyColumn) > ? ORDER BY \(field.keyColumn) LIMIT ?
                 """,
-            arguments: [self.keys.sealingPrefix, limit]
+            arguments: [after, limit]
         )
+        let prefix = self.keys.sealingPrefix
+        var count = 0
         for row in rows {
+            let value: Data = row["value"]
+            guard !value.isEmpty, value.prefix(prefix.count) != prefix else { continue }
             let id: String = row["row"]
-            let clear = try self.keys.open(row["value"], field, row: id)
+            let clear = try self.keys.open(value, field, row: id)
             try db.execute(
                 sql: "UPDATE \(field.table) SET \(field.column) = ? WHERE \(field.keyColumn) = ?",
                 arguments: [self.keys.seal(clear, field, row: id), id]
             )
+            count += 1
         }
-        return rows.count
+        return (count, rows.count < limit ? nil : rows.last?["row"])
     }
 }
 
@@ -96,17 +127,30 @@ extension SafetyStore {
 /// other than they were hashed.
 public struct DataKeysDoNotMatch: Error, CustomStringConvertible {
     /// Keys values are sealed with that the file lacks.
-    public var missingKeys: [UInt32]
+    public var missingKeys: [UInt32] = []
+    /// Keys the file has under an id in use, but not the ones the values were sealed with.
+    public var wrongKeys: [UInt32] = []
     /// The file's index key is not the one the store's address keys were made with.
-    public var indexKey: Bool
+    public var indexKey = false
 
     public var description: String {
+        let fix = ": give the service the key file it was started with"
         if self.indexKey {
-            return "the data key file's index key is not the one this safety store was sealed with: "
-                + "give the service the key file it was started with"
+            return "the data key file's index key is not the one this safety store was sealed with" + fix
         }
-        return "values in this safety store are sealed under data key "
-            + self.missingKeys.map(String.init).joined(separator: ", ")
-            + ", which the data key file does not hold: give the service the key file it was started with"
+        var problems: [String] = []
+        if !self.missingKeys.isEmpty {
+            problems.append(
+                "values are sealed under data key \(self.missingKeys.map(String.init).joined(separator: ", ")), "
+                    + "which the data key file does not hold"
+            )
+        }
+        if !self.wrongKeys.isEmpty {
+            problems.append(
+                "the data key file's key \(self.wrongKeys.map(String.init).joined(separator: ", ")) "
+                    + "does not open the values sealed under that id"
+            )
+        }
+        return "in this safety store, " + problems.joined(separator: "; ") + fix
     }
 }

@@ -1,10 +1,13 @@
 import Foundation
 import GRDB
+import HearthCore
 import HearthStore
 
 /// The v7 migration's work on rows stored before sealing: every name and address sealed,
 /// every address key made a keyed hash, every message no longer pending emptied of its address
-/// and words. Row by row, in the migration's transaction.
+/// and words, every kept error's addresses masked. Row by row, in the migration's transaction.
+/// The store is then rebuilt once, whatever rows there were: a file that holds none now may
+/// still hold deleted ones in its free pages or its WAL (before v7, deletes left their bytes).
 struct SealingMigration {
     let keys: DataKeys
 
@@ -12,19 +15,18 @@ struct SealingMigration {
     static let indexCheckText = "hearth safety index key"
 
     func run(in db: Database) throws {
-        var changed = 0
-        changed += try self.sealProfiles(in: db)
-        changed += try self.sealContacts(in: db)
-        changed += try self.hashAddressKeys(table: "contact_address", in: db)
-        changed += try self.hashAddressKeys(table: "contact_token", in: db)
-        changed += try self.sealAlerts(in: db)
+        try self.sealProfiles(in: db)
+        try self.sealContacts(in: db)
+        try self.hashAddressKeys(table: "contact_address", in: db)
+        try self.hashAddressKeys(table: "contact_token", in: db)
+        try self.sealAlerts(in: db)
         try db.execute(
-            sql: "INSERT INTO data_key (id, index_check, scrub_needed) VALUES (1, ?, ?)",
-            arguments: [self.keys.keyedHash(Self.indexCheckText), changed > 0]
+            sql: "INSERT INTO data_key (id, index_check, scrub_needed) VALUES (1, ?, 1)",
+            arguments: [self.keys.keyedHash(Self.indexCheckText)]
         )
     }
 
-    private func sealProfiles(in db: Database) throws -> Int {
+    private func sealProfiles(in db: Database) throws {
         let rows = try Row.fetchAll(db, sql: "SELECT user_id, name, email FROM profile")
         for row in rows {
             let user: String = row["user_id"]
@@ -36,10 +38,9 @@ struct SealingMigration {
                 ]
             )
         }
-        return rows.count
     }
 
-    private func sealContacts(in db: Database) throws -> Int {
+    private func sealContacts(in db: Database) throws {
         let rows = try Row.fetchAll(db, sql: "SELECT id, email, name, email_key FROM contact")
         for row in rows {
             let id: String = row["id"]
@@ -53,11 +54,10 @@ struct SealingMigration {
                 ]
             )
         }
-        return rows.count
     }
 
     /// `table`'s `address_key` (an address, lowercased) made its keyed hash.
-    private func hashAddressKeys(table: String, in db: Database) throws -> Int {
+    private func hashAddressKeys(table: String, in db: Database) throws {
         let keys = try String.fetchAll(db, sql: "SELECT DISTINCT address_key FROM \(table)")
         for key in keys {
             try db.execute(
@@ -65,15 +65,22 @@ struct SealingMigration {
                 arguments: [self.keys.keyedHash(key), key]
             )
         }
-        return keys.count
     }
 
-    private func sealAlerts(in db: Database) throws -> Int {
-        let rows = try Row.fetchAll(db, sql: "SELECT id, channel, contact_id, address, subject, body, state FROM alert")
+    private func sealAlerts(in db: Database) throws {
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT id, channel, contact_id, address, subject, body, state, last_error FROM alert"
+        )
         for row in rows {
             let id: String = row["id"]
             let address: String = row["address"]
             // An email to a contact keeps its address's hash: an all-clear finds the contact by it.
+            // An SMTP server's reply kept before addresses were masked may name the recipient.
+            try db.execute(
+                sql: "UPDATE alert SET last_error = ? WHERE id = ?",
+                arguments: [(row["last_error"] as String).maskingEmailAddresses, id]
+            )
             let addressKey =
                 (row["channel"] as String) == AlertRecord.Channel.email.rawValue
                     && !(row["contact_id"] as String).isEmpty
@@ -94,6 +101,5 @@ struct SealingMigration {
                 )
             }
         }
-        return rows.count
     }
 }

@@ -253,6 +253,7 @@ enum TaskMigrations {
             )
         }
         ActivityMigrations.registerRepeatReasons(in: &migrator)
+        TaskStore.registerErasureMigration(in: &migrator)
         return migrator
     }
 }

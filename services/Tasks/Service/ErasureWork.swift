@@ -1,0 +1,91 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthRPC
+import HearthScheduler
+import HearthStore
+import Logging
+import SwiftProtobuf
+
+/// The services an erasure calls, and the credential it calls them with.
+struct ErasurePeers: Sendable {
+    var checkins: Hearth_Checkins_V1_Checkins.Client
+    var routines: Hearth_Routines_V1_Routines.Client
+    var safety: Hearth_Safety_V1_Safety.Client
+    var credential: String
+
+    func options(for user: String) -> CallOptions {
+        CallOptions(
+            timeout: .seconds(30),
+            metadata: [TrustedMetadata.credential: self.credential, TrustedMetadata.user: user]
+        )
+    }
+}
+
+/// Makes the calls of the erasures' due parts (``ErasurePlan``) and records each outcome:
+/// done, or tried again later, for as long as it takes. Every part is idempotent in its
+/// service, so a call whose answer was lost is simply made again.
+struct ErasureWork: DueWork {
+    let store: TaskStore
+    let peers: ErasurePeers
+    let logger: Logger
+    var clock: any WallClock { self.store.base.clock }
+    static let batch = 20
+
+    func nextDueTime() async throws -> Date? {
+        try self.store.nextErasureTime()
+    }
+
+    func runDue(now: Date) async throws {
+        try Task.checkCancellation()
+        let due = try self.store.dueErasureSteps(at: now, limit: Self.batch)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for step in due {
+                group.addTask { try await self.make(step) }
+            }
+            try await group.waitForAll()
+        }
+        _ = try await self.store.pruneErasures(now: now)
+    }
+
+    private func make(_ step: ErasureStep) async throws {
+        let failure: String?
+        do {
+            try await self.erase(step.service, of: step.user)
+            failure = nil
+            self.logger.info("erasure part done", metadata: ["user": "\(step.user)", "service": "\(step.service)"])
+        } catch {
+            // Shutting down: the part stays due as it was, and is made at the next start.
+            if Task.isCancelled { return }
+            let answer = RPCError(answering: error)
+            failure = "\(answer)"
+            self.logger.log(
+                level: RetryLog.level(afterAttempts: step.attempts),
+                "erasure part failed; will retry",
+                metadata: [
+                    "user": "\(step.user)", "service": "\(step.service)", "attempts": "\(step.attempts + 1)",
+                    "error": "\(answer)",
+                ]
+            )
+        }
+        try await self.store.recordErasure(step.service, of: step.user, failure: failure)
+    }
+
+    private func erase(_ service: ErasedService, of user: String) async throws {
+        let options = self.peers.options(for: user)
+        switch service {
+        case .routines:
+            // The routines of the nests the user owns go with them: asked of checkins first,
+            // which erases those nests only once this part is done.
+            let owned = try await self.peers.checkins.listOwnedNests(.init(), options: options)
+            _ = try await self.peers.routines.eraseUser(.with { $0.ownedNestIds = owned.nestIds }, options: options)
+        case .checkins:
+            _ = try await self.peers.checkins.eraseUser(.init(), options: options)
+        case .safety:
+            _ = try await self.peers.safety.eraseUser(.init(), options: options)
+        case .tasks:
+            // Done in the request's own transaction.
+            break
+        }
+    }
+}
