@@ -26,7 +26,6 @@ struct AccountErasureTests {
     struct Services {
         let checkins: CheckinsService
         let tasks: TasksService
-        let account: AccountService
         let safety: SafetyService
         let clock: ManualClock
         let folder: URL
@@ -39,20 +38,21 @@ struct AccountErasureTests {
             self.clock = ManualClock(now)
             self.checkins = try CheckinsService(location: file("checkins"))
             self.tasks = try TasksService(location: file("tasks"), clock: self.clock, logger: logger)
-            self.account = AccountService(sharingStoreOf: self.tasks)
             self.safety = try AuthorizationMatrixTests.safety(location: file("safety"), logger: logger)
             self.folder = folder
             self.logger = logger
         }
 
-        /// The erasures' worker, asking `checkins`, `routines` and `safety` for their parts.
-        func eraser(checkins: RPCClient, routines: RPCClient, safety: RPCClient) -> DueTimeScheduler {
-            self.account.eraser(
-                checkins: checkins,
-                routines: routines,
-                safety: safety,
-                credential: AccountErasureTests.secret,
-                logger: self.logger
+        /// The account service, asking `checkins`, `routines` and `safety` for their parts.
+        func account(checkins: RPCClient, routines: RPCClient, safety: RPCClient) -> AccountService {
+            AccountService(
+                sharingStoreOf: self.tasks,
+                peers: AccountPeers(
+                    checkins: checkins,
+                    routines: routines,
+                    safety: safety,
+                    credential: AccountErasureTests.secret
+                )
             )
         }
 
@@ -94,69 +94,107 @@ struct AccountErasureTests {
         return last
     }
 
+    /// The account service on a server of its own, calling the others through `checkins`,
+    /// `routines` and `safety` as the tasks process calls its peers, its erasure worker running,
+    /// for the duration of `body`; the worker is stopped and awaited after.
+    static func withAccount<T>(
+        _ services: Services,
+        checkins: RPCClient,
+        routines: RPCClient,
+        safety: RPCClient,
+        _ body: (Hearth_Account_V1_Account.Client) async throws -> T
+    ) async throws -> T {
+        let account = services.account(checkins: checkins, routines: routines, safety: safety)
+        let eraser = account.eraser(logger: services.logger)
+        let running = Task { try await eraser.run() }
+        let result: Result<T, any Error>
+        do {
+            result = .success(
+                try await withServer(
+                    configuration: ServerConfiguration(internalCredential: Self.secret),
+                    services: [account]
+                ) { _, port in
+                    try await withClient(port: port) { client in try await body(.init(client)) }
+                }
+            )
+        } catch {
+            result = .failure(error)
+        }
+        running.cancel()
+        _ = await running.result
+        return try result.get()
+    }
+
+    /// Every service but the account on one server (routines asking checkins on another), its
+    /// client given to `body`; safety left out when `withSafety` is false.
+    static func withServices<T>(
+        _ services: Services,
+        withSafety: Bool = true,
+        _ body: (RPCClient) async throws -> T
+    ) async throws -> T {
+        let configuration = ServerConfiguration(internalCredential: Self.secret)
+        return try await withServer(configuration: configuration, services: [services.checkins]) { _, checkinsPort in
+            try await withClient(port: checkinsPort) { rolesClient in
+                let routines = try services.routines(roles: rolesClient)
+                let all: [any RPCService] =
+                    [
+                        services.checkins, services.tasks, ActivitiesService(sharingStoreOf: services.tasks), routines,
+                    ] + (withSafety ? [services.safety] : [])
+                return try await withServer(configuration: configuration, services: all) { _, port in
+                    try await withClient(port: port, body)
+                }
+            }
+        }
+    }
+
     @Test("one call erases the owner's data in every service; the files keep none of it; others' data stays")
     func eraseEverywhere() async throws {
         try await withScratchFolder("hearth-erasure") { folder in
             let services = try Services(folder: folder, now: Date())
-            let configuration = ServerConfiguration(internalCredential: Self.secret)
-            try await withServer(configuration: configuration, services: [services.checkins]) { _, checkinsPort in
-                try await withClient(port: checkinsPort) { rolesClient in
-                    let routines = try services.routines(roles: rolesClient)
-                    let all: [any RPCService] = [
-                        services.checkins, services.tasks, ActivitiesService(sharingStoreOf: services.tasks),
-                        services.safety, routines, services.account,
-                    ]
-                    try await withServer(configuration: configuration, services: all) { _, port in
-                        try await withClient(port: port) { client in
-                            _ = try await AuthorizationMatrixTests.seed(client, now: services.clock.now())
-                            // Someone else's nest, untouched by olivia's erasure.
-                            let other = try await Hearth_Checkins_V1_Checkins.Client(client).createNest(
-                                .with { $0.name = "KAI-OWN home" },
-                                options: Self.options("kai")
-                            )
-                            // The control: it is there (in checkins, tasks and routines; safety seals it).
-                            #expect(try services.files(holding: Self.marker).count >= 3)
+            try await Self.withServices(services) { client in
+                _ = try await AuthorizationMatrixTests.seed(client, now: services.clock.now())
+                // Someone else's nest, untouched by olivia's erasure.
+                let checkins = Hearth_Checkins_V1_Checkins.Client(client)
+                let other = try await checkins.createNest(
+                    .with { $0.name = "KAI-OWN home" },
+                    options: Self.options("kai")
+                )
+                // The control: it is there (in checkins, tasks and routines; safety seals it).
+                #expect(try services.files(holding: Self.marker).count >= 3)
 
-                            let eraser = services.eraser(checkins: client, routines: client, safety: client)
-                            let running = Task { try await eraser.run() }
-                            let account = Hearth_Account_V1_Account.Client(client)
-                            let accepted = try await account.eraseAccount(.init(), options: Self.options("olivia"))
-                            #expect(accepted.services.map(\.service) == ["checkins", "tasks", "safety", "routines"])
-                            #expect(accepted.services.first { $0.service == "tasks" }?.state == .done)
-                            let erasure = try await Self.erased(account, clock: services.clock)
-                            running.cancel()
-                            _ = await running.result
-                            #expect(erasure.services.allSatisfy { $0.state == .done && $0.hasDoneAt })
+                try await Self.withAccount(services, checkins: client, routines: client, safety: client) { account in
+                    let accepted = try await account.eraseAccount(.init(), options: Self.options("olivia"))
+                    #expect(accepted.services.map(\.service) == ["checkins", "tasks", "safety", "routines"])
+                    #expect(accepted.services.first { $0.service == "tasks" }?.state == .done)
+                    let erasure = try await Self.erased(account, clock: services.clock)
+                    #expect(erasure.services.allSatisfy { $0.state == .done && $0.hasDoneAt })
 
-                            let checkins = Hearth_Checkins_V1_Checkins.Client(client)
-                            #expect(
-                                try await checkins.listMyNests(.init(), options: Self.options("olivia")).nests.isEmpty
-                            )
-                            #expect(try await checkins.listMyNests(.init(), options: Self.options("sam")).nests.isEmpty)
-                            #expect(
-                                try await checkins.listMyNests(.init(), options: Self.options("kai")).nests.map(\.id)
-                                    == [other.id]
-                            )
-                            #expect(
-                                try await Hearth_Tasks_V1_Tasks.Client(client).listTasks(
-                                    .init(),
-                                    options: Self.options("olivia")
-                                ).tasks.isEmpty
-                            )
-                            await #expect {
-                                _ = try await Hearth_Safety_V1_Safety.Client(client).getProfile(
-                                    .init(),
-                                    options: Self.options("olivia")
-                                )
-                            } throws: { ($0 as? RPCError)?.code == .notFound }
-                            #expect(try services.files(holding: Self.marker) == [], "no byte of it is left")
-                            #expect(try services.files(holding: "KAI-OWN home") != [])
+                    #expect(try await checkins.listMyNests(.init(), options: Self.options("olivia")).nests.isEmpty)
+                    #expect(try await checkins.listMyNests(.init(), options: Self.options("sam")).nests.isEmpty)
+                    #expect(
+                        try await checkins.listMyNests(.init(), options: Self.options("kai")).nests.map(\.id) == [
+                            other.id
+                        ]
+                    )
+                    #expect(
+                        try await Hearth_Tasks_V1_Tasks.Client(client).listTasks(
+                            .init(),
+                            options: Self.options("olivia")
+                        )
+                        .tasks.isEmpty
+                    )
+                    await #expect {
+                        _ = try await Hearth_Safety_V1_Safety.Client(client).getProfile(
+                            .init(),
+                            options: Self.options("olivia")
+                        )
+                    } throws: { ($0 as? RPCError)?.code == .notFound }
+                    #expect(try services.files(holding: Self.marker) == [], "no byte of it is left")
+                    #expect(try services.files(holding: "KAI-OWN home") != [])
 
-                            // Asked again once done: a new erasure (of what was written since).
-                            let again = try await account.eraseAccount(.init(), options: Self.options("olivia"))
-                            #expect(again.done == false && again.requestedAt != erasure.requestedAt)
-                        }
-                    }
+                    // Asked again once done: a new erasure (of what was written since).
+                    let again = try await account.eraseAccount(.init(), options: Self.options("olivia"))
+                    #expect(again.done == false && again.requestedAt != erasure.requestedAt)
                 }
             }
         }
@@ -169,53 +207,66 @@ struct AccountErasureTests {
             let configuration = ServerConfiguration(internalCredential: Self.secret)
             // Where safety will listen: a port taken, then freed while safety is "down".
             let safetyPort = try await withServer(configuration: configuration, services: []) { _, port in port }
-            try await withServer(configuration: configuration, services: [services.checkins]) { _, checkinsPort in
-                try await withClient(port: checkinsPort) { rolesClient in
-                    let routines = try services.routines(roles: rolesClient)
-                    let others: [any RPCService] = [services.checkins, services.tasks, routines, services.account]
-                    try await withServer(configuration: configuration, services: others) { _, port in
-                        try await withClient(port: port) { client in
-                            try await withClient(port: safetyPort) { safetyClient in
-                                _ = try await Hearth_Tasks_V1_Tasks.Client(client).listTasks(
-                                    .init(),
-                                    options: Self.options("olivia")
-                                )
-                                let eraser = services.eraser(checkins: client, routines: client, safety: safetyClient)
-                                let running = Task { try await eraser.run() }
-                                let account = Hearth_Account_V1_Account.Client(client)
-                                _ = try await account.eraseAccount(.init(), options: Self.options("olivia"))
-                                try await eventually("the others' parts are done, safety's failed a few times") {
-                                    services.clock.advance(by: 1)
-                                    let parts = try await account.getErasure(.init(), options: Self.options("olivia"))
-                                        .services
-                                    let safety = parts.first { $0.service == "safety" }
-                                    return (safety?.attempts ?? 0) >= 2 && safety?.state == .pending
-                                        && parts.filter { $0.state == .done }.count == 3
-                                }
-                                let waiting = try await account.getErasure(.init(), options: Self.options("olivia"))
-                                #expect(waiting.done == false)
-                                #expect(
-                                    waiting.services.filter { $0.state == .done }.map(\.service).sorted()
-                                        == ["checkins", "routines", "tasks"]
-                                )
-                                #expect(waiting.services.first { $0.service == "safety" }?.lastError.isEmpty == false)
-                                // Asked again meanwhile: the same erasure, unchanged.
-                                let same = try await account.eraseAccount(.init(), options: Self.options("olivia"))
-                                #expect(same.requestedAt == waiting.requestedAt)
+            try await Self.withServices(services, withSafety: false) { client in
+                try await withClient(port: safetyPort) { safetyClient in
+                    try await Self.withAccount(services, checkins: client, routines: client, safety: safetyClient) {
+                        account in
+                        _ = try await account.eraseAccount(.init(), options: Self.options("olivia"))
+                        try await eventually("the others' parts are done, safety's failed a few times") {
+                            services.clock.advance(by: 1)
+                            let parts = try await account.getErasure(.init(), options: Self.options("olivia")).services
+                            let safety = parts.first { $0.service == "safety" }
+                            return (safety?.attempts ?? 0) >= 2 && safety?.state == .pending
+                                && parts.filter { $0.state == .done }.count == 3
+                        }
+                        let waiting = try await account.getErasure(.init(), options: Self.options("olivia"))
+                        #expect(waiting.done == false)
+                        #expect(waiting.services.first { $0.service == "safety" }?.lastError.isEmpty == false)
+                        // Asked again meanwhile: the same erasure, unchanged.
+                        let same = try await account.eraseAccount(.init(), options: Self.options("olivia"))
+                        #expect(same.requestedAt == waiting.requestedAt)
+                        // An export meanwhile cannot be whole: refused, not half made.
+                        await #expect {
+                            _ = try await account.exportAccount(.init(), options: Self.options("olivia"))
+                        } throws: { ($0 as? RPCError)?.code == .unavailable }
 
-                                var safetyConfiguration = configuration
-                                safetyConfiguration.port = safetyPort
-                                try await withServer(configuration: safetyConfiguration, services: [services.safety]) {
-                                    _,
-                                    _ in
-                                    let erasure = try await Self.erased(account, clock: services.clock)
-                                    #expect(erasure.services.allSatisfy { $0.state == .done })
-                                }
-                                running.cancel()
-                                _ = await running.result
-                            }
+                        var safetyConfiguration = configuration
+                        safetyConfiguration.port = safetyPort
+                        try await withServer(configuration: safetyConfiguration, services: [services.safety]) { _, _ in
+                            let erasure = try await Self.erased(account, clock: services.clock)
+                            #expect(erasure.services.allSatisfy { $0.state == .done })
                         }
                     }
+                }
+            }
+        }
+    }
+
+    @Test("one call exports the owner's data from every service, as each service's messages, nothing of others'")
+    func exportEverything() async throws {
+        try await withScratchFolder("hearth-export") { folder in
+            let services = try Services(folder: folder, now: Date())
+            try await Self.withServices(services) { client in
+                let ids = try await AuthorizationMatrixTests.seed(client, now: services.clock.now())
+                _ = try await Hearth_Checkins_V1_Checkins.Client(client).createNest(
+                    .with { $0.name = "KAI-OWN home" },
+                    options: Self.options("kai")
+                )
+                try await Self.withAccount(services, checkins: client, routines: client, safety: client) { account in
+                    let export = try await account.exportAccount(.init(), options: Self.options("olivia"))
+                    #expect(export.checkins.nests.map(\.id) == [ids.nest])
+                    #expect(export.checkins.checkIns.map(\.id) == [ids.checkIn])
+                    #expect(export.checkins.templates.contains { $0.id == ids.template })
+                    #expect(export.tasks.tasks.map(\.id) == [ids.task])
+                    #expect(export.tasks.activities.map(\.id) == [ids.activity])
+                    #expect(export.tasks.offers.map(\.offerID) == [ids.offer])
+                    #expect(export.safety.profile.name == "\(Self.marker) Olivia")
+                    #expect(export.safety.contacts.map(\.id) == [ids.contact])
+                    #expect(export.routines.routines.map(\.id) == [ids.routine])
+                    // As JSON: protobuf's mapping, every service's part in it, kai's nest nowhere.
+                    let json = try export.jsonString()
+                    #expect(json.contains(Self.marker) && json.contains("\"routines\"") && json.contains("\"safety\""))
+                    #expect(!json.contains("KAI-OWN"))
                 }
             }
         }

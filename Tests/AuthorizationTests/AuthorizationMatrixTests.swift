@@ -130,7 +130,7 @@ struct AuthorizationMatrixTests {
                     try await withClient(port: port) { client in
                         let ids = try await Self.seed(client, now: now)
                         let methods = services.flatMap(\.methods)
-                        #expect(methods.count == 70)
+                        #expect(methods.count == 73)
 
                         func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
                             var metadata: [String: String] = [:]

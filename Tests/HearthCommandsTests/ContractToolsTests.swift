@@ -71,11 +71,11 @@ struct ContractToolsTests {
         let result = try await self.hearth("list", "hearth.safety.v1.Safety")
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 18)
+        #expect(lines.count == 19)
         #expect(lines.first == "hearth.safety.v1.Safety/UpsertProfile")
         #expect(lines.contains("hearth.safety.v1.Safety/ForwardActivity (services only)"))
         #expect(lines.contains("hearth.safety.v1.Safety/AnswerContactLink (services only)"))
-        #expect(lines.filter { $0.hasSuffix("(services only)") }.count == 5)
+        #expect(lines.filter { $0.hasSuffix("(services only)") }.count == 6)
         #expect(lines.contains("hearth.safety.v1.Safety/ReloadDataKeys (services only)"))
     }
 

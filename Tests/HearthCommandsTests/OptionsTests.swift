@@ -189,7 +189,7 @@ struct OptionsTests {
                 servicesOnly.insert("\(package).\(service)/\(name)")
             }
         }
-        #expect(servicesOnly.count == 9, "\(servicesOnly)")
+        #expect(servicesOnly.count == 12, "\(servicesOnly)")
         let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
         #expect(gateway.internalMethods == servicesOnly)
     }

@@ -13,14 +13,12 @@ import Testing
 /// queued calls), what stays (everyone else's), its limits, and that no byte of it is left.
 @Suite("Routines: erasure")
 struct ErasureTests {
-    /// Olivia's nest, where Sam sits.
-    static let oliviasNest = "nest-olivia"
-    /// Noah's nest, where Olivia sits.
-    static let noahsNest = "nest-noah"
+    static let oliviasNest = OwnedNestsFixture.oliviasNest
+    static let noahsNest = OwnedNestsFixture.noahsNest
 
     @Test("EraseUser deletes the user's nests' routines with everyone's ticks, and their ticks elsewhere; again, 0")
     func erasesOwnedAndOwn() async throws {
-        let fixture = try ErasureFixture()
+        let fixture = try OwnedNestsFixture()
         let bedtime = try await fixture.routine(
             "Bedtime",
             in: Self.oliviasNest,
@@ -66,8 +64,8 @@ struct ErasureTests {
 
     @Test("owned_nest_ids: 1,000 are accepted and 1,001 refused; an empty id is refused; each naming the field")
     func nestIDBoundaries() async throws {
-        #expect(RoutineRules.maxErasedNests == 1_000)
-        let fixture = try ErasureFixture()
+        #expect(RoutineRules.maxOwnedNests == 1_000)
+        let fixture = try OwnedNestsFixture()
         let routine = try await fixture.routine("Bedtime", in: Self.oliviasNest, actions: ["Teeth"], as: "olivia")
         // Olivia's nest is the last of the 1,000: every id is acted on.
         let thousand = (1..<1_000).map { "nest-\($0)" } + [Self.oliviasNest]
@@ -91,7 +89,7 @@ struct ErasureTests {
     @Test("an erased routine's title and action are in no byte of the store file or its WAL")
     func noBytesLinger() async throws {
         let file = try TemporaryStoreFile()
-        let fixture = try ErasureFixture(location: file.location)
+        let fixture = try OwnedNestsFixture(location: file.location)
         let title = "Feed Quillon the axolotl"
         let action = "Thaw two bloodworm cubes for Quillon"
         let routine = try await fixture.routine(title, in: Self.oliviasNest, actions: [action, "Top up"], as: "olivia")
@@ -111,90 +109,5 @@ struct ErasureTests {
     static func texts(_ texts: [String], foundIn file: TemporaryStoreFile) -> [String] {
         let files = [file.path, file.path + "-wal"].map { FileManager.default.contents(atPath: $0) ?? Data() }
         return texts.filter { text in files.contains { $0.range(of: Data(text.utf8)) != nil } }
-    }
-}
-
-/// Roles as the test sets them, with no checkins server: Olivia owns her nest, where Sam sits;
-/// Noah owns his, where Olivia sits. EraseUser itself asks for none.
-private struct FixedRoles: NestRoleSource {
-    let roles: [String: [String: Hearth_Checkins_V1_NestRole]] = [
-        ErasureTests.oliviasNest: ["olivia": .owner, "sam": .sitter],
-        ErasureTests.noahsNest: ["noah": .owner, "olivia": .sitter],
-    ]
-
-    func role(nestID: String, userID: String) async throws -> Hearth_Checkins_V1_NestRole {
-        self.roles[nestID]?[userID] ?? Hearth_Checkins_V1_NestRole.none
-    }
-}
-
-/// Routines over a store at `location`, on a clock that moves only when the test moves it.
-private struct ErasureFixture {
-    /// 2026-03-10 12:00 UTC: 20:00 in Taipei.
-    static let start = Date(timeIntervalSince1970: 1_773_144_000)
-    static let zone = "Asia/Taipei"
-
-    let clock: ManualClock
-    let service: RoutinesService
-
-    init(location: StoreLocation = .inMemory) throws {
-        self.clock = ManualClock(Self.start)
-        self.service = try RoutinesService(location: location, roles: FixedRoles(), clock: self.clock)
-    }
-
-    func routine(_ title: String, in nest: String, actions: [String], as owner: String) async throws
-        -> Hearth_Routines_V1_Routine
-    {
-        var request = Hearth_Routines_V1_CreateRoutineRequest()
-        request.nestID = nest
-        request.title = title
-        request.actions = actions
-        return try await self.service.createRoutine(request, callContext(owner))
-    }
-
-    func get(_ routine: Hearth_Routines_V1_Routine, as user: String) async throws -> Hearth_Routines_V1_Routine {
-        var request = Hearth_Routines_V1_GetRoutineRequest()
-        request.routineID = routine.id
-        return try await self.service.getRoutine(request, callContext(user))
-    }
-
-    func tick(_ routine: Hearth_Routines_V1_Routine, _ action: Int, as user: String) async throws {
-        var request = Hearth_Routines_V1_SetActionDoneRequest()
-        request.routineID = routine.id
-        request.actionID = routine.actions[action].id
-        request.done = true
-        request.timeZone = Self.zone
-        _ = try await self.service.setActionDone(request, callContext(user))
-    }
-
-    /// The caller's own progress today.
-    func progress(_ routine: Hearth_Routines_V1_Routine, as user: String) async throws -> Hearth_Routines_V1_Progress {
-        var request = Hearth_Routines_V1_GetProgressRequest()
-        request.routineID = routine.id
-        request.timeZone = Self.zone
-        return try await self.service.getProgress(request, callContext(user))
-    }
-
-    /// Erases `user`, naming `nests` as theirs; answers how many rows went.
-    func erase(_ user: String, owning nests: [String]) async throws -> UInt64 {
-        var request = Hearth_Routines_V1_EraseUserRequest()
-        request.ownedNestIds = nests
-        return try await self.service.eraseUser(request, callContext(user)).deleted
-    }
-
-    /// How many actions (removed ones too) the store keeps of a routine, and how many ticks of
-    /// `user`'s today: read from the store, which still answers for a routine that is gone.
-    func stored(_ routine: Hearth_Routines_V1_Routine, ticksOf user: String) async throws -> (
-        actions: Int, ticks: Int
-    ) {
-        let zone = try #require(TimeZone(identifier: Self.zone))
-        let today = LocalDate(self.clock.now(), in: zone)
-        let (actions, ticks) = try await self.service.store.days(
-            routineID: routine.id,
-            user: user,
-            from: today,
-            to: today,
-            in: zone
-        )
-        return (actions.count, ticks.count)
     }
 }

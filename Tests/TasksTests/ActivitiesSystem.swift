@@ -148,3 +148,28 @@ struct Activities {
         )
     }
 }
+
+extension TasksSystem {
+    /// What a user of every part of tasks leaves: `created`'s next prompt answered, a check-in
+    /// recorded to it, offer preferences set, an activity (`activity`) with a location rule.
+    /// Answers the activities of `user` and the activity's id.
+    func useEveryPart(
+        _ user: String,
+        _ created: Hearth_Tasks_V1_CreateTaskResponse,
+        activity: String = "Gym workout"
+    ) async throws -> (Activities, String) {
+        _ = try await self.respond(created.nextPrompt.id, user: user)
+        _ = try await self.service.recordCheckIn(
+            .with {
+                $0.taskID = created.task.id
+                $0.responseText = "Talked to the bank"
+            },
+            callContext(user)
+        )
+        let activities = Activities(system: self, user: user)
+        try await activities.preferences()
+        let gym = try await activities.create(activity)
+        try await activities.rule(gym)
+        return (activities, gym)
+    }
+}

@@ -57,18 +57,7 @@ struct ErasureStoreTests {
             try await system.advance(to: at("2026-06-01T13:30:00Z"))
             var gyms: [String: String] = [:]
             for (user, created) in [("mei", mei), ("kai", kai)] {
-                _ = try await system.respond(created.nextPrompt.id, user: user)
-                _ = try await system.service.recordCheckIn(
-                    .with {
-                        $0.taskID = created.task.id
-                        $0.responseText = "Talked to the bank"
-                    },
-                    callContext(user)
-                )
-                let activities = Activities(system: system, user: user)
-                try await activities.preferences()
-                let gym = try await activities.create()
-                try await activities.rule(gym)
+                let (activities, gym) = try await system.useEveryPart(user, created)
                 #expect(try await activities.reason(gym, event: "e-1") == nil, "the event made an offer")
                 #expect(try await activities.reason(gym, event: "e-1") == .duplicateEvent, "a repeat, recorded")
                 gyms[user] = gym

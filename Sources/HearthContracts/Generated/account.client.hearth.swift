@@ -32,5 +32,13 @@ extension Hearth_Account_V1_Account {
         {
             try await self.rpc.call(Method.getErasure, request, options: options)
         }
+
+        /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
+        /// service cannot answer now (nothing is half exported: ask again).
+        public func exportAccount(_ request: Hearth_Account_V1_ExportAccountRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Account_V1_AccountExport
+        {
+            try await self.rpc.call(Method.exportAccount, request, options: options)
+        }
     }
 }

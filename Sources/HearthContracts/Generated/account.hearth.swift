@@ -40,12 +40,24 @@ public enum Hearth_Account_V1_Account {
             documentation: "Where the acting user's erasure stands. NOT_FOUND when they never asked for one.",
             requestShape: "{}"
         )
+
+        /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
+        /// service cannot answer now (nothing is half exported: ask again).
+        public static let exportAccount = RPCMethodDescriptor<Hearth_Account_V1_ExportAccountRequest, Hearth_Account_V1_AccountExport>(
+            name: "hearth.account.v1.Account/ExportAccount",
+            servicesOnly: false,
+            documentation: #"""
+            Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
+            service cannot answer now (nothing is half exported: ask again).
+            """#,
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "A user's whole account.",
-        methods: [Method.eraseAccount.info, Method.getErasure.info]
+        methods: [Method.eraseAccount.info, Method.getErasure.info, Method.exportAccount.info]
     )
 }

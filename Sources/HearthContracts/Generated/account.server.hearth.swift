@@ -19,6 +19,10 @@ extension Hearth_Account_V1_Account {
 
         /// Where the acting user's erasure stands. NOT_FOUND when they never asked for one.
         func getErasure(_ request: Hearth_Account_V1_GetErasureRequest, _ context: RPCContext) async throws -> Hearth_Account_V1_Erasure
+
+        /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
+        /// service cannot answer now (nothing is half exported: ask again).
+        func exportAccount(_ request: Hearth_Account_V1_ExportAccountRequest, _ context: RPCContext) async throws -> Hearth_Account_V1_AccountExport
     }
 }
 
@@ -29,6 +33,7 @@ extension Hearth_Account_V1_Account.Handler {
         [
             .unary(Hearth_Account_V1_Account.Method.eraseAccount) { try await self.eraseAccount($0, $1) },
             .unary(Hearth_Account_V1_Account.Method.getErasure) { try await self.getErasure($0, $1) },
+            .unary(Hearth_Account_V1_Account.Method.exportAccount) { try await self.exportAccount($0, $1) },
         ]
     }
 }

@@ -161,5 +161,12 @@ extension Hearth_Checkins_V1_Checkins {
         {
             try await self.rpc.call(Method.eraseUser, request, options: options)
         }
+
+        /// Internal: everything checkins holds about the acting user, for an export of their account.
+        public func exportUser(_ request: Hearth_Checkins_V1_ExportUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Checkins_V1_UserExport
+        {
+            try await self.rpc.call(Method.exportUser, request, options: options)
+        }
     }
 }

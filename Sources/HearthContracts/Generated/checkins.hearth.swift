@@ -322,12 +322,20 @@ public enum Hearth_Checkins_V1_Checkins {
             """#,
             requestShape: "{}"
         )
+
+        /// Internal: everything checkins holds about the acting user, for an export of their account.
+        public static let exportUser = RPCMethodDescriptor<Hearth_Checkins_V1_ExportUserRequest, Hearth_Checkins_V1_UserExport>(
+            name: "hearth.checkins.v1.Checkins/ExportUser",
+            servicesOnly: true,
+            documentation: "Internal: everything checkins holds about the acting user, for an export of their account.",
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "Nests, their sitting sessions, the sitter's check-ins and the nest's quick captions.",
-        methods: [Method.createNest.info, Method.getNest.info, Method.listMyNests.info, Method.createSession.info, Method.getSession.info, Method.listSessions.info, Method.endSession.info, Method.getNestRole.info, Method.createCheckIn.info, Method.listCheckIns.info, Method.getCheckInPhoto.info, Method.deleteCheckIn.info, Method.markViewed.info, Method.listTemplates.info, Method.addTemplate.info, Method.removeTemplate.info, Method.listOwnedNests.info, Method.eraseUser.info]
+        methods: [Method.createNest.info, Method.getNest.info, Method.listMyNests.info, Method.createSession.info, Method.getSession.info, Method.listSessions.info, Method.endSession.info, Method.getNestRole.info, Method.createCheckIn.info, Method.listCheckIns.info, Method.getCheckInPhoto.info, Method.deleteCheckIn.info, Method.markViewed.info, Method.listTemplates.info, Method.addTemplate.info, Method.removeTemplate.info, Method.listOwnedNests.info, Method.eraseUser.info, Method.exportUser.info]
     )
 }

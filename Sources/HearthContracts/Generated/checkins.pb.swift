@@ -768,6 +768,41 @@ public nonisolated struct Hearth_Checkins_V1_EraseUserResponse: Sendable {
   public init() {}
 }
 
+/// Internal: an export of the acting user's data (hearth.account.v1.Account/ExportAccount).
+public nonisolated struct Hearth_Checkins_V1_ExportUserRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Everything checkins holds about a user.
+public nonisolated struct Hearth_Checkins_V1_UserExport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The nests they own, then the nests they sit in (a session of theirs), by creation.
+  public var nests: [Hearth_Checkins_V1_Nest] = []
+
+  /// Every session of the nests they own, and every session they sit, by start.
+  public var sessions: [Hearth_Checkins_V1_Session] = []
+
+  /// Every check-in of those sessions, by captured_at. A photo is not included: fetch it with
+  /// GetCheckInPhoto (its check-in id), as the owner or the sitter.
+  public var checkIns: [Hearth_Checkins_V1_CheckIn] = []
+
+  /// The quick captions of the nests they own.
+  public var templates: [Hearth_Checkins_V1_Template] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "hearth.checkins.v1"
@@ -2050,6 +2085,70 @@ nonisolated extension Hearth_Checkins_V1_EraseUserResponse: SwiftProtobuf.Messag
 
   public static func ==(lhs: Hearth_Checkins_V1_EraseUserResponse, rhs: Hearth_Checkins_V1_EraseUserResponse) -> Bool {
     if lhs.deleted != rhs.deleted {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Checkins_V1_ExportUserRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExportUserRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Checkins_V1_ExportUserRequest, rhs: Hearth_Checkins_V1_ExportUserRequest) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Checkins_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UserExport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nests\0\u{1}sessions\0\u{3}check_ins\0\u{1}templates\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.nests) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.sessions) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.checkIns) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.templates) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.nests.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.nests, fieldNumber: 1)
+    }
+    if !self.sessions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.sessions, fieldNumber: 2)
+    }
+    if !self.checkIns.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.checkIns, fieldNumber: 3)
+    }
+    if !self.templates.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.templates, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Checkins_V1_UserExport, rhs: Hearth_Checkins_V1_UserExport) -> Bool {
+    if lhs.nests != rhs.nests {return false}
+    if lhs.sessions != rhs.sessions {return false}
+    if lhs.checkIns != rhs.checkIns {return false}
+    if lhs.templates != rhs.templates {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

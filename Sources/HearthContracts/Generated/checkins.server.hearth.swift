@@ -84,6 +84,9 @@ extension Hearth_Checkins_V1_Checkins {
         /// with the check-ins and photos they posted there; the notifications and forwards queued for
         /// them. Erasing a user with nothing left answers OK.
         func eraseUser(_ request: Hearth_Checkins_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_EraseUserResponse
+
+        /// Internal: everything checkins holds about the acting user, for an export of their account.
+        func exportUser(_ request: Hearth_Checkins_V1_ExportUserRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_UserExport
     }
 }
 
@@ -110,6 +113,7 @@ extension Hearth_Checkins_V1_Checkins.Handler {
             .unary(Hearth_Checkins_V1_Checkins.Method.removeTemplate) { try await self.removeTemplate($0, $1) },
             .unary(Hearth_Checkins_V1_Checkins.Method.listOwnedNests) { try await self.listOwnedNests($0, $1) },
             .unary(Hearth_Checkins_V1_Checkins.Method.eraseUser) { try await self.eraseUser($0, $1) },
+            .unary(Hearth_Checkins_V1_Checkins.Method.exportUser) { try await self.exportUser($0, $1) },
         ]
     }
 }

@@ -105,5 +105,14 @@ extension Hearth_Routines_V1_Routines {
         {
             try await self.rpc.call(Method.eraseUser, request, options: options)
         }
+
+        /// Internal: everything routines holds about the acting user, for an export of their account:
+        /// the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
+        /// for more than 1,000 nest ids or an empty one.
+        public func exportUser(_ request: Hearth_Routines_V1_ExportUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Routines_V1_UserExport
+        {
+            try await self.rpc.call(Method.exportUser, request, options: options)
+        }
     }
 }

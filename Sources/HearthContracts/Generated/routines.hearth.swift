@@ -234,6 +234,25 @@ public enum Hearth_Routines_V1_Routines {
             }
             """#
         )
+
+        /// Internal: everything routines holds about the acting user, for an export of their account:
+        /// the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
+        /// for more than 1,000 nest ids or an empty one.
+        public static let exportUser = RPCMethodDescriptor<Hearth_Routines_V1_ExportUserRequest, Hearth_Routines_V1_UserExport>(
+            name: "hearth.routines.v1.Routines/ExportUser",
+            servicesOnly: true,
+            documentation: #"""
+            Internal: everything routines holds about the acting user, for an export of their account:
+            the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
+            for more than 1,000 nest ids or an empty one.
+            """#,
+            requestShape: #"""
+            {
+              // The nests the user owns (checkins' ListOwnedNests): their routines are exported. At most 1,000.
+              "ownedNestIds": [ string, ... ]
+            }
+            """#
+        )
     }
 
     /// The service and its methods, for tools.
@@ -243,6 +262,6 @@ public enum Hearth_Routines_V1_Routines {
         A nest's routines. OWNER edits; SITTER (a session active now) reads and ticks; anyone else
         gets NOT_FOUND. UNAVAILABLE when the checkins service cannot say who the caller is to the nest.
         """#,
-        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info, Method.eraseUser.info]
+        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info, Method.eraseUser.info, Method.exportUser.info]
     )
 }

@@ -385,6 +385,68 @@ public nonisolated struct Hearth_Routines_V1_GetHistoryResponse: Sendable {
   public init() {}
 }
 
+/// Internal: an export of the acting user's data (hearth.account.v1.Account/ExportAccount).
+public nonisolated struct Hearth_Routines_V1_ExportUserRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The nests the user owns (checkins' ListOwnedNests): their routines are exported. At most 1,000.
+  public var ownedNestIds: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One action ticked done by a user on one of their days.
+public nonisolated struct Hearth_Routines_V1_Tick: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var routineID: String = String()
+
+  public var actionID: String = String()
+
+  /// The user's local date, YYYY-MM-DD.
+  public var date: String = String()
+
+  public var doneAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_doneAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_doneAt = newValue}
+  }
+  /// Returns true if `doneAt` has been explicitly set.
+  public var hasDoneAt: Bool {self._doneAt != nil}
+  /// Clears the value of `doneAt`. Subsequent reads from it will return its default value.
+  public mutating func clearDoneAt() {self._doneAt = nil}
+
+  public var timeZone: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _doneAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
+/// Everything routines holds about a user.
+public nonisolated struct Hearth_Routines_V1_UserExport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The routines of the nests they own, with their current actions, by creation.
+  public var routines: [Hearth_Routines_V1_Routine] = []
+
+  /// Their own ticks, in any nest, by done_at.
+  public var ticks: [Hearth_Routines_V1_Tick] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Internal: an erasure of the acting user (hearth.account.v1.Account/EraseAccount).
 public nonisolated struct Hearth_Routines_V1_EraseUserRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1162,6 +1224,125 @@ nonisolated extension Hearth_Routines_V1_GetHistoryResponse: SwiftProtobuf.Messa
     if lhs.days != rhs.days {return false}
     if lhs.currentStreak != rhs.currentStreak {return false}
     if lhs.timeZone != rhs.timeZone {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Routines_V1_ExportUserRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExportUserRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}owned_nest_ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.ownedNestIds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.ownedNestIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.ownedNestIds, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Routines_V1_ExportUserRequest, rhs: Hearth_Routines_V1_ExportUserRequest) -> Bool {
+    if lhs.ownedNestIds != rhs.ownedNestIds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Routines_V1_Tick: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Tick"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}routine_id\0\u{3}action_id\0\u{1}date\0\u{3}done_at\0\u{3}time_zone\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.routineID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.actionID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.date) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._doneAt) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.routineID.isEmpty {
+      try visitor.visitSingularStringField(value: self.routineID, fieldNumber: 1)
+    }
+    if !self.actionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.actionID, fieldNumber: 2)
+    }
+    if !self.date.isEmpty {
+      try visitor.visitSingularStringField(value: self.date, fieldNumber: 3)
+    }
+    try { if let v = self._doneAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if !self.timeZone.isEmpty {
+      try visitor.visitSingularStringField(value: self.timeZone, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Routines_V1_Tick, rhs: Hearth_Routines_V1_Tick) -> Bool {
+    if lhs.routineID != rhs.routineID {return false}
+    if lhs.actionID != rhs.actionID {return false}
+    if lhs.date != rhs.date {return false}
+    if lhs._doneAt != rhs._doneAt {return false}
+    if lhs.timeZone != rhs.timeZone {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Routines_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UserExport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}routines\0\u{1}ticks\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.routines) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.ticks) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.routines.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.routines, fieldNumber: 1)
+    }
+    if !self.ticks.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.ticks, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Routines_V1_UserExport, rhs: Hearth_Routines_V1_UserExport) -> Bool {
+    if lhs.routines != rhs.routines {return false}
+    if lhs.ticks != rhs.ticks {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

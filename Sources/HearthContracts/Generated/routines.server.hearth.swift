@@ -56,6 +56,11 @@ extension Hearth_Routines_V1_Routines {
         /// the forwards queued for them. Erasing a user with nothing left answers OK. INVALID_ARGUMENT for
         /// more than 1,000 nest ids or an empty one.
         func eraseUser(_ request: Hearth_Routines_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_EraseUserResponse
+
+        /// Internal: everything routines holds about the acting user, for an export of their account:
+        /// the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
+        /// for more than 1,000 nest ids or an empty one.
+        func exportUser(_ request: Hearth_Routines_V1_ExportUserRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_UserExport
     }
 }
 
@@ -75,6 +80,7 @@ extension Hearth_Routines_V1_Routines.Handler {
             .unary(Hearth_Routines_V1_Routines.Method.getProgress) { try await self.getProgress($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.getHistory) { try await self.getHistory($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.eraseUser) { try await self.eraseUser($0, $1) },
+            .unary(Hearth_Routines_V1_Routines.Method.exportUser) { try await self.exportUser($0, $1) },
         ]
     }
 }

@@ -171,5 +171,12 @@ extension Hearth_Safety_V1_Safety {
         {
             try await self.rpc.call(Method.eraseUser, request, options: options)
         }
+
+        /// Internal: everything safety holds about the acting user, for an export of their account.
+        public func exportUser(_ request: Hearth_Safety_V1_ExportUserRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Safety_V1_UserExport
+        {
+            try await self.rpc.call(Method.exportUser, request, options: options)
+        }
     }
 }

@@ -320,12 +320,20 @@ public enum Hearth_Safety_V1_Safety {
             """#,
             requestShape: "{}"
         )
+
+        /// Internal: everything safety holds about the acting user, for an export of their account.
+        public static let exportUser = RPCMethodDescriptor<Hearth_Safety_V1_ExportUserRequest, Hearth_Safety_V1_UserExport>(
+            name: "hearth.safety.v1.Safety/ExportUser",
+            servicesOnly: true,
+            documentation: "Internal: everything safety holds about the acting user, for an export of their account.",
+            requestShape: "{}"
+        )
     }
 
     /// The service and its methods, for tools.
     public static let info = RPCServiceInfo(
         name: name,
         documentation: "The acting user's check-in switch: profile, emergency contacts, check-ins and deadline.",
-        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info, Method.reloadDataKeys.info, Method.eraseUser.info]
+        methods: [Method.upsertProfile.info, Method.getProfile.info, Method.addContact.info, Method.resendInvitation.info, Method.removeContact.info, Method.listContacts.info, Method.deleteAccount.info, Method.recordHeartbeat.info, Method.getStatus.info, Method.snooze.info, Method.pause.info, Method.resume.info, Method.sendTest.info, Method.forwardActivity.info, Method.getContactLink.info, Method.answerContactLink.info, Method.reloadDataKeys.info, Method.eraseUser.info, Method.exportUser.info]
     )
 }

@@ -963,6 +963,93 @@ public nonisolated struct Hearth_Safety_V1_ContactLink: Sendable {
   public init() {}
 }
 
+/// Internal: an export of the acting user's data (hearth.account.v1.Account/ExportAccount).
+public nonisolated struct Hearth_Safety_V1_ExportUserRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One check-in as safety keeps it (30 days).
+public nonisolated struct Hearth_Safety_V1_CheckInRecord: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var at: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_at ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_at = newValue}
+  }
+  /// Returns true if `at` has been explicitly set.
+  public var hasAt: Bool {self._at != nil}
+  /// Clears the value of `at`. Subsequent reads from it will return its default value.
+  public mutating func clearAt() {self._at = nil}
+
+  /// app, or the service that forwarded the activity: checkins, tasks or routines.
+  public var source: String = String()
+
+  public var timeZone: String = String()
+
+  public var deviceInfo: String = String()
+
+  /// Whether it counted (a check-in too soon after the last, or over the rate limit, did not).
+  public var counted: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _at: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
+/// Everything safety holds about a user.
+public nonisolated struct Hearth_Safety_V1_UserExport: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Unset when they have no profile.
+  public var profile: Hearth_Safety_V1_Profile {
+    get {_storage._profile ?? Hearth_Safety_V1_Profile()}
+    set {_uniqueStorage()._profile = newValue}
+  }
+  /// Returns true if `profile` has been explicitly set.
+  public var hasProfile: Bool {_storage._profile != nil}
+  /// Clears the value of `profile`. Subsequent reads from it will return its default value.
+  public mutating func clearProfile() {_uniqueStorage()._profile = nil}
+
+  public var contacts: [Hearth_Safety_V1_Contact] {
+    get {_storage._contacts}
+    set {_uniqueStorage()._contacts = newValue}
+  }
+
+  /// The switch now, with the messages of this period.
+  public var status: Hearth_Safety_V1_Status {
+    get {_storage._status ?? Hearth_Safety_V1_Status()}
+    set {_uniqueStorage()._status = newValue}
+  }
+  /// Returns true if `status` has been explicitly set.
+  public var hasStatus: Bool {_storage._status != nil}
+  /// Clears the value of `status`. Subsequent reads from it will return its default value.
+  public mutating func clearStatus() {_uniqueStorage()._status = nil}
+
+  /// The check-ins of the last 30 days, oldest first.
+  public var checkIns: [Hearth_Safety_V1_CheckInRecord] {
+    get {_storage._checkIns}
+    set {_uniqueStorage()._checkIns = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
 /// Internal: an erasure of the acting user (hearth.account.v1.Account/EraseAccount).
 public nonisolated struct Hearth_Safety_V1_EraseUserRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -2093,6 +2180,170 @@ nonisolated extension Hearth_Safety_V1_ContactLink: SwiftProtobuf.Message, Swift
     if lhs.personName != rhs.personName {return false}
     if lhs.language != rhs.language {return false}
     if lhs.state != rhs.state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_ExportUserRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExportUserRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_ExportUserRequest, rhs: Hearth_Safety_V1_ExportUserRequest) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_CheckInRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CheckInRecord"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}at\0\u{1}source\0\u{3}time_zone\0\u{3}device_info\0\u{1}counted\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._at) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.deviceInfo) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.counted) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._at {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 2)
+    }
+    if !self.timeZone.isEmpty {
+      try visitor.visitSingularStringField(value: self.timeZone, fieldNumber: 3)
+    }
+    if !self.deviceInfo.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceInfo, fieldNumber: 4)
+    }
+    if self.counted != false {
+      try visitor.visitSingularBoolField(value: self.counted, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_CheckInRecord, rhs: Hearth_Safety_V1_CheckInRecord) -> Bool {
+    if lhs._at != rhs._at {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.timeZone != rhs.timeZone {return false}
+    if lhs.deviceInfo != rhs.deviceInfo {return false}
+    if lhs.counted != rhs.counted {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UserExport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}profile\0\u{1}contacts\0\u{1}status\0\u{3}check_ins\0")
+
+  fileprivate class _StorageClass {
+    var _profile: Hearth_Safety_V1_Profile? = nil
+    var _contacts: [Hearth_Safety_V1_Contact] = []
+    var _status: Hearth_Safety_V1_Status? = nil
+    var _checkIns: [Hearth_Safety_V1_CheckInRecord] = []
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _profile = source._profile
+      _contacts = source._contacts
+      _status = source._status
+      _checkIns = source._checkIns
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._profile) }()
+        case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._contacts) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._status) }()
+        case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._checkIns) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      try { if let v = _storage._profile {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      } }()
+      if !_storage._contacts.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._contacts, fieldNumber: 2)
+      }
+      try { if let v = _storage._status {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if !_storage._checkIns.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._checkIns, fieldNumber: 4)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_UserExport, rhs: Hearth_Safety_V1_UserExport) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._profile != rhs_storage._profile {return false}
+        if _storage._contacts != rhs_storage._contacts {return false}
+        if _storage._status != rhs_storage._status {return false}
+        if _storage._checkIns != rhs_storage._checkIns {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

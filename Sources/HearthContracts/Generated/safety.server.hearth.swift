@@ -94,6 +94,9 @@ extension Hearth_Safety_V1_Safety {
         /// how many invitations it got), under a keyed hash of the address, so that erasing and signing up
         /// again does not mail a contact who said no. Erasing a user with nothing left answers OK.
         func eraseUser(_ request: Hearth_Safety_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_EraseUserResponse
+
+        /// Internal: everything safety holds about the acting user, for an export of their account.
+        func exportUser(_ request: Hearth_Safety_V1_ExportUserRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_UserExport
     }
 }
 
@@ -120,6 +123,7 @@ extension Hearth_Safety_V1_Safety.Handler {
             .unary(Hearth_Safety_V1_Safety.Method.answerContactLink) { try await self.answerContactLink($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.reloadDataKeys) { try await self.reloadDataKeys($0, $1) },
             .unary(Hearth_Safety_V1_Safety.Method.eraseUser) { try await self.eraseUser($0, $1) },
+            .unary(Hearth_Safety_V1_Safety.Method.exportUser) { try await self.exportUser($0, $1) },
         ]
     }
 }

@@ -963,6 +963,45 @@ public nonisolated struct Hearth_Tasks_V1_DismissPromptRequest: Sendable {
   public init() {}
 }
 
+/// Everything the tasks process holds about a user (its part of
+/// hearth.account.v1.Account/ExportAccount).
+public nonisolated struct Hearth_Tasks_V1_UserExport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Every task, cancelled and ended ones too, by creation.
+  public var tasks: [Hearth_Tasks_V1_Task] = []
+
+  /// Every prompt of those tasks, by due time.
+  public var prompts: [Hearth_Tasks_V1_Prompt] = []
+
+  /// Every check-in (answer) of those tasks, by time.
+  public var checkIns: [Hearth_Tasks_V1_CheckIn] = []
+
+  /// Every activity, with its location rule, by creation.
+  public var activities: [Hearth_Tasks_V1_Activity] = []
+
+  /// Unset when they never set them.
+  public var offerPreferences: Hearth_Tasks_V1_OfferPreferences {
+    get {_offerPreferences ?? Hearth_Tasks_V1_OfferPreferences()}
+    set {_offerPreferences = newValue}
+  }
+  /// Returns true if `offerPreferences` has been explicitly set.
+  public var hasOfferPreferences: Bool {self._offerPreferences != nil}
+  /// Clears the value of `offerPreferences`. Subsequent reads from it will return its default value.
+  public mutating func clearOfferPreferences() {self._offerPreferences = nil}
+
+  /// Every offer still kept (housekeeping deletes them after 400 days), by time.
+  public var offers: [Hearth_Tasks_V1_Offer] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _offerPreferences: Hearth_Tasks_V1_OfferPreferences? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "hearth.tasks.v1"
@@ -2195,6 +2234,65 @@ nonisolated extension Hearth_Tasks_V1_DismissPromptRequest: SwiftProtobuf.Messag
 
   public static func ==(lhs: Hearth_Tasks_V1_DismissPromptRequest, rhs: Hearth_Tasks_V1_DismissPromptRequest) -> Bool {
     if lhs.promptID != rhs.promptID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UserExport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{1}prompts\0\u{3}check_ins\0\u{1}activities\0\u{3}offer_preferences\0\u{1}offers\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.tasks) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.prompts) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.checkIns) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.activities) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._offerPreferences) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.offers) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.tasks.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.tasks, fieldNumber: 1)
+    }
+    if !self.prompts.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.prompts, fieldNumber: 2)
+    }
+    if !self.checkIns.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.checkIns, fieldNumber: 3)
+    }
+    if !self.activities.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.activities, fieldNumber: 4)
+    }
+    try { if let v = self._offerPreferences {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    if !self.offers.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.offers, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Tasks_V1_UserExport, rhs: Hearth_Tasks_V1_UserExport) -> Bool {
+    if lhs.tasks != rhs.tasks {return false}
+    if lhs.prompts != rhs.prompts {return false}
+    if lhs.checkIns != rhs.checkIns {return false}
+    if lhs.activities != rhs.activities {return false}
+    if lhs._offerPreferences != rhs._offerPreferences {return false}
+    if lhs.offers != rhs.offers {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -11,8 +11,8 @@ enum RoutineRules {
     static let maxRoutinesPerNest = 100
     /// The longest GetHistory range, and how far back a streak is counted.
     static let maxHistoryDays = 366
-    /// The most nests an erasure (EraseUser) names as the user's own.
-    static let maxErasedNests = 1_000
+    /// The most nests an erasure or an export (EraseUser, ExportUser) names as the user's own.
+    static let maxOwnedNests = 1_000
 
     /// A title trimmed of surrounding white space, 1-100 user-perceived characters.
     static func title(_ raw: String) -> Result<String, FieldViolation> {
@@ -59,14 +59,15 @@ enum RoutineRules {
         return .success((t, c, texts))
     }
 
-    /// The nests an erasure names as the user's own (`owned_nest_ids`): at most 1,000, none
-    /// empty (an empty id names no nest: the caller lost track of one). A repeat is harmless.
-    static func erasedNests(_ ids: [String]) -> Result<[String], FieldViolation> {
-        guard ids.count <= Self.maxErasedNests else {
+    /// The nests an erasure or an export names as the user's own (`owned_nest_ids`): at most
+    /// 1,000, none empty (an empty id names no nest: the caller lost track of one). A repeat is
+    /// harmless: an erasure finds nothing left the second time, an export reads each nest once.
+    static func ownedNests(_ ids: [String]) -> Result<[String], FieldViolation> {
+        guard ids.count <= Self.maxOwnedNests else {
             return .failure(
                 FieldViolation(
                     field: "owned_nest_ids",
-                    description: "has \(ids.count) ids; an erasure names at most \(Self.maxErasedNests)"
+                    description: "has \(ids.count) ids; a call names at most \(Self.maxOwnedNests)"
                 )
             )
         }

@@ -15,7 +15,7 @@ extension RoutinesService {
         -> Hearth_Routines_V1_EraseUserResponse
     {
         let user = try context.verifiedUser()
-        let nests = try RoutineRules.erasedNests(request.ownedNestIds).get()
+        let nests = try RoutineRules.ownedNests(request.ownedNestIds).get()
         let deleted = try await self.store.erase(user: user, ownedNests: nests)
         var response = Hearth_Routines_V1_EraseUserResponse()
         response.deleted = UInt64(deleted)

@@ -13,12 +13,15 @@ import SwiftProtobuf
 /// credential that reaches every service; not safety, whose store is the one that must stay
 /// small and available.
 public struct AccountService: Hearth_Account_V1_Account.Handler {
-    let store: TaskStore
+    let tasks: TasksService
+    var store: TaskStore { self.tasks.store }
+    let peers: AccountPeers
     private let slot = SchedulerSlot()
 
-    /// Shares the tasks service's store.
-    public init(sharingStoreOf tasks: TasksService) {
-        self.store = tasks.store
+    /// Shares the tasks service's store; asks `peers` for their parts.
+    public init(sharingStoreOf tasks: TasksService, peers: AccountPeers) {
+        self.tasks = tasks
+        self.peers = peers
     }
 
     public func eraseAccount(_ request: Hearth_Account_V1_EraseAccountRequest, _ context: RPCContext)
@@ -37,22 +40,36 @@ public struct AccountService: Hearth_Account_V1_Account.Handler {
         return .init(steps)
     }
 
-    /// The worker that asks checkins, routines and safety to erase their parts (with
-    /// `credential`, acting for each erased user). Run it beside the server.
-    public func eraser(checkins: RPCClient, routines: RPCClient, safety: RPCClient, credential: String, logger: Logger)
-        -> DueTimeScheduler
+    public func exportAccount(_ request: Hearth_Account_V1_ExportAccountRequest, _ context: RPCContext)
+        async throws -> Hearth_Account_V1_AccountExport
     {
+        let user = try context.verifiedUser()
+        let options = self.peers.options(for: user)
+        var export = Hearth_Account_V1_AccountExport()
+        export.exportedAt = Google_Protobuf_Timestamp(millisecondsOf: self.store.now)
+        do {
+            // Routines exports the routines of the nests the user owns, which checkins knows.
+            async let checkins = self.peers.checkins.exportUser(.init(), options: options)
+            async let owned = self.peers.checkins.listOwnedNests(.init(), options: options)
+            async let safety = self.peers.safety.exportUser(.init(), options: options)
+            let nests = try await owned.nestIds
+            async let routines = self.peers.routines.exportUser(.with { $0.ownedNestIds = nests }, options: options)
+            export.tasks = try await self.tasks.userExport(of: user)
+            (export.checkins, export.safety, export.routines) = try await (checkins, safety, routines)
+        } catch let error as RPCError where error.code != .unavailable && error.code != .deadlineExceeded {
+            // Another service's fault is not the caller's: say what failed, as a server error.
+            throw RPCError(.internal, "a service could not export its part: \(error.message)")
+        } catch let error as RPCError {
+            throw RPCError(.unavailable, "a service cannot export its part now (\(error.message)); ask again")
+        }
+        return export
+    }
+
+    /// The worker that asks checkins, routines and safety to erase their parts (acting for each
+    /// erased user). Run it beside the server.
+    public func eraser(logger: Logger) -> DueTimeScheduler {
         self.slot.fill(
-            work: ErasureWork(
-                store: self.store,
-                peers: ErasurePeers(
-                    checkins: .init(checkins),
-                    routines: .init(routines),
-                    safety: .init(safety),
-                    credential: credential
-                ),
-                logger: logger
-            ),
+            work: ErasureWork(store: self.store, peers: self.peers, logger: logger),
             clock: self.store.base.clock,
             logger: logger
         )

@@ -1,18 +1,26 @@
 import Foundation
 import HearthContracts
 import HearthCore
-import HearthRPC
+public import HearthRPC
 import HearthScheduler
 import HearthStore
 import Logging
 import SwiftProtobuf
 
-/// The services an erasure calls, and the credential it calls them with.
-struct ErasurePeers: Sendable {
+/// The services the account service calls (for an erasure or an export), and the credential
+/// it calls them with.
+public struct AccountPeers: Sendable {
     var checkins: Hearth_Checkins_V1_Checkins.Client
     var routines: Hearth_Routines_V1_Routines.Client
     var safety: Hearth_Safety_V1_Safety.Client
     var credential: String
+
+    public init(checkins: RPCClient, routines: RPCClient, safety: RPCClient, credential: String) {
+        self.checkins = .init(checkins)
+        self.routines = .init(routines)
+        self.safety = .init(safety)
+        self.credential = credential
+    }
 
     func options(for user: String) -> CallOptions {
         CallOptions(
@@ -27,7 +35,7 @@ struct ErasurePeers: Sendable {
 /// service, so a call whose answer was lost is simply made again.
 struct ErasureWork: DueWork {
     let store: TaskStore
-    let peers: ErasurePeers
+    let peers: AccountPeers
     let logger: Logger
     var clock: any WallClock { self.store.base.clock }
     static let batch = 20

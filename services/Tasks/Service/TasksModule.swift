@@ -20,14 +20,11 @@ extension TasksService {
         logger: Logger
     ) throws -> ServiceModule {
         let tasks = try TasksService(location: location, logger: logger)
-        let account = AccountService(sharingStoreOf: tasks)
-        let eraser = account.eraser(
-            checkins: checkins,
-            routines: routines,
-            safety: safety,
-            credential: credential,
-            logger: logger
+        let account = AccountService(
+            sharingStoreOf: tasks,
+            peers: AccountPeers(checkins: checkins, routines: routines, safety: safety, credential: credential)
         )
+        let eraser = account.eraser(logger: logger)
         return ServiceModule(
             services: [tasks, ActivitiesService(sharingStoreOf: tasks), account],
             // The push deliverer first: a group stops its services in reverse order, so it stops

@@ -54,25 +54,28 @@ struct ActivityStore: Sendable {
     }
 
     func activities(user: String) async throws -> [ActivityWithRule] {
-        try self.base.read { db in
-            let activities = try ActivityRecord.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT * FROM activity WHERE user_id = ? ORDER BY created_at DESC, rowid DESC"
-                ),
-                arguments: [user]
-            )
-            let rules = try RuleRecord.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
-                        WHERE activity.user_id = ?
-                        """
-                ),
-                arguments: [user]
-            )
-            let byActivity = Dictionary(uniqueKeysWithValues: rules.map { ($0.activityID, $0) })
-            return activities.map { ActivityWithRule(activity: $0, rule: byActivity[$0.id]) }
-        }
+        try self.base.read { db in try Self.activities(user: user, in: db) }
+    }
+
+    /// `user`'s activities with their rules, newest first.
+    static func activities(user: String, in db: Database) throws -> [ActivityWithRule] {
+        let activities = try ActivityRecord.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT * FROM activity WHERE user_id = ? ORDER BY created_at DESC, rowid DESC"
+            ),
+            arguments: [user]
+        )
+        let rules = try RuleRecord.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
+                    WHERE activity.user_id = ?
+                    """
+            ),
+            arguments: [user]
+        )
+        let byActivity = Dictionary(uniqueKeysWithValues: rules.map { ($0.activityID, $0) })
+        return activities.map { ActivityWithRule(activity: $0, rule: byActivity[$0.id]) }
     }
 
     /// Marks the activity done (for DAILY: done today in the user's zone) and cancels its open

@@ -1,0 +1,120 @@
+import Foundation
+import HearthContracts
+import HearthCore
+import HearthRPC
+import HearthTestSupport
+import SwiftProtobuf
+import Testing
+
+@testable import SafetyService
+
+/// Safety's part of an account export (ExportUser), through the service with a real SMTP server:
+/// what it answers is what GetProfile, ListContacts and GetStatus answer, with the check-ins kept.
+@Suite("Safety's part of an export", .timeLimit(.minutes(2)), .serialized)
+struct ExportTests {
+    let hour: TimeInterval = 3600
+
+    @Test(
+        "the export holds the profile, contacts and status as their calls answer them, and the check-ins oldest first with their sources; never another user's"
+    )
+    func exportHoldsWhatTheCallsAnswer() async throws {
+        try await withSafetySystem { system in
+            let t0 = system.clock.now()
+            try await system.profile(contacts: [], countActivity: true)
+            // Another user, with a confirmed contact and a check-in of their own.
+            try await system.profile("wen", name: "Wen Li", contacts: ["w@example.com"])
+            try await system.addConfirmedContact("a@example.com", name: "Ann")
+            system.clock.set(t0 + 60)
+            try await system.inviteContact("b@example.com", name: "Bo")
+
+            // From the app; forwarded by tasks; from the app with a zone and a device; a retry
+            // 2 s later, kept without counting.
+            system.clock.set(t0 + self.hour)
+            try await system.checkIn(id: "c1")
+            try await system.checkIn("wen", id: "w1")
+            system.clock.set(t0 + 2 * self.hour)
+            #expect(try await system.forwardTaskAnswer("e1", at: t0 + 2 * self.hour))
+            system.clock.set(t0 + 3 * self.hour)
+            _ = try await system.service.recordHeartbeat(
+                .with {
+                    $0.clientRequestID = "c3"
+                    $0.timeZone = "Europe/Paris"
+                    $0.deviceInfo = "tablet"
+                },
+                callContext("mei")
+            )
+            system.clock.set(t0 + 3 * self.hour + 2)
+            try await system.checkIn(id: "c4")
+
+            // The deadline passes: the period's messages include the alarm to Ann.
+            try await system.advance(to: t0 + 27 * self.hour)
+            try await eventually("the alarm to Ann") { try system.emails().contains { $0.to == "a@example.com" } }
+            try await system.settle()
+
+            let export = try await system.exportUser()
+            #expect(export.hasProfile && export.hasStatus)
+            #expect(try await export.profile == system.service.getProfile(.init(), callContext("mei")))
+            #expect(export.profile.name == "Mei Chen" && export.profile.timeZone == "Europe/Paris")
+            #expect(try await export.contacts == system.contacts())
+            #expect(export.contacts.map(\.email) == ["a@example.com", "b@example.com"])
+            #expect(export.contacts.map(\.name) == ["Ann", "Bo"])
+            #expect(export.contacts.map(\.state) == [.confirmed, .invited])
+            #expect(try await export.status == system.status(), "at the same clock time")
+            #expect(export.status.state == .expired)
+            #expect(export.status.emails.map(\.email) == ["a@example.com"], "the address opened")
+            let checkIns = export.checkIns
+            #expect(
+                checkIns.map(\.at.date) == [
+                    t0 + self.hour, t0 + 2 * self.hour, t0 + 3 * self.hour, t0 + 3 * self.hour + 2,
+                ]
+            )
+            #expect(checkIns.map(\.source) == ["app", "tasks", "app", "app"])
+            let (pacific, paris) = ("America/Los_Angeles", "Europe/Paris")
+            #expect(checkIns.map(\.timeZone) == [pacific, pacific, paris, paris])
+            #expect(checkIns.map(\.deviceInfo) == ["test phone", "", "tablet", "test phone"])
+            #expect(checkIns.map(\.counted) == [true, true, true, false])
+
+            // Wen's export holds only Wen's, and Mei's nothing of Wen's.
+            let wen = try await system.exportUser("wen")
+            #expect(wen.profile.userID == "wen" && wen.profile.name == "Wen Li")
+            #expect(try await wen.profile == system.service.getProfile(.init(), callContext("wen")))
+            #expect(wen.contacts.map(\.email) == ["w@example.com"])
+            #expect(try await wen.contacts == system.contacts("wen"))
+            #expect(try await wen.status == system.status("wen"))
+            #expect(wen.status.emails.map(\.email) == ["w@example.com"])
+            #expect(wen.checkIns.map(\.at.date) == [t0 + self.hour])
+            #expect(wen.checkIns.map(\.source) == ["app"])
+            #expect(!export.contacts.contains { $0.email == "w@example.com" })
+            #expect(!export.status.emails.contains { $0.email == "w@example.com" })
+        }
+    }
+
+    @Test("a user without a profile gets an export with no profile and nothing else, also once they deleted it")
+    func noProfile() async throws {
+        try await withSafetySystem { system in
+            let nobody = try await system.exportUser("nobody")
+            #expect(!nobody.hasProfile && !nobody.hasStatus)
+            #expect(nobody.contacts.isEmpty && nobody.checkIns.isEmpty)
+            #expect(nobody == Hearth_Safety_V1_UserExport())
+
+            // Another user's data does not make it any less empty.
+            try await system.profile()
+            system.clock.advance(by: self.hour)
+            try await system.checkIn()
+            #expect(try await system.exportUser("nobody") == Hearth_Safety_V1_UserExport())
+            #expect(try await system.exportUser().checkIns.count == 1)
+
+            _ = try await system.service.deleteAccount(.init(), callContext("mei"))
+            #expect(try await system.exportUser() == Hearth_Safety_V1_UserExport())
+        }
+    }
+}
+
+// MARK: Helpers
+
+extension SafetySystem {
+    /// `user`'s export as ExportUser answers it.
+    func exportUser(_ user: String = "mei") async throws -> Hearth_Safety_V1_UserExport {
+        try await self.service.exportUser(Hearth_Safety_V1_ExportUserRequest(), callContext(user))
+    }
+}

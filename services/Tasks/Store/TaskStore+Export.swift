@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import HearthStore
+
+// A user's export (hearth.account.v1): what the tasks process's store (the tasks and the
+// activities services share it) holds about one user, every row of it, read in one snapshot.
+// Not the `erasure` ledger (the erasure's own record, which GetErasure reads), nor what the
+// store keeps only to do its work: the pushes and calls in the outboxes, the location events
+// (which GetOfferStats counts).
+extension TaskStore {
+    /// One user's rows, as the store keeps them (the service maps them to messages).
+    struct UserRows: Sendable {
+        /// Their tasks, cancelled and ended ones too, oldest first (the earlier made first
+        /// among tasks made the same millisecond).
+        var tasks: [TaskRecord]
+        /// Every prompt of those tasks, whatever its state, by scheduled time.
+        var prompts: [PromptRecord]
+        /// Every check-in of those tasks (answers and extra ones), by recorded time.
+        var checkIns: [CheckInRecord]
+        /// Their activities, each with its rule if it has one, oldest first.
+        var activities: [ActivityWithRule]
+        /// Their offer preferences; nil when they never set them (the calls then read the
+        /// defaults, ``OfferRules/Preferences``).
+        var preferences: OfferRules.Preferences?
+        /// Every offer kept for them (``ActivityStore/historyRetention``), by delivery time.
+        var offers: [OfferRecord]
+    }
+
+    /// Every row of `user`'s in the store, in one read transaction: a prompt or a check-in is
+    /// there with its task, an offer with its activity (unless the activity was deleted since;
+    /// its offers are kept). On a reader thread: a user of long standing has thousands of
+    /// prompts and check-ins.
+    func userRows(of user: String) async throws -> UserRows {
+        try await self.base.longRead { db in
+            // A prompt or a check-in is found through its task (the indexed path: `prompt_by_task`,
+            // `check_in_by_task`), as the erasure finds it (``eraseUser(_:in:)``).
+            let tasks = "SELECT id FROM task WHERE user_id = ?"
+            return UserRows(
+                tasks: try TaskRecord.fetchAll(
+                    db.cachedStatement(sql: "SELECT * FROM task WHERE user_id = ? ORDER BY created_at, rowid"),
+                    arguments: [user]
+                ),
+                prompts: try PromptRecord.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT * FROM prompt WHERE task_id IN (\(tasks)) ORDER BY scheduled_at, id"
+                    ),
+                    arguments: [user]
+                ),
+                checkIns: try CheckInRecord.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT * FROM check_in WHERE task_id IN (\(tasks)) ORDER BY recorded_at, id"
+                    ),
+                    arguments: [user]
+                ),
+                activities: try ActivityStore.activities(user: user, in: db).reversed(),
+                preferences: try ActivityStore.storedPreferences(user: user, in: db),
+                offers: try OfferRecord.fetchAll(
+                    db.cachedStatement(sql: "SELECT * FROM offer WHERE user_id = ? ORDER BY deliver_at, id"),
+                    arguments: [user]
+                )
+            )
+        }
+    }
+}
+
+extension ActivityStore {
+    /// `user`'s offer preferences as every call reads them (``preferences(user:in:)``); nil
+    /// when they never set them.
+    static func storedPreferences(user: String, in db: Database) throws -> OfferRules.Preferences? {
+        let stored =
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM offer_preferences WHERE user_id = ?"),
+                arguments: [user]
+            ) != nil
+        guard stored else { return nil }
+        return try Self.preferences(user: user, in: db)
+    }
+}
