@@ -55,8 +55,9 @@ public struct PushRejected: Error, CustomStringConvertible {
 }
 
 /// POSTs each message as JSON to a webhook (AsyncHTTPClient). 2xx is delivered; 4xx other than
-/// 408 and 429 is rejected for good; anything else (408, 429, 5xx, and a 1xx or 3xx left
-/// unfollowed, which says nothing about the message) is retried.
+/// 408 and 429 is rejected for good; anything else (408, 429, 5xx, and a 1xx or 3xx, which says
+/// nothing about the message) is retried. A redirect is never followed: a message goes to the
+/// address the operator named and nowhere else (not from https to http, not to another host).
 public struct WebhookPushSender: PushSender {
     public let url: String
     public let timeout: TimeAmount
@@ -74,7 +75,7 @@ public struct WebhookPushSender: PushSender {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         request.body = .bytes(ByteBuffer(data: try encoder.encode(message)))
-        let response = try await HTTPClient.shared.execute(request, timeout: self.timeout)
+        let response = try await Self.client.execute(request, timeout: self.timeout)
         let status = Int(response.status.code)
         await Self.drain(response.body, within: self.timeout)
         switch status {
@@ -89,6 +90,13 @@ public struct WebhookPushSender: PushSender {
 }
 
 extension WebhookPushSender {
+    /// The process's client for webhooks: `HTTPClient.shared` follows up to 20 redirects. Lives
+    /// as long as the process.
+    static let client = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow)
+    )
+
     /// Reads an answer's body so that its connection can be used again; the status alone
     /// decides. At most 64 KiB, for at most `limit` (AsyncHTTPClient's deadline ends with the
     /// head): past either, the body is dropped, and the connection with it.

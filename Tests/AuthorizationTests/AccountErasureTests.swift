@@ -59,7 +59,12 @@ struct AccountErasureTests {
         func routines(roles client: RPCClient) throws -> RoutinesService {
             try RoutinesService(
                 location: .file(self.folder.appendingPathComponent("routines.sqlite").path),
-                roles: CheckinsNestRoles(client: client, internalCredential: AccountErasureTests.secret)
+                // A generous timeout, as the matrix's: the whole suite runs meanwhile on two cores.
+                roles: CheckinsNestRoles(
+                    client: client,
+                    internalCredential: AccountErasureTests.secret,
+                    timeout: .seconds(15)
+                )
             )
         }
 

@@ -121,13 +121,18 @@ struct OptionsTests {
         #expect(throws: Never.self) { try Serve.parse(["echo"]) }
     }
 
-    @Test("a push webhook must be an http(s) URL with a host")
+    @Test("a push webhook must be an https URL with a host; http only when the operator allows it")
     func pushWebhook() throws {
-        for good in ["http://127.0.0.1:8080/push", "https://push.example.com/hook"] {
-            #expect(throws: Never.self) { try PushOptions.parse(["--push-webhook", good]) }
+        #expect(throws: Never.self) { try PushOptions.parse(["--push-webhook", "https://push.example.com/hook"]) }
+        #expect(throws: (any Error).self) { try PushOptions.parse(["--push-webhook", "http://127.0.0.1:8080/push"]) }
+        #expect(throws: Never.self) {
+            try PushOptions.parse(["--push-webhook", "http://127.0.0.1:8080/push", "--allow-http-webhook"])
         }
-        for bad in ["example.com/hook", "ftp://example.com/x", "https://", "http:///path", ""] {
-            #expect(throws: (any Error).self, "\(bad)") { try PushOptions.parse(["--push-webhook", bad]) }
+        #expect(throws: (any Error).self) { try PushOptions.parse(["--allow-http-webhook"]) }
+        for bad in ["example.com/hook", "ftp://example.com/x", "https://", "http:///path", "https:///path", ""] {
+            #expect(throws: (any Error).self, "\(bad)") {
+                try PushOptions.parse(["--push-webhook", bad, "--allow-http-webhook"])
+            }
         }
     }
 

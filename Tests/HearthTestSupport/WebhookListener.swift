@@ -32,6 +32,8 @@ public final class WebhookListener: Sendable {
     private let channel: any Channel
     /// Bytes of body in every answer.
     fileprivate let responseBodySize: Int
+    /// Where a 3xx answer points (its `Location`).
+    fileprivate let redirectTo: String?
 
     public var port: Int { self.channel.localAddress!.port! }
     public var received: [Received] { self.state.withLock { $0.received } }
@@ -41,9 +43,16 @@ public final class WebhookListener: Sendable {
     ///   - answerTogether: hold every answer until this many requests wait together, then
     ///     answer them all; a sender that sends one at a time is never answered (``Int/max``:
     ///     held until ``releaseHeld()``).
-    public init(statuses: [Int] = [], responseBodySize: Int = 0, answerTogether: Int = 0) async throws {
+    ///   - redirectTo: the `Location` of every 3xx answer.
+    public init(
+        statuses: [Int] = [],
+        responseBodySize: Int = 0,
+        answerTogether: Int = 0,
+        redirectTo: String? = nil
+    ) async throws {
         self.state = Mutex(State(statuses: statuses, answerTogether: answerTogether))
         self.responseBodySize = responseBodySize
+        self.redirectTo = redirectTo
         let box = StateBox(listener: nil)
         self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -118,18 +127,34 @@ private final class RecordingHandler: ChannelInboundHandler {
                 uniquingKeysWith: { a, _ in a }
             )
             let bodySize = listener.responseBodySize
+            let location = listener.redirectTo
             let loop = context.eventLoop
             let bound = NIOLoopBound(context, eventLoop: loop)
             listener.record(.init(method: "\(head.method)", path: head.uri, headers: headers, body: self.body)) {
                 status in
-                loop.execute { Self.answer(bound.value, status: status, version: head.version, bodySize: bodySize) }
+                loop.execute {
+                    Self.answer(
+                        bound.value,
+                        status: status,
+                        version: head.version,
+                        bodySize: bodySize,
+                        location: location
+                    )
+                }
             }
         }
     }
 
-    private static func answer(_ context: ChannelHandlerContext, status: Int, version: HTTPVersion, bodySize: Int) {
+    private static func answer(
+        _ context: ChannelHandlerContext,
+        status: Int,
+        version: HTTPVersion,
+        bodySize: Int,
+        location: String?
+    ) {
         var headers = HTTPHeaders()
         headers.add(name: "content-length", value: "\(bodySize)")
+        if let location, (300..<400).contains(status) { headers.add(name: "location", value: location) }
         let response = HTTPResponseHead(
             version: version,
             status: HTTPResponseStatus(statusCode: status),

@@ -34,7 +34,8 @@ extension Hearth_Account_V1_Account {
         }
 
         /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
-        /// service cannot answer now (nothing is half exported: ask again).
+        /// service cannot answer now (nothing is half exported: ask again); RESOURCE_EXHAUSTED when one
+        /// service's part is more than one answer carries (4 MiB: thousands of check-ins and answers).
         public func exportAccount(_ request: Hearth_Account_V1_ExportAccountRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Account_V1_AccountExport
         {

@@ -42,13 +42,15 @@ public enum Hearth_Account_V1_Account {
         )
 
         /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
-        /// service cannot answer now (nothing is half exported: ask again).
+        /// service cannot answer now (nothing is half exported: ask again); RESOURCE_EXHAUSTED when one
+        /// service's part is more than one answer carries (4 MiB: thousands of check-ins and answers).
         public static let exportAccount = RPCMethodDescriptor<Hearth_Account_V1_ExportAccountRequest, Hearth_Account_V1_AccountExport>(
             name: "hearth.account.v1.Account/ExportAccount",
             servicesOnly: false,
             documentation: #"""
             Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
-            service cannot answer now (nothing is half exported: ask again).
+            service cannot answer now (nothing is half exported: ask again); RESOURCE_EXHAUSTED when one
+            service's part is more than one answer carries (4 MiB: thousands of check-ins and answers).
             """#,
             requestShape: "{}"
         )

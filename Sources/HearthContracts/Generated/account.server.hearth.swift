@@ -21,7 +21,8 @@ extension Hearth_Account_V1_Account {
         func getErasure(_ request: Hearth_Account_V1_GetErasureRequest, _ context: RPCContext) async throws -> Hearth_Account_V1_Erasure
 
         /// Everything Hearth holds about the acting user, from every service at once. UNAVAILABLE when a
-        /// service cannot answer now (nothing is half exported: ask again).
+        /// service cannot answer now (nothing is half exported: ask again); RESOURCE_EXHAUSTED when one
+        /// service's part is more than one answer carries (4 MiB: thousands of check-ins and answers).
         func exportAccount(_ request: Hearth_Account_V1_ExportAccountRequest, _ context: RPCContext) async throws -> Hearth_Account_V1_AccountExport
     }
 }

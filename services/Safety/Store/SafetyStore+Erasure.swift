@@ -30,8 +30,10 @@ extension SafetyStore {
             }
             return deleted + cascaded
         }
-        // The WAL keeps the pages as they were before, until written over.
-        if deleted > 0 { try await self.base.truncateWAL() }
+        // The WAL keeps the pages as they were before, until written over. Every time, even when
+        // nothing was left to delete: an earlier call may have deleted and then failed here
+        // (a read holding the WAL), and its retry must not answer done with the WAL as it was.
+        try await self.base.truncateWAL()
         return deleted
     }
 }

@@ -56,6 +56,13 @@ public struct AccountService: Hearth_Account_V1_Account.Handler {
             async let routines = self.peers.routines.exportUser(.with { $0.ownedNestIds = nests }, options: options)
             export.tasks = try await self.tasks.userExport(of: user)
             (export.checkins, export.safety, export.routines) = try await (checkins, safety, routines)
+        } catch let error as RPCError where error.code == .resourceExhausted {
+            // A part over the largest frame (4 MiB): asking again will not help.
+            throw RPCError(
+                .resourceExhausted,
+                "this account's data is more than one answer can carry (\(error.message)); an export in pages is not "
+                    + "available yet"
+            )
         } catch let error as RPCError where error.code != .unavailable && error.code != .deadlineExceeded {
             // Another service's fault is not the caller's: say what failed, as a server error.
             throw RPCError(.internal, "a service could not export its part: \(error.message)")

@@ -34,15 +34,17 @@ extension TaskStore {
     /// worker. Answers the steps.
     func requestErasure(_ user: String) async throws -> [ErasureStep] {
         let now = self.now
-        let (steps, erased) = try await self.base.write { db in
+        let steps = try await self.base.write { db in
             let steps = try Self.erasureSteps(of: user, in: db)
-            guard ErasurePlan.startsAnew(steps) else { return (steps, false) }
+            guard ErasurePlan.startsAnew(steps) else { return steps }
             _ = try Self.eraseUser(user, in: db)
             let started = ErasurePlan.start(for: user, at: now)
             for step in started { try Self.save(step, in: db) }
-            return (started, true)
+            return started
         }
-        if erased { try await self.base.truncateWAL() }
+        // Every time, not only when erased now: a request that erased and then failed here (a
+        // read holding the WAL) is asked again, and must not leave the WAL as it was.
+        try await self.base.truncateWAL()
         return steps
     }
 
