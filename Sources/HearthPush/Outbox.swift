@@ -69,6 +69,21 @@ public final class Outbox: Sendable {
             ])
     }
 
+    /// Deletes, inside the caller's write transaction, every message to `user`, delivered or not
+    /// (an account erasure); answers how many. The table has no user column: the message's own
+    /// `userID` is read (a scan of the week of messages kept).
+    public static func erase(messagesTo user: String, in db: Database) throws -> Int {
+        // A message that is not JSON (never written so) is no one's.
+        try db.execute(
+            sql: """
+                DELETE FROM push_outbox
+                WHERE CASE WHEN json_valid(message) THEN json_extract(message, '$.userID') END = ?
+                """,
+            arguments: [user]
+        )
+        return db.changesCount
+    }
+
     /// Takes back, inside the caller's write transaction, a message not yet delivered (what it
     /// announced is no longer true). Answers whether there was one.
     @discardableResult
@@ -262,7 +277,7 @@ public final class OutboxDeliverer: DueWork {
             self.logger.warning("push rejected", metadata: ["id": "\(id)", "error": "\(rejected)"])
             return .failed(at: self.clock.now(), error: "\(rejected)", attempted: true)
         } catch {
-            let delay = min(self.maxDelay, pow(2, Double(due.attempts)))
+            let delay = RetryPause.after(attempts: due.attempts, longest: self.maxDelay)
             self.logger.log(
                 level: RetryLog.level(afterAttempts: due.attempts),
                 "push failed; will retry",

@@ -70,6 +70,13 @@ public final class Relay: Sendable {
         ).execute(arguments: [id, method, payload, user, now.stored])
     }
 
+    /// Deletes, inside the caller's write transaction, every call made or to be made for `user`
+    /// (an account erasure); answers how many.
+    public static func erase(callsFor user: String, in db: Database) throws -> Int {
+        try db.execute(sql: "DELETE FROM relay_outbox WHERE user_id = ?", arguments: [user])
+        return db.changesCount
+    }
+
     /// Calls still waiting to be made.
     public func pending() async throws -> Int {
         try self.store.read { db in
@@ -172,7 +179,7 @@ private struct RelayWork: DueWork {
                 arguments = [self.clock.now().stored, "\(answer)", call.id]
             } else {
                 // 1 s, 2 s, 4 s, ... at most 5 min.
-                let delay = min(pow(2, Double(call.attempts)), 300)
+                let delay = RetryPause.after(attempts: call.attempts, longest: 300)
                 self.logger.log(
                     level: RetryLog.level(afterAttempts: call.attempts),
                     "relayed call failed; will retry",

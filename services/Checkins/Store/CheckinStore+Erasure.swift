@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import HearthPush
+import HearthRelay
 import HearthStore
 
 // An account erasure's part in checkins (hearth.account.v1): the user's nests with all they
@@ -46,10 +48,9 @@ extension CheckinStore {
     ///   ``deleteCheckIn(_:)`` withdraws it): to the other owners about `user`'s check-ins, and
     ///   to `user` about their nests'; the one of every check-in `user` ever posted, found
     ///   through its request (`check_in_request` outlives a deleted check-in, whose sent push
-    ///   DeleteCheckIn leaves); any message whose JSON `userID` is `user` (no user column: a
-    ///   scan of the table, once an erasure).
-    /// - `relay_outbox`: the calls made for `user` (`user_id`, sent or not: their activity
-    ///   forwarded to safety; a scan, 30 days of calls).
+    ///   DeleteCheckIn leaves); every message to `user` (`Outbox.erase(messagesTo:in:)`).
+    /// - `relay_outbox`: the calls made for `user`, sent or not: their activity forwarded to
+    ///   safety (`Relay.erase(callsFor:in:)`).
     /// - `photo`, `check_in_request`, `check_in`, `daily_count` of those sessions; and every
     ///   `check_in_request` of `user`'s, of check-ins deleted before too.
     /// - `template`, `session`, `nest`: the nests' quick captions, the sessions, the nests.
@@ -79,12 +80,6 @@ extension CheckinStore {
             DELETE FROM push_outbox WHERE id IN (
                 SELECT :pushPrefix || check_in_id FROM check_in_request WHERE submitter_user_id = :user)
             """,
-            // `PushMessage`'s `userID`; a message that is not JSON (never written so) is no one's.
-            """
-            DELETE FROM push_outbox
-            WHERE CASE WHEN json_valid(message) THEN json_extract(message, '$.userID') END = :user
-            """,
-            "DELETE FROM relay_outbox WHERE user_id = :user",
             // The bytes of the image and its thumbnail go with the row (zeroed: secure_delete).
             "DELETE FROM photo WHERE check_in_id IN (\(checkIns))",
             // By the request's key, which the check-in carries (the table has no index by check-in).
@@ -99,7 +94,7 @@ extension CheckinStore {
             "DELETE FROM session WHERE id IN (\(sessions))",
             "DELETE FROM nest WHERE owner_user_id = :user",
         ]
-        var deleted = 0
+        var deleted = try Outbox.erase(messagesTo: user, in: db) + Relay.erase(callsFor: user, in: db)
         for sql in statements {
             try db.execute(sql: sql, arguments: arguments)
             deleted += db.changesCount

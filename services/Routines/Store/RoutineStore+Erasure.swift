@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthRelay
 import HearthStore
 
 // An account erasure's part in routines (hearth.account.v1): the user's nests' routines, their
@@ -15,10 +16,7 @@ extension RoutineStore {
 
     /// What goes of the user's anywhere, their id bound. Neither table is indexed by user: each
     /// statement reads its whole table, once an erasure.
-    private static let userDeletes = [
-        "DELETE FROM completion WHERE user_id = ?",
-        "DELETE FROM relay_outbox WHERE user_id = ?",
-    ]
+    private static let userDeletes = ["DELETE FROM completion WHERE user_id = ?"]
 
     /// Deletes, in one write transaction: every routine of `ownedNests` with its actions and
     /// every tick of them (by anyone); `user`'s ticks in any other nest; the calls relayed for
@@ -38,7 +36,7 @@ extension RoutineStore {
                 for sql in Self.nestDeletes { deleted += try Self.delete(sql, nest, in: db) }
             }
             for sql in Self.userDeletes { deleted += try Self.delete(sql, user, in: db) }
-            return deleted
+            return deleted + (try Relay.erase(callsFor: user, in: db))
         }
         try await self.base.truncateWAL()
         return count

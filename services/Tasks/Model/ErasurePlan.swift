@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// The services an account erasure goes through, each its own part.
 enum ErasedService: String, CaseIterable, Sendable {
@@ -77,13 +78,9 @@ enum ErasurePlan {
         var after = step
         after.attempts += 1
         after.lastError = reason
-        after.nextAttemptAt = now.addingTimeInterval(Self.pause(afterAttempts: after.attempts))
+        after.nextAttemptAt = now.addingTimeInterval(RetryPause.after(attempts: step.attempts, longest: Self.maxPause))
         return after
     }
 
     static let maxPause: TimeInterval = 300
-
-    static func pause(afterAttempts attempts: Int) -> TimeInterval {
-        min(pow(2, Double(max(attempts - 1, 0))), Self.maxPause)
-    }
 }

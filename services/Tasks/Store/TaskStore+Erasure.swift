@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import HearthPush
+import HearthRelay
 import HearthStore
 
 // Account erasure: everything the tasks process's store holds about one user.
@@ -13,10 +15,9 @@ extension TaskStore {
     /// What goes, children before their parents, so that no `ON DELETE CASCADE` deletes a row
     /// the count would miss (SQLite counts a statement's own rows only):
     /// - `push_outbox`: the "check-in due" pushes of the user's prompts (by id,
-    ///   ``pushID(_:)``), and any message whose JSON `userID` is the user, sent or not (no
-    ///   user column: a scan of the table, which keeps a week of messages).
-    /// - `relay_outbox`: the calls made for the user (`user_id`: a scan, 30 days of calls),
-    ///   sent or not (the erasure's own calls are not relayed: ``ErasureWork`` makes them).
+    ///   ``pushID(_:)``), and every message to the user, sent or not (`Outbox.erase(messagesTo:in:)`).
+    /// - `relay_outbox`: the calls made for the user, sent or not (`Relay.erase(callsFor:in:)`;
+    ///   the erasure's own calls are not relayed: ``ErasureWork`` makes them).
     /// - `check_in`: the check-ins of the user's tasks, and any answering one of their
     ///   prompts.
     /// - `prompt`: the prompts of the user's tasks.
@@ -45,15 +46,6 @@ extension TaskStore {
                 """,
                 [Self.pushID(""), user]
             ),
-            // `PushMessage`'s `userID`; a message that is not JSON (never written so) is no one's.
-            (
-                """
-                DELETE FROM push_outbox
-                WHERE CASE WHEN json_valid(message) THEN json_extract(message, '$.userID') END = ?
-                """,
-                [user]
-            ),
-            ("DELETE FROM relay_outbox WHERE user_id = ?", [user]),
             // Two statements, each through its index (an OR of both might scan the table).
             ("DELETE FROM check_in WHERE task_id IN (\(tasks))", [user]),
             (
@@ -71,7 +63,7 @@ extension TaskStore {
             ("DELETE FROM activity WHERE user_id = ?", [user]),
             ("DELETE FROM offer_preferences WHERE user_id = ?", [user]),
         ]
-        var deleted = 0
+        var deleted = try Outbox.erase(messagesTo: user, in: db) + Relay.erase(callsFor: user, in: db)
         for statement in statements {
             try db.execute(sql: statement.sql, arguments: statement.arguments)
             deleted += db.changesCount
