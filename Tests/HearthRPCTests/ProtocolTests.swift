@@ -123,6 +123,9 @@ struct ProtocolTests {
         let mib = 1024 * 1024
         var configuration = ServerConfiguration()
         configuration.maxPartialFrameBytes = 6 * mib
+        // The budget alone: on a loaded machine the hog could otherwise be cut for stalling (10 s
+        // without a byte) before the second connection comes, freeing the budget it tests.
+        configuration.framePace = FramePace(grace: .seconds(600), minBytesPerSecond: 1, maxStall: nil)
         try await withTestServer(configuration: configuration) { server, port in
             // 3 MiB of a 4 MiB frame, then nothing: held, once the server has read it all.
             let hog = try await RawConnection.connect(port: port)
