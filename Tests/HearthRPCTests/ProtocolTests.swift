@@ -467,7 +467,10 @@ struct ProtocolTests {
         configuration.drainTimeout = .milliseconds(300)
         try await self.withCallInFlight("held", configuration: configuration) { server, connection, signals in
             server.beginShutdown()
-            let answer = try #require(try await connection.waitFor(within: .seconds(30)) { $0.isResponse(to: 1) })
+            let answer = try #require(
+                try await connection.waitFor(within: .seconds(30)) { $0.isResponse(to: 1) },
+                "received \(connection.frames.map { "\($0.kind) \($0.callID) \($0.status.message)" }), closed: \(connection.isClosed)"
+            )
             #expect(answer.status.code == .unavailable)
             #expect(answer.status.message.contains("stopped before the call finished"))
             #expect(try await connection.waitUntilClosed())
