@@ -25,7 +25,9 @@ struct ExportTests {
         }
     }
 
-    @Test("userExport: every task, prompt, check-in, activity, preference and offer of mei's, as her calls answer them")
+    @Test(
+        "userExport: every task, prompt, check-in, activity, preference, offer and location event of mei's, as her calls answer them"
+    )
     func exportsOneUser() async throws {
         try await withTasksSystem(now: earlyMonday) { system in
             let mei = try await system.create("mei", title: "Should I move to Lisbon?", days: 2)
@@ -44,7 +46,8 @@ struct ExportTests {
             )
             _ = try await system.service.cancelTask(.with { $0.taskID = dropped.task.id }, callContext("mei"))
             // 09:30 in New York: the morning prompts are due.
-            try await system.advance(to: at("2026-06-01T13:30:00Z"))
+            let reportedAt = at("2026-06-01T13:30:00Z")
+            try await system.advance(to: reportedAt)
             var gyms: [String: String] = [:]
             var offers: [String: Hearth_Tasks_V1_Offer] = [:]
             for (user, created) in [("mei", mei), ("kai", kai)] {
@@ -61,6 +64,14 @@ struct ExportTests {
             let kaiGym = try #require(gyms["kai"])
             let kaiOffer = try #require(offers["kai"])
             let a = Activities(system: system, user: "mei")
+            // A minute later mei's phone reports e-1 again (a repeat, recorded apart); a minute
+            // after that, an arrival at the gym, which her rule (on leaving) does not ask for.
+            try await system.advance(by: 60)
+            let repeatedAt = system.clock.now()
+            #expect(try await a.reason(meiGym, event: "e-1") == .duplicateEvent)
+            try await system.advance(by: 60)
+            let arrivedAt = system.clock.now()
+            #expect(try await a.reason(meiGym, .arrive, event: "e-2") == .triggerMismatch)
 
             let export = try await system.service.userExport(of: "mei")
 
@@ -104,6 +115,25 @@ struct ExportTests {
             #expect(export.offerPreferences == preferences)
             #expect(export.offerPreferences.timeZone == "America/New_York")
             #expect(export.offers == [meiOffer])
+            // Location events: each as first reported, with what came of it (the offer, or why
+            // none), by when it occurred; the repeated report apart, with what it was answered.
+            #expect(export.locationEvents.map(\.clientEventID) == ["e-1", "e-2"])
+            #expect(export.locationEvents.map(\.activityID) == [meiGym, meiGym])
+            #expect(export.locationEvents.map(\.trigger) == [.leave, .arrive])
+            #expect(export.locationEvents.map(\.occurredAt.date) == [reportedAt, arrivedAt])
+            #expect(export.locationEvents.map(\.receivedAt.date) == [reportedAt, arrivedAt])
+            #expect(export.locationEvents.map(\.offerID) == [meiOffer.offerID, ""])
+            #expect(export.locationEvents.map(\.suppressionReason) == [.unspecified, .triggerMismatch])
+            let eventRows = try await Self.count(
+                "SELECT COUNT(*) FROM location_event WHERE user_id = ?",
+                of: "mei",
+                in: system
+            )
+            #expect(export.locationEvents.count == eventRows)
+            #expect(export.locationEventRepeats.map(\.clientEventID) == ["e-1"])
+            #expect(export.locationEventRepeats.map(\.occurredAt.date) == [repeatedAt])
+            #expect(export.locationEventRepeats.map(\.receivedAt.date) == [repeatedAt])
+            #expect(export.locationEventRepeats.map(\.suppressionReason) == [.duplicateEvent])
 
             // Nothing of kai's.
             #expect(export.prompts.allSatisfy { meiTasks.contains($0.taskID) })
@@ -118,6 +148,10 @@ struct ExportTests {
             #expect(kais.activities.map(\.id) == [kaiGym])
             #expect(kais.offers == [kaiOffer])
             #expect(kais.checkIns.count == 2 && kais.prompts.count == 4)
+            #expect(kais.locationEvents.map(\.clientEventID) == ["e-1"], "the same id as mei's, his own")
+            #expect(kais.locationEvents.map(\.activityID) == [kaiGym])
+            #expect(kais.locationEvents.map(\.offerID) == [kaiOffer.offerID])
+            #expect(kais.locationEventRepeats.isEmpty)
 
             // A day later the one-day task has ended: there still, COMPLETED, as ListTasks says.
             try await system.advance(to: at("2026-06-02T05:00:00Z"))
@@ -126,6 +160,8 @@ struct ExportTests {
             let listedLater = try await system.listTasks(user: "mei").tasks
             #expect(later.tasks == Array(listedLater.reversed()))
             #expect(later.prompts.count == 7 && later.checkIns == export.checkIns)
+            #expect(later.locationEvents == export.locationEvents)
+            #expect(later.locationEventRepeats == export.locationEventRepeats)
         }
     }
 
@@ -148,6 +184,7 @@ struct ExportTests {
             #expect(export.activities == [answered])
             #expect(export.activities.first?.done == true)
             #expect(export.tasks.isEmpty && export.prompts.isEmpty && export.checkIns.isEmpty && export.offers.isEmpty)
+            #expect(export.locationEvents.isEmpty && export.locationEventRepeats.isEmpty)
         }
     }
 }

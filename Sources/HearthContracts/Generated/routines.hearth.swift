@@ -236,15 +236,15 @@ public enum Hearth_Routines_V1_Routines {
         )
 
         /// Internal: everything routines holds about the acting user, for an export of their account:
-        /// the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
-        /// for more than 1,000 nest ids or an empty one.
+        /// the routines of the nests they own (owned_nest_ids) with the actions removed from them, and
+        /// their ticks anywhere. INVALID_ARGUMENT for more than 1,000 nest ids or an empty one.
         public static let exportUser = RPCMethodDescriptor<Hearth_Routines_V1_ExportUserRequest, Hearth_Routines_V1_UserExport>(
             name: "hearth.routines.v1.Routines/ExportUser",
             servicesOnly: true,
             documentation: #"""
             Internal: everything routines holds about the acting user, for an export of their account:
-            the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
-            for more than 1,000 nest ids or an empty one.
+            the routines of the nests they own (owned_nest_ids) with the actions removed from them, and
+            their ticks anywhere. INVALID_ARGUMENT for more than 1,000 nest ids or an empty one.
             """#,
             requestShape: #"""
             {

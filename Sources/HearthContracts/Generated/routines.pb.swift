@@ -430,6 +430,42 @@ public nonisolated struct Hearth_Routines_V1_Tick: Sendable {
   fileprivate var _doneAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
 }
 
+/// An action removed from a routine (RemoveAction): no longer among its actions, kept so that past
+/// days keep their counts and the ticks of it.
+public nonisolated struct Hearth_Routines_V1_RemovedAction: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var routineID: String = String()
+
+  /// As it was: its id (ticks name it), text and when it was added.
+  public var action: Hearth_Routines_V1_Action {
+    get {_action ?? Hearth_Routines_V1_Action()}
+    set {_action = newValue}
+  }
+  /// Returns true if `action` has been explicitly set.
+  public var hasAction: Bool {self._action != nil}
+  /// Clears the value of `action`. Subsequent reads from it will return its default value.
+  public mutating func clearAction() {self._action = nil}
+
+  public var removedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_removedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_removedAt = newValue}
+  }
+  /// Returns true if `removedAt` has been explicitly set.
+  public var hasRemovedAt: Bool {self._removedAt != nil}
+  /// Clears the value of `removedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearRemovedAt() {self._removedAt = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _action: Hearth_Routines_V1_Action? = nil
+  fileprivate var _removedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
 /// Everything routines holds about a user.
 public nonisolated struct Hearth_Routines_V1_UserExport: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -441,6 +477,10 @@ public nonisolated struct Hearth_Routines_V1_UserExport: Sendable {
 
   /// Their own ticks, in any nest, by done_at.
   public var ticks: [Hearth_Routines_V1_Tick] = []
+
+  /// The actions removed from those routines, by when each was removed (then by routine, then in
+  /// the routine's order).
+  public var removedActions: [Hearth_Routines_V1_RemovedAction] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1313,9 +1353,53 @@ nonisolated extension Hearth_Routines_V1_Tick: SwiftProtobuf.Message, SwiftProto
   }
 }
 
+nonisolated extension Hearth_Routines_V1_RemovedAction: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RemovedAction"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}routine_id\0\u{1}action\0\u{3}removed_at\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.routineID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._action) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._removedAt) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.routineID.isEmpty {
+      try visitor.visitSingularStringField(value: self.routineID, fieldNumber: 1)
+    }
+    try { if let v = self._action {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._removedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Routines_V1_RemovedAction, rhs: Hearth_Routines_V1_RemovedAction) -> Bool {
+    if lhs.routineID != rhs.routineID {return false}
+    if lhs._action != rhs._action {return false}
+    if lhs._removedAt != rhs._removedAt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Hearth_Routines_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UserExport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}routines\0\u{1}ticks\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}routines\0\u{1}ticks\0\u{3}removed_actions\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1325,6 +1409,7 @@ nonisolated extension Hearth_Routines_V1_UserExport: SwiftProtobuf.Message, Swif
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.routines) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.ticks) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.removedActions) }()
       default: break
       }
     }
@@ -1337,12 +1422,16 @@ nonisolated extension Hearth_Routines_V1_UserExport: SwiftProtobuf.Message, Swif
     if !self.ticks.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.ticks, fieldNumber: 2)
     }
+    if !self.removedActions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.removedActions, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Routines_V1_UserExport, rhs: Hearth_Routines_V1_UserExport) -> Bool {
     if lhs.routines != rhs.routines {return false}
     if lhs.ticks != rhs.ticks {return false}
+    if lhs.removedActions != rhs.removedActions {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

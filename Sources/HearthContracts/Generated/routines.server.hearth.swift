@@ -58,8 +58,8 @@ extension Hearth_Routines_V1_Routines {
         func eraseUser(_ request: Hearth_Routines_V1_EraseUserRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_EraseUserResponse
 
         /// Internal: everything routines holds about the acting user, for an export of their account:
-        /// the routines of the nests they own (owned_nest_ids) and their ticks anywhere. INVALID_ARGUMENT
-        /// for more than 1,000 nest ids or an empty one.
+        /// the routines of the nests they own (owned_nest_ids) with the actions removed from them, and
+        /// their ticks anywhere. INVALID_ARGUMENT for more than 1,000 nest ids or an empty one.
         func exportUser(_ request: Hearth_Routines_V1_ExportUserRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_UserExport
     }
 }

@@ -149,6 +149,12 @@ public nonisolated enum Hearth_Safety_V1_DeliveryState: SwiftProtobuf.Enum, Swif
 
   /// Refused for good (e.g. the server rejected the address).
   case failed // = 3
+
+  /// Never sent: made moot before it went (a check-in, a snooze or pause, a later warning, the
+  /// contact removed, an invitation no longer answerable), or recorded as decided only (a warning
+  /// that fell due with a later one). Only in an export (UserExport.messages): GetStatus leaves
+  /// such messages out.
+  case cancelled // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -161,6 +167,7 @@ public nonisolated enum Hearth_Safety_V1_DeliveryState: SwiftProtobuf.Enum, Swif
     case 1: self = .pending
     case 2: self = .sent
     case 3: self = .failed
+    case 4: self = .cancelled
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -171,6 +178,7 @@ public nonisolated enum Hearth_Safety_V1_DeliveryState: SwiftProtobuf.Enum, Swif
     case .pending: return 1
     case .sent: return 2
     case .failed: return 3
+    case .cancelled: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -181,6 +189,7 @@ public nonisolated enum Hearth_Safety_V1_DeliveryState: SwiftProtobuf.Enum, Swif
     .pending,
     .sent,
     .failed,
+    .cancelled,
   ]
 
 }
@@ -372,6 +381,92 @@ public nonisolated enum Hearth_Safety_V1_LinkOutcome: SwiftProtobuf.Enum, Swift.
     .linkNotFound,
     .linkExpired,
     .linkAlreadyAnswered,
+  ]
+
+}
+
+/// What a message of the switch was.
+public nonisolated enum Hearth_Safety_V1_MessageKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// A push to the user before the deadline (see minutes_before).
+  case warning // = 1
+
+  /// The email to a contact once the deadline passed.
+  case alarm // = 2
+
+  /// The email to a contact who had the alarm, once the user checked in again.
+  case allClear // = 3
+
+  /// The daily reminder push.
+  case reminder // = 4
+
+  /// The email asking a contact to agree (re-sent ones too).
+  case invitation // = 5
+
+  /// A test the user asked for (SendTest).
+  case test // = 6
+
+  /// A push telling the user that a contact confirmed, declined or opted out, or that the contact's
+  /// address bounced.
+  case contactConfirmed // = 7
+  case contactDeclined // = 8
+  case contactOptedOut // = 9
+  case contactBounced // = 10
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .warning
+    case 2: self = .alarm
+    case 3: self = .allClear
+    case 4: self = .reminder
+    case 5: self = .invitation
+    case 6: self = .test
+    case 7: self = .contactConfirmed
+    case 8: self = .contactDeclined
+    case 9: self = .contactOptedOut
+    case 10: self = .contactBounced
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .warning: return 1
+    case .alarm: return 2
+    case .allClear: return 3
+    case .reminder: return 4
+    case .invitation: return 5
+    case .test: return 6
+    case .contactConfirmed: return 7
+    case .contactDeclined: return 8
+    case .contactOptedOut: return 9
+    case .contactBounced: return 10
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Safety_V1_MessageKind] = [
+    .unspecified,
+    .warning,
+    .alarm,
+    .allClear,
+    .reminder,
+    .invitation,
+    .test,
+    .contactConfirmed,
+    .contactDeclined,
+    .contactOptedOut,
+    .contactBounced,
   ]
 
 }
@@ -1006,6 +1101,119 @@ public nonisolated struct Hearth_Safety_V1_CheckInRecord: Sendable {
   fileprivate var _at: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
 }
 
+/// One message the switch decided, of any period, as safety's outbox keeps it: what it was, to
+/// whom, and what became of it. (GetStatus shows the current period's warnings and emails.)
+public nonisolated struct Hearth_Safety_V1_MessageRecord: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String {
+    get {_storage._id}
+    set {_uniqueStorage()._id = newValue}
+  }
+
+  public var kind: Hearth_Safety_V1_MessageKind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
+
+  /// For a WARNING: 180, 60 or 10, the minutes before the deadline it was for; else 0.
+  public var minutesBefore: UInt32 {
+    get {_storage._minutesBefore}
+    set {_uniqueStorage()._minutesBefore = newValue}
+  }
+
+  /// EMAIL to a contact (or, for a TEST, to the user), or PUSH to the user's device.
+  public var channel: Hearth_Safety_V1_Channel {
+    get {_storage._channel}
+    set {_uniqueStorage()._channel = newValue}
+  }
+
+  /// The contact it was sent to (ALARM, ALL_CLEAR, INVITATION) or told of (CONTACT_*); empty for
+  /// the user's own warnings, reminders and tests.
+  public var contactID: String {
+    get {_storage._contactID}
+    set {_uniqueStorage()._contactID = newValue}
+  }
+
+  /// Where it goes (an email address or the push token) and its words: kept only while PENDING,
+  /// empty once it was sent, failed or cancelled (personal data is not kept longer than it is used).
+  public var address: String {
+    get {_storage._address}
+    set {_uniqueStorage()._address = newValue}
+  }
+
+  public var subject: String {
+    get {_storage._subject}
+    set {_uniqueStorage()._subject = newValue}
+  }
+
+  public var body: String {
+    get {_storage._body}
+    set {_uniqueStorage()._body = newValue}
+  }
+
+  public var state: Hearth_Safety_V1_DeliveryState {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
+
+  /// Attempts begun, one under way included.
+  public var attempts: UInt32 {
+    get {_storage._attempts}
+    set {_uniqueStorage()._attempts = newValue}
+  }
+
+  /// What the last attempt met (an error, addresses masked); empty when nothing went wrong.
+  public var lastError: String {
+    get {_storage._lastError}
+    set {_uniqueStorage()._lastError = newValue}
+  }
+
+  /// When it was decided.
+  public var createdAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_storage._createdAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_uniqueStorage()._createdAt = newValue}
+  }
+  /// Returns true if `createdAt` has been explicitly set.
+  public var hasCreatedAt: Bool {_storage._createdAt != nil}
+  /// Clears the value of `createdAt`. Subsequent reads from it will return its default value.
+  public mutating func clearCreatedAt() {_uniqueStorage()._createdAt = nil}
+
+  /// Set once SENT.
+  public var sentAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_storage._sentAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_uniqueStorage()._sentAt = newValue}
+  }
+  /// Returns true if `sentAt` has been explicitly set.
+  public var hasSentAt: Bool {_storage._sentAt != nil}
+  /// Clears the value of `sentAt`. Subsequent reads from it will return its default value.
+  public mutating func clearSentAt() {_uniqueStorage()._sentAt = nil}
+
+  /// While PENDING: when it is tried next.
+  public var nextAttemptAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_storage._nextAttemptAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_uniqueStorage()._nextAttemptAt = newValue}
+  }
+  /// Returns true if `nextAttemptAt` has been explicitly set.
+  public var hasNextAttemptAt: Bool {_storage._nextAttemptAt != nil}
+  /// Clears the value of `nextAttemptAt`. Subsequent reads from it will return its default value.
+  public mutating func clearNextAttemptAt() {_uniqueStorage()._nextAttemptAt = nil}
+
+  /// Whether an attempt may have delivered it although none was known to (its answer never came).
+  public var mayHaveArrived: Bool {
+    get {_storage._mayHaveArrived}
+    set {_uniqueStorage()._mayHaveArrived = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
 /// Everything safety holds about a user.
 public nonisolated struct Hearth_Safety_V1_UserExport: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1041,6 +1249,14 @@ public nonisolated struct Hearth_Safety_V1_UserExport: @unchecked Sendable {
   public var checkIns: [Hearth_Safety_V1_CheckInRecord] {
     get {_storage._checkIns}
     set {_uniqueStorage()._checkIns = newValue}
+  }
+
+  /// Every message the switch decided for them, this period's and earlier ones' (those of periods
+  /// before the last check-in are kept 90 days), by when it was decided (then id): warnings,
+  /// reminders, alarms, all-clears, invitations, news of their contacts, tests.
+  public var messages: [Hearth_Safety_V1_MessageRecord] {
+    get {_storage._messages}
+    set {_uniqueStorage()._messages = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1117,7 +1333,7 @@ nonisolated extension Hearth_Safety_V1_SwitchState: SwiftProtobuf._ProtoNameProv
 }
 
 nonisolated extension Hearth_Safety_V1_DeliveryState: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DELIVERY_STATE_UNSPECIFIED\0\u{1}PENDING\0\u{1}SENT\0\u{1}FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DELIVERY_STATE_UNSPECIFIED\0\u{1}PENDING\0\u{1}SENT\0\u{1}FAILED\0\u{1}CANCELLED\0")
 }
 
 nonisolated extension Hearth_Safety_V1_NotArmedReason: SwiftProtobuf._ProtoNameProviding {
@@ -1134,6 +1350,10 @@ nonisolated extension Hearth_Safety_V1_ContactAction: SwiftProtobuf._ProtoNamePr
 
 nonisolated extension Hearth_Safety_V1_LinkOutcome: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LINK_OUTCOME_UNSPECIFIED\0\u{1}LINK_OK\0\u{1}LINK_NOT_FOUND\0\u{1}LINK_EXPIRED\0\u{1}LINK_ALREADY_ANSWERED\0")
+}
+
+nonisolated extension Hearth_Safety_V1_MessageKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_KIND_UNSPECIFIED\0\u{1}MESSAGE_KIND_WARNING\0\u{1}MESSAGE_KIND_ALARM\0\u{1}MESSAGE_KIND_ALL_CLEAR\0\u{1}MESSAGE_KIND_REMINDER\0\u{1}MESSAGE_KIND_INVITATION\0\u{1}MESSAGE_KIND_TEST\0\u{1}MESSAGE_KIND_CONTACT_CONFIRMED\0\u{1}MESSAGE_KIND_CONTACT_DECLINED\0\u{1}MESSAGE_KIND_CONTACT_OPTED_OUT\0\u{1}MESSAGE_KIND_CONTACT_BOUNCED\0")
 }
 
 nonisolated extension Hearth_Safety_V1_DailyReminder: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2258,15 +2478,184 @@ nonisolated extension Hearth_Safety_V1_CheckInRecord: SwiftProtobuf.Message, Swi
   }
 }
 
+nonisolated extension Hearth_Safety_V1_MessageRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MessageRecord"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}kind\0\u{3}minutes_before\0\u{1}channel\0\u{3}contact_id\0\u{1}address\0\u{1}subject\0\u{1}body\0\u{1}state\0\u{1}attempts\0\u{3}last_error\0\u{3}created_at\0\u{3}sent_at\0\u{3}next_attempt_at\0\u{3}may_have_arrived\0")
+
+  fileprivate class _StorageClass {
+    var _id: String = String()
+    var _kind: Hearth_Safety_V1_MessageKind = .unspecified
+    var _minutesBefore: UInt32 = 0
+    var _channel: Hearth_Safety_V1_Channel = .unspecified
+    var _contactID: String = String()
+    var _address: String = String()
+    var _subject: String = String()
+    var _body: String = String()
+    var _state: Hearth_Safety_V1_DeliveryState = .unspecified
+    var _attempts: UInt32 = 0
+    var _lastError: String = String()
+    var _createdAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+    var _sentAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+    var _nextAttemptAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+    var _mayHaveArrived: Bool = false
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _id = source._id
+      _kind = source._kind
+      _minutesBefore = source._minutesBefore
+      _channel = source._channel
+      _contactID = source._contactID
+      _address = source._address
+      _subject = source._subject
+      _body = source._body
+      _state = source._state
+      _attempts = source._attempts
+      _lastError = source._lastError
+      _createdAt = source._createdAt
+      _sentAt = source._sentAt
+      _nextAttemptAt = source._nextAttemptAt
+      _mayHaveArrived = source._mayHaveArrived
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
+        case 2: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._minutesBefore) }()
+        case 4: try { try decoder.decodeSingularEnumField(value: &_storage._channel) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._contactID) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._address) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._subject) }()
+        case 8: try { try decoder.decodeSingularStringField(value: &_storage._body) }()
+        case 9: try { try decoder.decodeSingularEnumField(value: &_storage._state) }()
+        case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._attempts) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._lastError) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._createdAt) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._sentAt) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._nextAttemptAt) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._mayHaveArrived) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._id.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
+      }
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 2)
+      }
+      if _storage._minutesBefore != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._minutesBefore, fieldNumber: 3)
+      }
+      if _storage._channel != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._channel, fieldNumber: 4)
+      }
+      if !_storage._contactID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._contactID, fieldNumber: 5)
+      }
+      if !_storage._address.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._address, fieldNumber: 6)
+      }
+      if !_storage._subject.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._subject, fieldNumber: 7)
+      }
+      if !_storage._body.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._body, fieldNumber: 8)
+      }
+      if _storage._state != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._state, fieldNumber: 9)
+      }
+      if _storage._attempts != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._attempts, fieldNumber: 10)
+      }
+      if !_storage._lastError.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._lastError, fieldNumber: 11)
+      }
+      try { if let v = _storage._createdAt {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
+      try { if let v = _storage._sentAt {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
+      try { if let v = _storage._nextAttemptAt {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
+      if _storage._mayHaveArrived != false {
+        try visitor.visitSingularBoolField(value: _storage._mayHaveArrived, fieldNumber: 15)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Safety_V1_MessageRecord, rhs: Hearth_Safety_V1_MessageRecord) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._id != rhs_storage._id {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._minutesBefore != rhs_storage._minutesBefore {return false}
+        if _storage._channel != rhs_storage._channel {return false}
+        if _storage._contactID != rhs_storage._contactID {return false}
+        if _storage._address != rhs_storage._address {return false}
+        if _storage._subject != rhs_storage._subject {return false}
+        if _storage._body != rhs_storage._body {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._attempts != rhs_storage._attempts {return false}
+        if _storage._lastError != rhs_storage._lastError {return false}
+        if _storage._createdAt != rhs_storage._createdAt {return false}
+        if _storage._sentAt != rhs_storage._sentAt {return false}
+        if _storage._nextAttemptAt != rhs_storage._nextAttemptAt {return false}
+        if _storage._mayHaveArrived != rhs_storage._mayHaveArrived {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UserExport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}profile\0\u{1}contacts\0\u{1}status\0\u{3}check_ins\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}profile\0\u{1}contacts\0\u{1}status\0\u{3}check_ins\0\u{1}messages\0")
 
   fileprivate class _StorageClass {
     var _profile: Hearth_Safety_V1_Profile? = nil
     var _contacts: [Hearth_Safety_V1_Contact] = []
     var _status: Hearth_Safety_V1_Status? = nil
     var _checkIns: [Hearth_Safety_V1_CheckInRecord] = []
+    var _messages: [Hearth_Safety_V1_MessageRecord] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2281,6 +2670,7 @@ nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftP
       _contacts = source._contacts
       _status = source._status
       _checkIns = source._checkIns
+      _messages = source._messages
     }
   }
 
@@ -2303,6 +2693,7 @@ nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftP
         case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._contacts) }()
         case 3: try { try decoder.decodeSingularMessageField(value: &_storage._status) }()
         case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._checkIns) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._messages) }()
         default: break
         }
       }
@@ -2327,6 +2718,9 @@ nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftP
       if !_storage._checkIns.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._checkIns, fieldNumber: 4)
       }
+      if !_storage._messages.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._messages, fieldNumber: 5)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2340,6 +2734,7 @@ nonisolated extension Hearth_Safety_V1_UserExport: SwiftProtobuf.Message, SwiftP
         if _storage._contacts != rhs_storage._contacts {return false}
         if _storage._status != rhs_storage._status {return false}
         if _storage._checkIns != rhs_storage._checkIns {return false}
+        if _storage._messages != rhs_storage._messages {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -963,6 +963,97 @@ public nonisolated struct Hearth_Tasks_V1_DismissPromptRequest: Sendable {
   public init() {}
 }
 
+/// A location event as the phone first reported it (Activities/ReportLocationEvent), and what
+/// came of it. Where the phone was and whether the app was in the foreground are not kept.
+public nonisolated struct Hearth_Tasks_V1_LocationEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The phone's id for the event, unique among the user's events.
+  public var clientEventID: String = String()
+
+  /// The activity it concerned (perhaps deleted since: its events are kept).
+  public var activityID: String = String()
+
+  /// Arriving at the activity's place, or leaving it.
+  public var trigger: Hearth_Tasks_V1_Trigger = .unspecified
+
+  /// When the phone says it happened.
+  public var occurredAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_occurredAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_occurredAt = newValue}
+  }
+  /// Returns true if `occurredAt` has been explicitly set.
+  public var hasOccurredAt: Bool {self._occurredAt != nil}
+  /// Clears the value of `occurredAt`. Subsequent reads from it will return its default value.
+  public mutating func clearOccurredAt() {self._occurredAt = nil}
+
+  /// When the server received it.
+  public var receivedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_receivedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_receivedAt = newValue}
+  }
+  /// Returns true if `receivedAt` has been explicitly set.
+  public var hasReceivedAt: Bool {self._receivedAt != nil}
+  /// Clears the value of `receivedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearReceivedAt() {self._receivedAt = nil}
+
+  /// The offer it made (in UserExport.offers while kept); empty when it made none.
+  public var offerID: String = String()
+
+  /// Why it made no offer; SUPPRESSION_REASON_UNSPECIFIED when it made one.
+  public var suppressionReason: Hearth_Tasks_V1_SuppressionReason = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _occurredAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _receivedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
+/// A later report of an event already reported (the same client_event_id: a retry, or the phone
+/// sending it again). It made no offer; its activity and trigger are the first report's.
+public nonisolated struct Hearth_Tasks_V1_LocationEventRepeat: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var clientEventID: String = String()
+
+  /// When this report says the event happened.
+  public var occurredAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_occurredAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_occurredAt = newValue}
+  }
+  /// Returns true if `occurredAt` has been explicitly set.
+  public var hasOccurredAt: Bool {self._occurredAt != nil}
+  /// Clears the value of `occurredAt`. Subsequent reads from it will return its default value.
+  public mutating func clearOccurredAt() {self._occurredAt = nil}
+
+  /// When the server received this report.
+  public var receivedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_receivedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_receivedAt = newValue}
+  }
+  /// Returns true if `receivedAt` has been explicitly set.
+  public var hasReceivedAt: Bool {self._receivedAt != nil}
+  /// Clears the value of `receivedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearReceivedAt() {self._receivedAt = nil}
+
+  /// What it was answered: DUPLICATE_EVENT, or what stopped it before the repeat was noticed
+  /// (STALE_EVENT, DISABLED, ...).
+  public var suppressionReason: Hearth_Tasks_V1_SuppressionReason = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _occurredAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _receivedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
 /// Everything the tasks process holds about a user (its part of
 /// hearth.account.v1.Account/ExportAccount).
 public nonisolated struct Hearth_Tasks_V1_UserExport: Sendable {
@@ -994,6 +1085,14 @@ public nonisolated struct Hearth_Tasks_V1_UserExport: Sendable {
 
   /// Every offer still kept (housekeeping deletes them after 400 days), by time.
   public var offers: [Hearth_Tasks_V1_Offer] = []
+
+  /// Every location event still kept (housekeeping deletes them after 400 days) as first reported,
+  /// whatever came of it, by when it occurred (then when it was received, then client_event_id).
+  public var locationEvents: [Hearth_Tasks_V1_LocationEvent] = []
+
+  /// Every later report of an event already reported, kept as long, by when it occurred (then when
+  /// it was received). Its first report may have been deleted before it.
+  public var locationEventRepeats: [Hearth_Tasks_V1_LocationEventRepeat] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2239,9 +2338,122 @@ nonisolated extension Hearth_Tasks_V1_DismissPromptRequest: SwiftProtobuf.Messag
   }
 }
 
+nonisolated extension Hearth_Tasks_V1_LocationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LocationEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}client_event_id\0\u{3}activity_id\0\u{1}trigger\0\u{3}occurred_at\0\u{3}received_at\0\u{3}offer_id\0\u{3}suppression_reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.clientEventID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.activityID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.trigger) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._occurredAt) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._receivedAt) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.offerID) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.suppressionReason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.clientEventID.isEmpty {
+      try visitor.visitSingularStringField(value: self.clientEventID, fieldNumber: 1)
+    }
+    if !self.activityID.isEmpty {
+      try visitor.visitSingularStringField(value: self.activityID, fieldNumber: 2)
+    }
+    if self.trigger != .unspecified {
+      try visitor.visitSingularEnumField(value: self.trigger, fieldNumber: 3)
+    }
+    try { if let v = self._occurredAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._receivedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    if !self.offerID.isEmpty {
+      try visitor.visitSingularStringField(value: self.offerID, fieldNumber: 6)
+    }
+    if self.suppressionReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.suppressionReason, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Tasks_V1_LocationEvent, rhs: Hearth_Tasks_V1_LocationEvent) -> Bool {
+    if lhs.clientEventID != rhs.clientEventID {return false}
+    if lhs.activityID != rhs.activityID {return false}
+    if lhs.trigger != rhs.trigger {return false}
+    if lhs._occurredAt != rhs._occurredAt {return false}
+    if lhs._receivedAt != rhs._receivedAt {return false}
+    if lhs.offerID != rhs.offerID {return false}
+    if lhs.suppressionReason != rhs.suppressionReason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Tasks_V1_LocationEventRepeat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LocationEventRepeat"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}client_event_id\0\u{3}occurred_at\0\u{3}received_at\0\u{3}suppression_reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.clientEventID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._occurredAt) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._receivedAt) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.suppressionReason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.clientEventID.isEmpty {
+      try visitor.visitSingularStringField(value: self.clientEventID, fieldNumber: 1)
+    }
+    try { if let v = self._occurredAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._receivedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.suppressionReason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.suppressionReason, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Tasks_V1_LocationEventRepeat, rhs: Hearth_Tasks_V1_LocationEventRepeat) -> Bool {
+    if lhs.clientEventID != rhs.clientEventID {return false}
+    if lhs._occurredAt != rhs._occurredAt {return false}
+    if lhs._receivedAt != rhs._receivedAt {return false}
+    if lhs.suppressionReason != rhs.suppressionReason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UserExport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{1}prompts\0\u{3}check_ins\0\u{1}activities\0\u{3}offer_preferences\0\u{1}offers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{1}prompts\0\u{3}check_ins\0\u{1}activities\0\u{3}offer_preferences\0\u{1}offers\0\u{3}location_events\0\u{3}location_event_repeats\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2255,6 +2467,8 @@ nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftPr
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.activities) }()
       case 5: try { try decoder.decodeSingularMessageField(value: &self._offerPreferences) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.offers) }()
+      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.locationEvents) }()
+      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.locationEventRepeats) }()
       default: break
       }
     }
@@ -2283,6 +2497,12 @@ nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftPr
     if !self.offers.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.offers, fieldNumber: 6)
     }
+    if !self.locationEvents.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.locationEvents, fieldNumber: 7)
+    }
+    if !self.locationEventRepeats.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.locationEventRepeats, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2293,6 +2513,8 @@ nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftPr
     if lhs.activities != rhs.activities {return false}
     if lhs._offerPreferences != rhs._offerPreferences {return false}
     if lhs.offers != rhs.offers {return false}
+    if lhs.locationEvents != rhs.locationEvents {return false}
+    if lhs.locationEventRepeats != rhs.locationEventRepeats {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

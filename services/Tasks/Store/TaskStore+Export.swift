@@ -3,10 +3,13 @@ import GRDB
 import HearthStore
 
 // A user's export (hearth.account.v1): what the tasks process's store (the tasks and the
-// activities services share it) holds about one user, every row of it, read in one snapshot.
+// activities services share it) holds about one user, every row of it, read in one snapshot:
+// tasks, prompts, check-ins, activities with their rules, offer preferences, offers, and every
+// location event the phone reported with its repeats (`location_event`, `location_event_repeat`).
 // Not the `erasure` ledger (the erasure's own record, which GetErasure reads), nor what the
-// store keeps only to do its work: the pushes and calls in the outboxes, the location events
-// (which GetOfferStats counts).
+// store keeps only to do its work: the pushes and calls in the outboxes (`push_outbox`,
+// `relay_outbox`), the retry ids a task or a check-in was made with (`client_request_id`: they
+// only tell a retry from a new call), and a prompt's push bookkeeping (`notify_at`, `pushed_at`).
 extension TaskStore {
     /// One user's rows, as the store keeps them (the service maps them to messages).
     struct UserRows: Sendable {
@@ -24,12 +27,38 @@ extension TaskStore {
         var preferences: OfferRules.Preferences?
         /// Every offer kept for them (``ActivityStore/historyRetention``), by delivery time.
         var offers: [OfferRecord]
+        /// Every location event kept for them (``ActivityStore/historyRetention``) as first
+        /// reported, with what came of it, by when it occurred (then when it was received, then
+        /// the client's id).
+        var locationEvents: [LocationEventRecord]
+        /// Every later report of an event already reported, kept as long, by when it occurred
+        /// (then when it was received, then in the order they came).
+        var locationEventRepeats: [LocationEventRepeat]
+    }
+
+    /// A report of a location event already reported (a `location_event_repeat` row): it made
+    /// no offer, and its activity and trigger are the first report's.
+    struct LocationEventRepeat: Sendable, Equatable {
+        var clientEventID: String
+        /// When this report says the event happened.
+        var occurredAt: Date
+        var receivedAt: Date
+        /// ``SuppressionReason`` raw value: what it was answered.
+        var reason: Int
+
+        /// Read column by column, as the records are.
+        init(row: Row) throws {
+            self.clientEventID = try row.decode(String.self, forColumn: "client_event_id")
+            self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
+            self.receivedAt = try row.decode(Date.self, forColumn: "received_at")
+            self.reason = try row.decode(Int.self, forColumn: "reason")
+        }
     }
 
     /// Every row of `user`'s in the store, in one read transaction: a prompt or a check-in is
     /// there with its task, an offer with its activity (unless the activity was deleted since;
-    /// its offers are kept). On a reader thread: a user of long standing has thousands of
-    /// prompts and check-ins.
+    /// its offers are kept), a location event with its offer and its repeats. On a reader
+    /// thread: a user of long standing has thousands of prompts, check-ins and location events.
     func userRows(of user: String) async throws -> UserRows {
         try await self.base.longRead { db in
             // A prompt or a check-in is found through its task (the indexed path: `prompt_by_task`,
@@ -57,7 +86,26 @@ extension TaskStore {
                 offers: try OfferRecord.fetchAll(
                     db.cachedStatement(sql: "SELECT * FROM offer WHERE user_id = ? ORDER BY deliver_at, id"),
                     arguments: [user]
-                )
+                ),
+                // Both along their `(user_id, occurred_at)` indexes.
+                locationEvents: try LocationEventRecord.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT * FROM location_event WHERE user_id = ?
+                            ORDER BY occurred_at, received_at, client_event_id
+                            """
+                    ),
+                    arguments: [user]
+                ),
+                locationEventRepeats: try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT client_event_id, occurred_at, received_at, reason FROM location_event_repeat
+                            WHERE user_id = ? ORDER BY occurred_at, received_at, rowid
+                            """
+                    ),
+                    arguments: [user]
+                ).map(LocationEventRepeat.init(row:))
             )
         }
     }
