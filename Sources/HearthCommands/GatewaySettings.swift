@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCommandLine
+import HearthContactPage
 import HearthContracts
 import HearthGateway
 import HearthRPC
@@ -69,8 +70,96 @@ struct GatewaySettings: ParsableArguments {
     )
     var contactPagePort: Int?
 
-    @Option(help: "Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x).")
+    @Option(
+        help: """
+            Contact page: requests asking safety (those carrying a link's token) that one client address may make \
+            a minute, sustained; one more is answered 429 with Retry-After. IPv6 addresses count by their /64.
+            """
+    )
+    var contactPageRatePerMinute = ContactPage.Limits().perMinute
+
+    @Option(help: "Contact page: requests asking safety that one client address may make at once.")
+    var contactPageBurst = ContactPage.Limits().burst
+
+    @Option(help: "Contact page: client addresses whose rates are kept; past it, the one idle longest is forgotten.")
+    var contactPageMaxAddresses = ContactPage.Limits().maxAddresses
+
+    @Option(help: "Contact page: requests asking safety at once, over all clients; one more is answered 503.")
+    var contactPageMaxInFlight = ContactPage.Limits().maxInFlight
+
+    @Option(
+        help: """
+            Contact page: close a connection that completes no request head this long after it opened or was last \
+            answered (however slowly its bytes come), or whose request body takes longer than this after its head.
+            """
+    )
+    var contactPageReadTimeout = DurationArgument(ContactPage.Limits().readTimeout)
+
+    @Option(help: "Contact page: connections held open at once; further ones wait to be accepted.")
+    var contactPageMaxConnections = ContactPage.Limits().maxConnections
+
+    @Flag(
+        help: """
+            Contact page: count each request against the last address of its X-Forwarded-For (the one the proxy \
+            added), not the connection's peer. Only behind a proxy that sets the header: any client can send one.
+            """
+    )
+    var contactPageTrustForwardedFor = false
+
+    @Option(
+        help: """
+            Also accept EdDSA (Ed25519) tokens signed by this public key, base64url (a JWK's x). \
+            HS256 tokens (the shared secret's, as hearth token signs) are then refused unless --accept-hs256.
+            """
+    )
     var eddsaPublicKey: String?
+
+    @Flag(
+        name: .customLong("accept-hs256"),
+        help: "With --eddsa-public-key, still accept HS256 tokens signed with the shared secret."
+    )
+    var acceptHS256 = false
+
+    @Option(
+        help:
+            "Accept only tokens whose iss is exactly this. Default: any issuer. Example: --jwt-issuer https://id.example.com"
+    )
+    var jwtIssuer: String?
+
+    @Option(
+        help: "Accept only tokens whose aud (a string or an array of strings) includes this. Default: any audience."
+    )
+    var jwtAudience: String?
+
+    @Option(
+        help: """
+            The longest a token may live: exp - iat at most this, and exp at most this (plus 60 s for clocks \
+            that differ) from now, so that a token without iat lives no longer. Example: --jwt-max-lifetime 1h
+            """
+    )
+    var jwtMaxLifetime = DurationArgument(.seconds(Int64(TokenPolicy.defaultMaxLifetime)))
+
+    /// What the gateway asks of a token beyond its signature and times.
+    /// - Throws: `ValidationError` when a flag is empty, out of range, or means nothing alone.
+    func tokenPolicy() throws -> TokenPolicy {
+        guard self.jwtIssuer?.isEmpty != true, self.jwtAudience?.isEmpty != true else {
+            throw ValidationError("--jwt-issuer and --jwt-audience must not be empty")
+        }
+        guard self.jwtMaxLifetime.duration > .zero else {
+            throw ValidationError("--jwt-max-lifetime must be longer than 0")
+        }
+        guard !self.acceptHS256 || self.eddsaPublicKey != nil else {
+            throw ValidationError(
+                "--accept-hs256 is for a gateway given --eddsa-public-key (HS256 is accepted without one)"
+            )
+        }
+        return TokenPolicy(
+            issuer: self.jwtIssuer,
+            audience: self.jwtAudience,
+            maxLifetime: self.jwtMaxLifetime.seconds,
+            acceptsHS256WithEdDSA: self.acceptHS256
+        )
+    }
 
     /// The gateway's configuration: routes from the file and flags, else the local services.
     func configuration(internalCredential: String) throws -> Gateway.Configuration {
@@ -151,5 +240,36 @@ struct GatewaySettings: ParsableArguments {
             }
             return (target.host, target.port)
         }
+    }
+}
+
+extension GatewaySettings {
+    /// The contact page's limits, from the `--contact-page-*` flags.
+    /// - Throws: `ValidationError` when one is out of range.
+    func contactPageLimits() throws -> ContactPage.Limits {
+        guard self.contactPageRatePerMinute > 0, self.contactPageRatePerMinute.isFinite,
+            self.contactPageBurst >= 1, self.contactPageBurst.isFinite
+        else {
+            throw ValidationError("--contact-page-rate-per-minute must be positive and --contact-page-burst at least 1")
+        }
+        guard self.contactPageMaxAddresses >= 1, self.contactPageMaxInFlight >= 1, self.contactPageMaxConnections >= 1
+        else {
+            throw ValidationError(
+                "--contact-page-max-addresses, --contact-page-max-in-flight and --contact-page-max-connections "
+                    + "must be at least 1"
+            )
+        }
+        guard self.contactPageReadTimeout.duration > .zero else {
+            throw ValidationError("--contact-page-read-timeout must be longer than 0")
+        }
+        return ContactPage.Limits(
+            perMinute: self.contactPageRatePerMinute,
+            burst: self.contactPageBurst,
+            maxAddresses: self.contactPageMaxAddresses,
+            maxInFlight: self.contactPageMaxInFlight,
+            readTimeout: self.contactPageReadTimeout.duration,
+            maxConnections: self.contactPageMaxConnections,
+            trustForwardedFor: self.contactPageTrustForwardedFor
+        )
     }
 }

@@ -5,9 +5,10 @@ import HearthMail
 import Logging
 import SafetyService
 
-/// Where the safety service sends email; without `--smtp-host`, emails go to the log.
+/// Where the safety service sends email: an SMTP server (`--smtp-host`), or, when asked with
+/// `--mail-to-log`, the log (development: the emails reach nobody).
 struct MailOptions: ParsableArguments, Sendable {
-    @Option(help: "SMTP server for alert emails. Default: none (emails are written to the log).")
+    @Option(help: "SMTP server for alert emails. Safety needs it, or --mail-to-log.")
     var smtpHost: String?
 
     @Option(help: "SMTP port. Default: 587 with STARTTLS, 25 without.")
@@ -36,7 +37,18 @@ struct MailOptions: ParsableArguments, Sendable {
     )
     var contactPageUrl = AlertChannels.localContactPage
 
+    @Flag(
+        help: """
+            Without an SMTP server, write safety's emails to the log, where they reach nobody: for development \
+            (hearth up does this when no --smtp-host is given). Without either, safety refuses to start.
+            """
+    )
+    var mailToLog = false
+
     func validate() throws {
+        guard self.smtpHost == nil || !self.mailToLog else {
+            throw ValidationError("give --smtp-host or --mail-to-log, not both")
+        }
         guard let url = URL(string: self.contactPageUrl), ["http", "https"].contains(url.scheme ?? ""),
             let host = url.host, !host.isEmpty, url.query == nil
         else { throw ValidationError("--contact-page-url is an http or https URL without a query") }
@@ -50,8 +62,23 @@ struct MailOptions: ParsableArguments, Sendable {
         guard MailAddress(self.mailFrom).isValid else { throw ValidationError("--mail-from is not an email address") }
     }
 
+    /// Refuses a safety process that would send its alarms nowhere without being told to.
+    /// - Throws: `ValidationError` saying what to give.
+    func requireDestination() throws {
+        guard self.smtpHost == nil, !self.mailToLog else { return }
+        throw ValidationError(
+            """
+            safety emails emergency contacts: give --smtp-host (and --smtp-user, --smtp-password-file as needed), \
+            or --mail-to-log to write the emails to the log instead, where they reach nobody (development)
+            """
+        )
+    }
+
+    /// The SMTP client, or the log when `--mail-to-log` is given.
+    /// - Throws: `ValidationError` when neither is; an error reading the password file.
     func transport(logger: Logger) throws -> any MailTransport {
         guard let host = self.smtpHost else {
+            try self.requireDestination()
             logger.warning(
                 "no SMTP server (--smtp-host): alarm emails to emergency contacts are written to the log and reach nobody; for development only"
             )

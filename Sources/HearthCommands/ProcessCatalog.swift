@@ -191,7 +191,8 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         }
         let verifier = try await TokenVerifier(
             hmacSecret: jwtSecret,
-            eddsaPublicKey: settings.gateway.eddsaPublicKey
+            eddsaPublicKey: settings.gateway.eddsaPublicKey,
+            policy: try settings.gateway.tokenPolicy()
         )
         // One group for the server and the gateway's backend connections: a call goes out on
         // the loop it came in on.
@@ -238,6 +239,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                     host: settings.host,
                     port: port,
                     links: SafetyContactLinks(client: safety, credential: settings.secrets.internalCredential),
+                    limits: try settings.gateway.contactPageLimits(),
                     logger: logger
                 )
             )

@@ -12,6 +12,8 @@ struct Serve: AsyncParsableCommand {
             Runs until SIGTERM or SIGINT, then sends GOAWAY, lets in-flight calls finish and exits.
             Processes that share a deployment share its secrets: give each the same
             HEARTH_INTERNAL_SECRET (and the gateway HEARTH_JWT_SECRET), or the same --data.
+            A gateway on an address beyond loopback needs --tls-cert and --tls-key, or --plaintext
+            behind a TLS proxy; safety needs --smtp-host, or --mail-to-log (development).
               hearth serve echo --port 7105 --data ./data
               hearth serve gateway --backend hearth.echo.=127.0.0.1:7105,127.0.0.1:7115
             """
@@ -33,10 +35,17 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         // A service serves only the gateway and its peers, over loopback or a private network:
         // TLS given to one would be left out without a word, leaving it in plaintext.
-        guard self.name == .gateway || self.run.tls.tlsCert == nil else {
+        guard self.name == .gateway || !self.run.tls.isGiven else {
             throw ValidationError(
-                "--tls-cert and --tls-key are for the gateway's listener; \(self.name.rawValue) has none"
+                "--tls-cert, --tls-key and --plaintext are for the gateway's listener; \(self.name.rawValue) has none"
             )
+        }
+        // Production defaults: no gateway taking tokens in the clear from the network, no
+        // safety sending its alarms nowhere, unless the operator says so.
+        switch self.name {
+        case .gateway: try self.run.tls.checkExposure(listeningOn: self.run.host)
+        case .safety: try self.run.mail.requireDestination()
+        case .checkins, .tasks, .routines, .echo: break
         }
     }
 

@@ -18,8 +18,17 @@ struct TokenCommand: AsyncParsableCommand {
     @Option(help: "The user id (the token's subject).")
     var user: String
 
-    @Option(help: "How long the token is valid, e.g. 15m, 1h, 24h.")
+    @Option(
+        help:
+            "How long the token is valid, e.g. 15m, 1h, 24h. The gateway refuses longer than its --jwt-max-lifetime (24h)."
+    )
     var ttl = DurationArgument(.seconds(3600))
+
+    @Option(help: "The token's issuer (iss), for a gateway given --jwt-issuer.")
+    var issuer: String?
+
+    @Option(help: "An audience (aud) of the token, repeatable, for a gateway given --jwt-audience.")
+    var audience: [String] = []
 
     @Option(help: "Folder holding the default secrets.")
     var data = "./data"
@@ -35,7 +44,13 @@ struct TokenCommand: AsyncParsableCommand {
         let secret = try self.secrets.existingJWTSecret(dataDirectory: URL(fileURLWithPath: self.data))
         let now = Date()
         let token = try await TokenSigner(hmacSecret: secret).token(
-            for: HearthClaims(subject: self.user, issuedAt: now, expiresAt: now.addingTimeInterval(self.ttl.seconds))
+            for: HearthClaims(
+                subject: self.user,
+                issuedAt: now,
+                expiresAt: now.addingTimeInterval(self.ttl.seconds),
+                issuer: self.issuer,
+                audience: self.audience.isEmpty ? nil : self.audience
+            )
         )
         print(token)
     }

@@ -23,6 +23,19 @@ struct Up: AsyncParsableCommand {
 
     @OptionGroup var run: RunOptions
 
+    func validate() throws {
+        // As `hearth serve gateway`: beyond loopback, TLS or --plaintext on purpose.
+        try self.run.tls.checkExposure(listeningOn: self.run.host)
+    }
+
+    /// Where safety's emails go: the SMTP server given, else the log (`--mail-to-log`, which
+    /// `hearth serve safety` must be told): this is a development system.
+    var mail: MailOptions {
+        var mail = self.run.mail
+        if mail.smtpHost == nil { mail.mailToLog = true }
+        return mail
+    }
+
     func run() async throws {
         let logger = self.run.logging.bootstrap()
         let dataDirectory = self.run.dataDirectory
@@ -41,7 +54,7 @@ struct Up: AsyncParsableCommand {
                 dataKeyFile: name == .safety ? dataKeyFile : nil,
                 gateway: gatewayDefaults,
                 peers: peers,
-                mail: self.run.mail,
+                mail: self.mail,
                 gatewayTLS: gatewayTLS,
                 pushSender: self.run.push.sender(logger: logger),
                 logger: logger
@@ -49,8 +62,10 @@ struct Up: AsyncParsableCommand {
             processes.append(try await makeProcess(name, settings: settings))
         }
         let group = serviceGroup(for: processes, host: self.run.host, metricsPort: self.run.metricsPort, logger: logger)
+        // One instant for both times: exactly 24 h apart, the gateway's longest lifetime by default.
+        let now = Date()
         let token = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "").token(
-            for: HearthClaims(subject: "dev-user", issuedAt: Date(), expiresAt: Date().addingTimeInterval(24 * 3600))
+            for: HearthClaims(subject: "dev-user", issuedAt: now, expiresAt: now.addingTimeInterval(24 * 3600))
         )
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }

@@ -77,8 +77,9 @@ struct PageRenderer {
         }
     }
 
-    /// Safety did not answer: nothing was done, try again.
-    func unavailable() -> Response {
+    /// Safety did not answer, or too many requests are asking it: nothing was done, try again
+    /// (`Retry-After` in seconds).
+    func unavailable(retryAfter: Int = 60) -> Response {
         let text: (String, String) =
             switch self.language {
             case .english:
@@ -87,7 +88,25 @@ struct PageRenderer {
             case .traditionalChinese: ("請稍後再試", "暫時無法連線 Hearth，沒有做任何更改。")
             }
         var response = self.page(.serviceUnavailable, title: text.0, paragraphs: [text.1])
-        response.headers[.retryAfter] = "60"
+        response.headers[.retryAfter] = String(retryAfter)
+        return response
+    }
+
+    /// The client has made too many requests of late: nothing was done, wait (`Retry-After` in
+    /// seconds) and try again.
+    func tooManyRequests(retryAfter: Int) -> Response {
+        let text: (String, String) =
+            switch self.language {
+            case .english:
+                (
+                    "Too many attempts",
+                    "Please wait a minute, then open the link from your email again. Nothing was changed."
+                )
+            case .simplifiedChinese: ("尝试次数过多", "请等一分钟，再重新打开邮件中的链接。没有做任何更改。")
+            case .traditionalChinese: ("嘗試次數過多", "請等一分鐘，再重新開啟郵件中的連結。沒有做任何更改。")
+            }
+        var response = self.page(.tooManyRequests, title: text.0, paragraphs: [text.1])
+        response.headers[.retryAfter] = String(retryAfter)
         return response
     }
 

@@ -4,39 +4,57 @@ import HearthRPC
 import JWTKit
 import Synchronization
 
-/// The claims Hearth reads from a client's token: `sub` is the user id.
+/// The claims Hearth reads from a client's token: `sub` is the user id; `iss` and `aud` are
+/// checked when the gateway is told which to accept (``TokenPolicy``).
 public struct HearthClaims: JWTPayload, Equatable {
     public var sub: SubjectClaim
     public var exp: ExpirationClaim
     public var nbf: NotBeforeClaim?
     public var iat: IssuedAtClaim?
+    public var iss: IssuerClaim?
+    /// A string or an array of strings in the token (RFC 7519); one value is written as a string.
+    public var aud: AudienceClaim?
 
-    public init(subject: String, issuedAt: Date, expiresAt: Date, notBefore: Date? = nil) {
+    public init(
+        subject: String,
+        issuedAt: Date?,
+        expiresAt: Date,
+        notBefore: Date? = nil,
+        issuer: String? = nil,
+        audience: [String]? = nil
+    ) {
         self.sub = SubjectClaim(value: subject)
-        self.iat = IssuedAtClaim(value: issuedAt)
+        self.iat = issuedAt.map { IssuedAtClaim(value: $0) }
         self.exp = ExpirationClaim(value: expiresAt)
         self.nbf = notBefore.map { NotBeforeClaim(value: $0) }
+        self.iss = issuer.map { IssuerClaim(value: $0) }
+        self.aud = audience.map { AudienceClaim(value: $0) }
     }
 
-    /// Times are checked by ``TokenVerifier`` with its clock and leeway, not here.
+    /// Times, issuer, audience and lifetime are checked by ``TokenVerifier`` with its clock,
+    /// leeway and ``TokenPolicy``, not here.
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Verifies `authorization: Bearer <JWT>` with jwt-kit: HS256 with a shared secret and,
-/// optionally, EdDSA (Ed25519) with a public key. `exp` and `nbf` are checked against an
-/// injectable clock with 60 s of leeway. Every failure is UNAUTHENTICATED and says why.
+/// optionally, EdDSA (Ed25519) with a public key (HS256 is then refused unless the policy
+/// accepts it). `exp` and `nbf` are checked against an injectable clock with 60 s of leeway;
+/// issuer, audience and lifetime as the ``TokenPolicy`` says. Every failure is
+/// UNAUTHENTICATED and says why.
 public struct TokenVerifier: Sendable {
     public static let leeway: TimeInterval = 60
 
     private let hmac: JWTKeyCollection?
     private let eddsa: JWTKeyCollection?
+    private let policy: TokenPolicy
     private let clock: any WallClock
-    /// Tokens whose signature already checked out: a client sends the same token on every
+    /// Tokens whose signature already checked out, and whose fixed claims (algorithm, issuer,
+    /// audience, `exp - iat`) the policy accepted: a client sends the same token on every
     /// call, and verifying it (an actor hop, JSON, HMAC) cost more than forwarding the call.
     /// Keyed by the token's canonical `authorization` value, `Bearer <token>`: the value a
     /// client sends is looked up as it came, with no copy, and other spellings of it (blanks,
-    /// the scheme's case) share its entry, so they cannot flush the others. Times are still
-    /// checked on every use.
+    /// the scheme's case) share its entry, so they cannot flush the others. Times (`exp`,
+    /// `nbf`, `exp` from now) are still checked on every use.
     private let verified = VerifiedTokens(capacity: 10_000)
 
     /// The longest `authorization` value taken: a token of Hearth's claims is a few hundred
@@ -49,8 +67,15 @@ public struct TokenVerifier: Sendable {
     /// - Parameters:
     ///   - hmacSecret: the HS256 secret; nil accepts no HS256 token.
     ///   - eddsaPublicKey: an Ed25519 public key, base64url (JWK `x`); nil accepts no EdDSA token.
+    ///   - policy: the issuer, audience and lifetime a token must have, and whether HS256 is
+    ///     accepted beside an EdDSA key.
     /// - Throws: when the public key is not valid.
-    public init(hmacSecret: String?, eddsaPublicKey: String? = nil, clock: any WallClock = SystemClock()) async throws {
+    public init(
+        hmacSecret: String?,
+        eddsaPublicKey: String? = nil,
+        policy: TokenPolicy = TokenPolicy(),
+        clock: any WallClock = SystemClock()
+    ) async throws {
         if let hmacSecret {
             try checkStrength(of: hmacSecret)
             let keys = JWTKeyCollection()
@@ -66,17 +91,19 @@ public struct TokenVerifier: Sendable {
         } else {
             self.eddsa = nil
         }
+        self.policy = policy
         self.clock = clock
     }
 
     /// The verified user id of an `authorization` metadata value.
     /// - Throws: ``RPCError`` UNAUTHENTICATED saying what is wrong: missing, malformed,
-    ///   unsupported algorithm (including `none`), bad signature, expired, not yet valid.
+    ///   unsupported algorithm (including `none`, and HS256 beside an EdDSA key unless accepted),
+    ///   bad signature, another issuer or audience, too long a lifetime, expired, not yet valid.
     public func userID(authorization: String?) async throws -> String {
         let key = try Self.canonical(authorization)
         let claims = try await self.verified.claims(of: key) {
-            try await self.verifySignature(
-                of: String(decoding: key.utf8.dropFirst(Self.scheme.utf8.count), as: UTF8.self)
+            try await self.verify(
+                String(decoding: key.utf8.dropFirst(Self.scheme.utf8.count), as: UTF8.self)
             )
         }
         return try self.userID(of: claims)
@@ -120,7 +147,8 @@ public struct TokenVerifier: Sendable {
         return Self.scheme + String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
-    /// The subject of claims whose signature checked out, once their times are checked now.
+    /// The subject of claims whose signature and fixed claims checked out, once their times are
+    /// checked now.
     private func userID(of claims: HearthClaims) throws -> String {
         let now = self.clock.now()
         if claims.exp.value.addingTimeInterval(Self.leeway) <= now {
@@ -129,30 +157,38 @@ public struct TokenVerifier: Sendable {
         if let nbf = claims.nbf, nbf.value.addingTimeInterval(-Self.leeway) > now {
             throw Self.failure("token not valid before \(nbf.value.formatted(.iso8601))")
         }
+        try self.policy.checkRemainingLifetime(of: claims, now: now, leeway: Self.leeway)
         guard !claims.sub.value.isEmpty else {
             throw Self.failure("token has an empty subject")
         }
         return claims.sub.value
     }
 
-    /// The claims of a token whose algorithm is accepted and whose signature is valid.
-    private func verifySignature(of token: String) async throws -> HearthClaims {
+    /// The claims of a token whose algorithm is accepted, whose signature is valid and whose
+    /// fixed claims (issuer, audience, `exp - iat`) the policy accepts.
+    private func verify(_ token: String) async throws -> HearthClaims {
         let keys: JWTKeyCollection
         switch try Self.algorithm(of: token) {
         case "HS256" where self.hmac != nil:
+            guard self.eddsa == nil || self.policy.acceptsHS256WithEdDSA else {
+                throw Self.failure("HS256 tokens are not accepted when an EdDSA key is configured")
+            }
             keys = self.hmac!
         case "EdDSA" where self.eddsa != nil:
             keys = self.eddsa!
         case let algorithm:
             throw Self.failure("unsupported token algorithm '\(algorithm)'")
         }
+        let claims: HearthClaims
         do {
-            return try await keys.verify(token, as: HearthClaims.self)
+            claims = try await keys.verify(token, as: HearthClaims.self)
         } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
             throw Self.failure("invalid token signature")
         } catch {
             throw Self.failure("malformed token: \(error)")
         }
+        try self.policy.checkFixedClaims(of: claims)
+        return claims
     }
 
     /// The `alg` of a token's header, read before any key is chosen (so `none` is named).
@@ -172,8 +208,9 @@ public struct TokenVerifier: Sendable {
     }
 }
 
-/// Claims of tokens whose signatures were verified, by `Bearer <token>`. Bounded: when full it
-/// starts over, which costs one verification per active token.
+/// Claims of tokens whose signatures were verified (and whose fixed claims were accepted), by
+/// `Bearer <token>`. Bounded: when full it starts over, which costs one verification per active
+/// token.
 final class VerifiedTokens: Sendable {
     private let capacity: Int
     private let entries = Mutex<[String: HearthClaims]>([:])

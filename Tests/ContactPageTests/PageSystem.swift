@@ -102,14 +102,19 @@ struct PageSystem: Sendable {
 }
 
 /// The page's view of safety, set once safety listens (the page must listen first: safety's
-/// emails carry the page's address).
+/// emails carry the page's address). Counts what the page asked.
 final class LateLinks: ContactLinkAnswers {
     private let target = Mutex<(any ContactLinkAnswers)?>(nil)
+    private let count = Atomic<Int>(0)
 
     func point(at links: any ContactLinkAnswers) { self.target.withLock { $0 = links } }
 
+    /// How many times the page has asked safety (looked or answered).
+    var asked: Int { self.count.load(ordering: .relaxed) }
+
     private var current: any ContactLinkAnswers {
         get throws {
+            self.count.add(1, ordering: .relaxed)
             guard let links = self.target.withLock({ $0 }) else { throw RPCError(.unavailable, "safety not started") }
             return links
         }
@@ -124,13 +129,30 @@ final class LateLinks: ContactLinkAnswers {
     }
 }
 
-/// Runs `body` with a ``PageSystem``, and stops all of it afterwards, awaited.
-func withContactPage<T>(_ body: (PageSystem) async throws -> T) async throws -> T {
+extension ContactPage.Limits {
+    /// For tests that are not about the limits: no rate any test reaches, the rest as deployed.
+    static let roomy = ContactPage.Limits(perMinute: 1_000_000, burst: 1_000_000)
+}
+
+/// Runs `body` with a ``PageSystem`` whose page keeps `limits` (its rates on the clock safety
+/// reads too), and stops all of it afterwards, awaited.
+func withContactPage<T>(
+    limits: ContactPage.Limits = .roomy,
+    _ body: (PageSystem) async throws -> T
+) async throws -> T {
     var logger = Logger(label: "contact-page-test")
     logger.logLevel = .critical
     let links = LateLinks()
+    let clock = ManualClock(PageSystem.start)
     let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-    let page = ContactPage.application(host: "127.0.0.1", port: 0, links: links, logger: logger) { port in
+    let page = ContactPage.application(
+        host: "127.0.0.1",
+        port: 0,
+        links: links,
+        limits: limits,
+        clock: clock,
+        logger: logger
+    ) { port in
         portSink.yield(port)
     }
     let serving = Task { try await page.run() }
@@ -139,7 +161,6 @@ func withContactPage<T>(_ body: (PageSystem) async throws -> T) async throws -> 
     let sink = try await SMTPSink()
     let webhook = try await WebhookListener()
     let file = try TemporaryStoreFile()
-    let clock = ManualClock(PageSystem.start)
     do {
         let service = try SafetyService(
             location: file.location,
@@ -196,16 +217,21 @@ struct PageAnswer {
     var body: String
 }
 
-/// One request to the page, as a browser or a mail client makes it.
+/// One request to the page, as a browser or a mail client makes it; from another loopback
+/// address than 127.0.0.1 when `source` says (127.0.0.2, ...), with `headers` added.
 func fetch(
     _ url: String,
     method: String = "GET",
     form: String? = nil,
-    acceptLanguage: String? = nil
+    acceptLanguage: String? = nil,
+    from source: String? = nil,
+    headers: [(String, String)] = []
 ) async throws -> PageAnswer {
     var request = HTTPClientRequest(url: url)
     request.method = .init(rawValue: method)
+    request.localAddress = source
     if let acceptLanguage { request.headers.add(name: "Accept-Language", value: acceptLanguage) }
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
     if let form {
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: form))

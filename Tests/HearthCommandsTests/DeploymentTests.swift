@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import HearthTestSupport
 import Testing
@@ -17,7 +18,9 @@ struct DeploymentTests {
         return url
     }
 
-    @Test("docker-compose.yml is valid and runs each process in its own container with its own volume")
+    @Test(
+        "docker-compose.yml is valid, runs each process in its own container with its own volume, with flags serve takes"
+    )
     func compose() async throws {
         let file = repositoryRoot.appendingPathComponent("docker-compose.yml").path
         let valid = try await runProcess(try self.tool("docker-compose"), ["-f", file, "config", "-q"])
@@ -39,6 +42,9 @@ struct DeploymentTests {
             let service = try #require(services[process.rawValue])
             let command = try #require(service["command"] as? [String])
             #expect(Array(command.prefix(2)) == ["serve", process.rawValue])
+            // Flags `hearth serve` takes, its production refusals passed: the gateway on 0.0.0.0
+            // says TLS or --plaintext, safety says SMTP or --mail-to-log.
+            #expect(throws: Never.self, "\(process)") { try Serve.parse(Array(command.dropFirst())) }
             #expect(command.contains("--data") && command[command.firstIndex(of: "--data")! + 1] == "/data")
             #expect(command.contains("\(process.defaultPort)"))
             let mounts = try #require(service["volumes"] as? [String])

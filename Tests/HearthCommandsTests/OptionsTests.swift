@@ -3,6 +3,7 @@ import CheckinsService
 import Foundation
 import HearthGateway
 import HearthRPC
+import Logging
 import Testing
 
 @testable import HearthCommandLine
@@ -255,5 +256,106 @@ struct OptionsTests {
                 #expect(throws: ValidationError.self) { try settings.configuration(internalCredential: "secret") }
             }
         }
+    }
+
+    @Test(
+        "the gateway's token checks: --jwt-issuer, --jwt-audience, --jwt-max-lifetime (24h unless told), --accept-hs256"
+    )
+    func gatewayTokenPolicy() throws {
+        #expect(try GatewaySettings.parse([]).tokenPolicy() == TokenPolicy(maxLifetime: 24 * 3600))
+        let given = try GatewaySettings.parse([
+            "--jwt-issuer", "https://id.example.com", "--jwt-audience", "hearth-api", "--jwt-max-lifetime", "1h",
+            "--eddsa-public-key", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "--accept-hs256",
+        ]).tokenPolicy()
+        #expect(
+            given
+                == TokenPolicy(
+                    issuer: "https://id.example.com",
+                    audience: "hearth-api",
+                    maxLifetime: 3600,
+                    acceptsHS256WithEdDSA: true
+                )
+        )
+        #expect(try GatewaySettings.parse(["--jwt-max-lifetime", "90s"]).tokenPolicy().maxLifetime == 90)
+        #expect(throws: (any Error).self, "a duration takes its unit") {
+            try GatewaySettings.parse(["--jwt-max-lifetime", "3600"])
+        }
+        for (arguments, message) in [
+            (["--jwt-max-lifetime", "0s"], "--jwt-max-lifetime must be longer than 0"),
+            (["--accept-hs256"], "--accept-hs256 is for a gateway given --eddsa-public-key"),
+            (["--jwt-issuer", ""], "must not be empty"),
+            (["--jwt-audience", ""], "must not be empty"),
+        ] {
+            let error = #expect(throws: ValidationError.self, "\(arguments)") {
+                try GatewaySettings.parse(arguments).tokenPolicy()
+            }
+            #expect(error?.message.contains(message) == true, "\(arguments): \(String(describing: error))")
+        }
+    }
+
+    @Test("a gateway beyond loopback without TLS refuses to start unless --plaintext; loopback needs nothing")
+    func gatewayExposure() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost", "LocalHost", "::ffff:127.0.0.1"] {
+            #expect(isLoopback(host), "\(host)")
+            #expect(throws: Never.self, "\(host)") { try Serve.parse(["gateway", "--host", host]) }
+        }
+        for host in [
+            "0.0.0.0", "::", "10.0.0.5", "192.168.1.2", "128.0.0.1", "126.255.255.255", "::2", "2001:db8::1",
+            "::ffff:10.0.0.1", "gateway.example.com", "localhost.example.com",
+        ] {
+            #expect(!isLoopback(host), "\(host)")
+            do {
+                _ = try Serve.parse(["gateway", "--host", host])
+                Issue.record("\(host): a gateway without TLS started")
+            } catch {
+                let message = Serve.message(for: error)
+                #expect(
+                    message.contains("without TLS: give --tls-cert and --tls-key, or --plaintext"),
+                    "\(host): \(message)"
+                )
+            }
+            #expect(throws: Never.self, "\(host)") { try Serve.parse(["gateway", "--host", host, "--plaintext"]) }
+            #expect(throws: Never.self, "\(host)") {
+                try Serve.parse(["gateway", "--host", host, "--tls-cert", "cert.pem", "--tls-key", "key.pem"])
+            }
+        }
+        #expect(throws: (any Error).self, "TLS and plaintext at once") {
+            try Serve.parse(["gateway", "--plaintext", "--tls-cert", "cert.pem", "--tls-key", "key.pem"])
+        }
+        // A service has no TLS: --plaintext, like --tls-cert, is the gateway's.
+        #expect(throws: Never.self) { try Serve.parse(["echo", "--host", "0.0.0.0"]) }
+        #expect(throws: (any Error).self) { try Serve.parse(["echo", "--plaintext"]) }
+        // hearth up's gateway is held to the same.
+        #expect(throws: Never.self) { try Up.parse([]) }
+        #expect(throws: (any Error).self) { try Up.parse(["--host", "0.0.0.0"]) }
+        #expect(throws: Never.self) { try Up.parse(["--host", "0.0.0.0", "--plaintext"]) }
+    }
+
+    @Test("safety without an SMTP server refuses to start unless --mail-to-log; not both; hearth up logs them itself")
+    func safetyMailDestination() throws {
+        do {
+            _ = try Serve.parse(["safety"])
+            Issue.record("safety started with its emails going nowhere")
+        } catch {
+            let message = Serve.message(for: error)
+            #expect(message.contains("give --smtp-host") && message.contains("or --mail-to-log"), "\(message)")
+        }
+        #expect(throws: Never.self) { try Serve.parse(["safety", "--mail-to-log"]) }
+        #expect(throws: Never.self) { try Serve.parse(["safety", "--smtp-host", "smtp.example.com"]) }
+        #expect(throws: (any Error).self, "SMTP and the log at once") {
+            try Serve.parse(["safety", "--smtp-host", "smtp.example.com", "--mail-to-log"])
+        }
+        #expect(throws: Never.self, "the other processes send no email") { try Serve.parse(["tasks"]) }
+
+        // Whatever builds safety's mail must have been told where it goes, not only `hearth serve`.
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        #expect(throws: ValidationError.self) { _ = try MailOptions.parse([]).transport(logger: logger) }
+        #expect(throws: Never.self) { _ = try MailOptions.parse(["--mail-to-log"]).transport(logger: logger) }
+        let up = try Up.parse([])
+        #expect(up.mail.mailToLog, "hearth up without SMTP: to the log")
+        #expect(throws: Never.self) { _ = try up.mail.transport(logger: logger) }
+        let upWithSMTP = try Up.parse(["--smtp-host", "smtp.example.com"]).mail
+        #expect(!upWithSMTP.mailToLog && upWithSMTP.smtpHost == "smtp.example.com")
     }
 }

@@ -69,7 +69,8 @@ struct ProcessWiringTests {
         }
     }
 
-    /// A process's settings as `hearth serve` gives them by default, its store under `data`.
+    /// A process's settings as `hearth serve` gives them by default, its store under `data`
+    /// (safety's emails to the log, as `--mail-to-log` asks: no SMTP server here).
     static func settings(data: URL, logger: Logger) throws -> ProcessSettings {
         ProcessSettings(
             host: "127.0.0.1",
@@ -82,7 +83,7 @@ struct ProcessWiringTests {
             dataKeyFile: try SecretOptions.parse([]).dataKeyFile(dataDirectory: data),
             gateway: try GatewaySettings.parse([]),
             peers: try PeerOptions.parse([]),
-            mail: try MailOptions.parse([]),
+            mail: try MailOptions.parse(["--mail-to-log"]),
             gatewayTLS: nil,
             pushSender: LogPushSender(logger: logger),
             logger: logger

@@ -644,7 +644,7 @@ struct GatewayTests {
         return (calls, deadlines)
     }
 
-    @Test("EdDSA tokens verify with the configured public key; HS256 ones still do")
+    @Test("EdDSA tokens verify with the configured public key; HS256 ones are then refused, saying so")
     func eddsa() async throws {
         let key = try EdDSA.PrivateKey()
         let publicKey = key.publicKey.rawRepresentation.base64EncodedString()
@@ -670,7 +670,11 @@ struct GatewayTests {
             }
             #expect(error?.message.contains("invalid token signature") == true)
 
-            _ = try await harness.call(authorization: "Bearer \(try await harness.token())")
+            // The shared secret is no second way in (unless --accept-hs256: TokenPolicyTests).
+            let hs256 = "Bearer \(try await harness.token())"
+            let refused = await #expect(throws: RPCError.self) { _ = try await harness.call(authorization: hs256) }
+            #expect(refused?.code == .unauthenticated)
+            #expect(refused?.message == "HS256 tokens are not accepted when an EdDSA key is configured")
         }
     }
 
