@@ -131,10 +131,12 @@ struct AccountErasureTests {
     }
 
     /// Every service but the account on one server (routines asking checkins on another), its
-    /// client given to `body`; safety left out when `withSafety` is false.
+    /// client given to `body`; safety left out when `withSafety` is false; every call that server
+    /// serves goes through `interceptors`.
     static func withServices<T>(
         _ services: Services,
         withSafety: Bool = true,
+        interceptors: [any ServerInterceptor] = [],
         _ body: (RPCClient) async throws -> T
     ) async throws -> T {
         let configuration = ServerConfiguration(internalCredential: Self.secret)
@@ -145,7 +147,11 @@ struct AccountErasureTests {
                     [
                         services.checkins, services.tasks, ActivitiesService(sharingStoreOf: services.tasks), routines,
                     ] + (withSafety ? [services.safety] : [])
-                return try await withServer(configuration: configuration, services: all) { _, port in
+                return try await withServer(
+                    configuration: configuration,
+                    services: all,
+                    interceptors: interceptors
+                ) { _, port in
                     try await withClient(port: port, body)
                 }
             }

@@ -128,87 +128,93 @@ struct AuthorizationMatrixTests {
                 let services: [any RPCService] = [checkins, tasks, activities, safety, routines]
                 try await withServer(configuration: configuration, services: services) { _, port in
                     try await withClient(port: port) { client in
-                        let ids = try await Self.seed(client, now: now)
-                        let methods = services.flatMap(\.methods)
-                        #expect(methods.count == 73)
+                        // The tasks process serves the account service: on a server of its own here, asking the
+                        // others through `client` as it asks its peers.
+                        try await Self.withAccountServer(sharing: tasks, peers: client) { account, accountClient in
+                            let ids = try await Self.seed(client, now: now)
+                            let methods = (services + [account]).flatMap(\.methods)
+                            #expect(methods.count == 76)
 
-                        func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
-                            var metadata: [String: String] = [:]
-                            if let user {
-                                metadata[TrustedMetadata.credential] = Self.secret
-                                metadata[TrustedMetadata.user] = user
-                            }
-                            do {
-                                let request = try Self.requestType(of: method.name).init(
-                                    jsonString: Self.request(method.name, ids, now: now)
-                                )
-                                return .success(
-                                    try await client.callRaw(
-                                        method.name,
-                                        payload: try request.serializedData(),
-                                        options: CallOptions(timeout: .seconds(10), metadata: metadata)
+                            func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
+                                var metadata: [String: String] = [:]
+                                if let user {
+                                    metadata[TrustedMetadata.credential] = Self.secret
+                                    metadata[TrustedMetadata.user] = user
+                                }
+                                do {
+                                    let request = try Self.requestType(of: method.name).init(
+                                        jsonString: Self.request(method.name, ids, now: now)
                                     )
-                                )
-                            } catch {
-                                return .failure(RPCError(answering: error))
+                                    return .success(
+                                        try await (method.name.hasPrefix("hearth.account.") ? accountClient : client)
+                                            .callRaw(
+                                                method.name,
+                                                payload: try request.serializedData(),
+                                                options: CallOptions(timeout: .seconds(10), metadata: metadata)
+                                            )
+                                    )
+                                } catch {
+                                    return .failure(RPCError(answering: error))
+                                }
                             }
-                        }
-                        func leaks(_ result: Result<Data, RPCError>, ids: [String]) -> Bool {
-                            let text: String
-                            switch result {
-                            case .success(let data): text = String(decoding: data, as: UTF8.self)
-                            case .failure(let error): text = error.message
+                            func leaks(_ result: Result<Data, RPCError>, ids: [String]) -> Bool {
+                                let text: String
+                                switch result {
+                                case .success(let data): text = String(decoding: data, as: UTF8.self)
+                                case .failure(let error): text = error.message
+                                }
+                                return text.contains(Self.marker) || ids.contains { !$0.isEmpty && text.contains($0) }
                             }
-                            return text.contains(Self.marker) || ids.contains { !$0.isEmpty && text.contains($0) }
-                        }
 
-                        for method in methods {
-                            let anonymous = await call(method, as: nil)
-                            #expect(
-                                (try? anonymous.get()) == nil && anonymous.failureCode == .unauthenticated,
-                                "\(method.name) without the credential"
-                            )
-                        }
-                        // A stranger may hear back the ids they sent (in NOT_FOUND), nothing else: no
-                        // content (the marker) and no id they did not send.
-                        for method in methods {
-                            let answer = await call(method, as: "mallory")
-                            #expect(!leaks(answer, ids: []), "\(method.name) as a stranger leaked: \(answer)")
-                            if case .success(let data) = answer {
-                                let sent = Self.request(method.name, ids, now: now)
-                                let unsent = ids.all.filter { !sent.contains($0) }
+                            for method in methods {
+                                let anonymous = await call(method, as: nil)
                                 #expect(
-                                    !leaks(.success(data), ids: unsent),
-                                    "\(method.name) as a stranger returned the owner's ids"
+                                    (try? anonymous.get()) == nil && anonymous.failureCode == .unauthenticated,
+                                    "\(method.name) without the credential"
                                 )
                             }
-                        }
-                        // The sitter shares the nest (checkins, routines), nothing personal.
-                        for method in methods
-                        where ["hearth.tasks.", "hearth.safety."].contains(where: method.name.hasPrefix) {
-                            let answer = await call(method, as: "sam")
-                            #expect(!leaks(answer, ids: []), "\(method.name) as the sitter leaked: \(answer)")
-                        }
+                            // A stranger may hear back the ids they sent (in NOT_FOUND), nothing else: no
+                            // content (the marker) and no id they did not send.
+                            for method in methods {
+                                let answer = await call(method, as: "mallory")
+                                #expect(!leaks(answer, ids: []), "\(method.name) as a stranger leaked: \(answer)")
+                                if case .success(let data) = answer {
+                                    let sent = Self.request(method.name, ids, now: now)
+                                    let unsent = ids.all.filter { !sent.contains($0) }
+                                    #expect(
+                                        !leaks(.success(data), ids: unsent),
+                                        "\(method.name) as a stranger returned the owner's ids"
+                                    )
+                                }
+                            }
+                            // The sitter shares the nest (checkins, routines), nothing personal. (The account's export
+                            // holds the nest they sit in: AccountAuthorizationTests reads it part by part.)
+                            for method in methods
+                            where ["hearth.tasks.", "hearth.safety."].contains(where: method.name.hasPrefix) {
+                                let answer = await call(method, as: "sam")
+                                #expect(!leaks(answer, ids: []), "\(method.name) as the sitter leaked: \(answer)")
+                            }
 
-                        // Everything the owner had is still there, unchanged by the others' calls.
-                        let intact = try await Self.ownerView(
-                            client,
-                            ids,
-                            methods: Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
-                        )
-                        #expect(
-                            intact.allSatisfy { $0.value.contains(Self.marker) },
-                            "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
-                        )
-
-                        // The owner's own calls are served (or refused for a business reason), never
-                        // mistaken for someone else's.
-                        for method in methods {
-                            let answer = await call(method, as: "olivia")
-                            #expect(
-                                ![.unauthenticated, .internal, .unimplemented].contains(answer.failureCode),
-                                "\(method.name) as the owner: \(answer)"
+                            // Everything the owner had is still there, unchanged by the others' calls.
+                            let intact = try await Self.ownerView(
+                                client,
+                                ids,
+                                methods: Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0) })
                             )
+                            #expect(
+                                intact.allSatisfy { $0.value.contains(Self.marker) },
+                                "\(intact.filter { !$0.value.contains(Self.marker) }.keys)"
+                            )
+
+                            // The owner's own calls are served (or refused for a business reason), never
+                            // mistaken for someone else's.
+                            for method in methods {
+                                let answer = await call(method, as: "olivia")
+                                #expect(
+                                    ![.unauthenticated, .internal, .unimplemented].contains(answer.failureCode),
+                                    "\(method.name) as the owner: \(answer)"
+                                )
+                            }
                         }
                     }
                 }
