@@ -62,10 +62,30 @@ struct SafetyErasureAtRestTests {
     /// What EraseUser deletes of a user; `contact_address` (a keyed hash and a refusal) is kept.
     static let erasedTables = ["profile", "contact", "heartbeat", "alert", "contact_token", "invitation_sent"]
 
+    /// The two calls that erase a user's safety data: the account erasure's Internal part, and
+    /// the app's own DeleteAccount.
+    enum Erasure: String, CaseIterable, Sendable {
+        case eraseUser = "EraseUser"
+        case deleteAccount = "DeleteAccount"
+
+        /// Erases `user`; the rows deleted, when the call says.
+        func run(_ user: String, _ system: SafetySystem) async throws -> Int? {
+            switch self {
+            case .eraseUser:
+                let answer = try await system.service.eraseUser(.init(), callContext(user))
+                return Int(answer.deleted)
+            case .deleteAccount:
+                _ = try await system.service.deleteAccount(.init(), callContext(user))
+                return nil
+            }
+        }
+    }
+
     @Test(
-        "after EraseUser none of the user's check-ins' devices, zones and request ids, nor their profile's language or push token, is in the file, its WAL or its shared memory; another user's stays"
+        "after EraseUser or DeleteAccount none of the user's check-ins' devices, zones and request ids, nor their profile's language or push token, is in the file, its WAL or its shared memory; another user's stays",
+        arguments: Erasure.allCases
     )
-    func noClearTextLingers() async throws {
+    func noClearTextLingers(_ erasure: Erasure) async throws {
         try await withSafetySystem { system in
             let file = system.file
             for person in [Self.mei, Self.kai] { try await Self.signUp(person, system) }
@@ -116,11 +136,9 @@ struct SafetyErasureAtRestTests {
             try #require(try Self.texts(Self.mei.texts, foundIn: file) == Self.mei.texts)
             try #require(try Self.texts(Self.kai.texts, foundIn: file) == Self.kai.texts)
 
-            let erased = try await system.service.eraseUser(
-                Hearth_Safety_V1_EraseUserRequest(),
-                callContext(Self.mei.id)
-            )
-            #expect(Int(erased.deleted) == Self.erasedTables.map { before[$0] ?? 0 }.reduce(0, +))
+            if let deleted = try await erasure.run(Self.mei.id, system) {
+                #expect(deleted == Self.erasedTables.map { before[$0] ?? 0 }.reduce(0, +))
+            }
             let after = try Self.rows(of: Self.mei.id, system)
             #expect(Self.erasedTables.allSatisfy { after[$0] == 0 }, "\(after)")
             // Straight after the answer (the store still open: closing it would checkpoint and
@@ -137,11 +155,8 @@ struct SafetyErasureAtRestTests {
             )
 
             // Asked again (the account service retries until OK): nothing left, still nothing on disk.
-            let again = try await system.service.eraseUser(
-                Hearth_Safety_V1_EraseUserRequest(),
-                callContext(Self.mei.id)
-            )
-            #expect(again.deleted == 0)
+            let again = try await erasure.run(Self.mei.id, system)
+            #expect(again ?? 0 == 0)
             try await system.settle()
             #expect(try Self.texts(Self.mei.texts, foundIn: file) == [])
         }

@@ -65,8 +65,10 @@ extension Hearth_Safety_V1_Safety {
             try await self.rpc.call(Method.listContacts, request, options: options)
         }
 
-        /// Deletes the acting user's profile, contacts, check-ins and alerts for good. Succeeds also when
-        /// there is nothing to delete.
+        /// Deletes the acting user's profile, contacts, check-ins, alerts and the links sent to their
+        /// contacts for good (as safety's part of hearth.account.v1.Account/EraseAccount: the bytes are
+        /// not left in the file or its WAL). Kept: what each contact address answered, so that a contact
+        /// who said no is never mailed again. Succeeds also when there is nothing to delete.
         public func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Safety_V1_DeleteAccountResponse
         {

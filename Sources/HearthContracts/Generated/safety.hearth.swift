@@ -118,14 +118,18 @@ public enum Hearth_Safety_V1_Safety {
             requestShape: "{}"
         )
 
-        /// Deletes the acting user's profile, contacts, check-ins and alerts for good. Succeeds also when
-        /// there is nothing to delete.
+        /// Deletes the acting user's profile, contacts, check-ins, alerts and the links sent to their
+        /// contacts for good (as safety's part of hearth.account.v1.Account/EraseAccount: the bytes are
+        /// not left in the file or its WAL). Kept: what each contact address answered, so that a contact
+        /// who said no is never mailed again. Succeeds also when there is nothing to delete.
         public static let deleteAccount = RPCMethodDescriptor<Hearth_Safety_V1_DeleteAccountRequest, Hearth_Safety_V1_DeleteAccountResponse>(
             name: "hearth.safety.v1.Safety/DeleteAccount",
             servicesOnly: false,
             documentation: #"""
-            Deletes the acting user's profile, contacts, check-ins and alerts for good. Succeeds also when
-            there is nothing to delete.
+            Deletes the acting user's profile, contacts, check-ins, alerts and the links sent to their
+            contacts for good (as safety's part of hearth.account.v1.Account/EraseAccount: the bytes are
+            not left in the file or its WAL). Kept: what each contact address answered, so that a contact
+            who said no is never mailed again. Succeeds also when there is nothing to delete.
             """#,
             requestShape: "{}"
         )

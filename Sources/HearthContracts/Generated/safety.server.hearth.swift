@@ -36,8 +36,10 @@ extension Hearth_Safety_V1_Safety {
         /// profile).
         func listContacts(_ request: Hearth_Safety_V1_ListContactsRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_ListContactsResponse
 
-        /// Deletes the acting user's profile, contacts, check-ins and alerts for good. Succeeds also when
-        /// there is nothing to delete.
+        /// Deletes the acting user's profile, contacts, check-ins, alerts and the links sent to their
+        /// contacts for good (as safety's part of hearth.account.v1.Account/EraseAccount: the bytes are
+        /// not left in the file or its WAL). Kept: what each contact address answered, so that a contact
+        /// who said no is never mailed again. Succeeds also when there is nothing to delete.
         func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext) async throws -> Hearth_Safety_V1_DeleteAccountResponse
 
         /// Checks the acting user in ("I'm OK"): a new period starts, pending warnings and alerts are

@@ -104,7 +104,10 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     public func deleteAccount(_ request: Hearth_Safety_V1_DeleteAccountRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_DeleteAccountResponse
     {
-        try await self.store.deleteAccount(context.verifiedUser())
+        // What an account erasure does in safety (the same rows, the WAL emptied after), so that
+        // "for good" holds here too.
+        _ = try await self.store.eraseUser(context.verifiedUser())
+        self.decider.wake()
         return Hearth_Safety_V1_DeleteAccountResponse()
     }
 

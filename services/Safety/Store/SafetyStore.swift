@@ -81,11 +81,6 @@ struct SafetyStore: Sendable {
         }
     }
 
-    /// Removes the profile, contacts, heartbeats and every alert for good.
-    func deleteAccount(_ user: String) async throws {
-        _ = try await self.base.write { db in try ProfileRecord.deleteOne(db, key: user) }
-    }
-
     // MARK: Status
 
     struct StatusSnapshot: Sendable {
