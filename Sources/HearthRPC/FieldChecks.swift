@@ -11,18 +11,34 @@ public enum FieldChecks {
 
     /// Text trimmed of surrounding white space, with a user-perceived character count in
     /// `characters` and at most `maxBytes` bytes of UTF-8 (by default ``maxBytesPerCharacter``
-    /// for each character it may have).
+    /// for each character it may have), and no control character (``firstControl(in:allowingLineFeeds:)``):
+    /// names, captions, titles and labels reach email headers, subjects and pushes, where a line
+    /// break or an escape does harm. `allowingLineFeeds`: a free text of several lines (an answer)
+    /// may keep its line feeds (U+000A), and nothing else.
     public static func trimmed(
         _ raw: String,
         field: String,
         characters: ClosedRange<Int>,
-        maxBytes: Int? = nil
+        maxBytes: Int? = nil,
+        allowingLineFeeds: Bool = false
     ) -> Result<String, FieldViolation> {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         let maxBytes = maxBytes ?? characters.upperBound * Self.maxBytesPerCharacter
         guard text.utf8.count <= maxBytes else {
             return .failure(
                 FieldViolation(field: field, description: "has \(text.utf8.count) bytes of UTF-8; at most \(maxBytes)")
+            )
+        }
+        if let (scalar, offset) = Self.firstControl(in: text, allowingLineFeeds: allowingLineFeeds) {
+            let code = String(scalar.value, radix: 16, uppercase: true)
+            return .failure(
+                FieldViolation(
+                    field: field,
+                    description:
+                        "has a control character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)) "
+                        + "at position \(offset + 1); control characters are not allowed"
+                        + (allowingLineFeeds ? " but for line feeds" : "")
+                )
             )
         }
         guard characters.contains(text.count) else {
@@ -33,6 +49,19 @@ public enum FieldChecks {
             return .failure(FieldViolation(field: field, description: description))
         }
         return .success(text)
+    }
+
+    /// The first control character of `text` and its position (in Unicode scalars, from 0): C0
+    /// (U+0000 to U+001F), DEL (U+007F) or C1 (U+0080 to U+009F); line feeds pass when
+    /// `allowingLineFeeds`. Nil when there is none.
+    public static func firstControl(in text: String, allowingLineFeeds: Bool = false) -> (Unicode.Scalar, Int)? {
+        for (offset, scalar) in text.unicodeScalars.enumerated() {
+            let value = scalar.value
+            guard value < 0x20 || (0x7F...0x9F).contains(value) else { continue }
+            if allowingLineFeeds && value == 0x0A { continue }
+            return (scalar, offset)
+        }
+        return nil
     }
 
     /// Whether `text` has at most `characters` user-perceived characters, and at most

@@ -26,7 +26,13 @@ extension TaskRules {
         insights: [String]
     ) -> Result<Answer, RPCError> {
         var violations: [FieldViolation] = []
-        let text = FieldChecks.trimmed(text, field: "response_text", characters: 1...Self.maxResponseCharacters)
+        // An answer may run over several lines (a name, a title or a label may not).
+        let text = FieldChecks.trimmed(
+            text,
+            field: "response_text",
+            characters: 1...Self.maxResponseCharacters,
+            allowingLineFeeds: true
+        )
         if case .failure(let violation) = text { violations.append(violation) }
         for (field, score) in [("energy", energy), ("mood", mood), ("focus", focus)] {
             if let score, !Self.scores.contains(Int(score)) {
@@ -51,8 +57,12 @@ extension TaskRules {
         }
         var cleanInsights: [String] = []
         for (index, insight) in insights.enumerated() {
-            switch FieldChecks.trimmed(insight, field: "insights[\(index)]", characters: 1...Self.maxInsightCharacters)
-            {
+            switch FieldChecks.trimmed(
+                insight,
+                field: "insights[\(index)]",
+                characters: 1...Self.maxInsightCharacters,
+                allowingLineFeeds: true
+            ) {
             case .success(let value): cleanInsights.append(value)
             case .failure(let violation): violations.append(violation)
             }
