@@ -1,16 +1,21 @@
 import ArgumentParser
 import Foundation
 import HearthCommandLine
-import HearthContracts
 import HearthGateway
 import HearthRPC
-import SwiftProtobuf
 
 /// `hearth fault-writer`: the client of the fault-injection run (scripts/faults). Writers, each
-/// a user of its own with a token minted from the deployment's secret, create activities
-/// through the gateway for a while and log every call as a JSON line (time, user, outcome,
-/// acknowledged id, latency). `--verify` reads such a log back and checks, as each user, that
-/// every acknowledged write is stored.
+/// acting as users of their own with tokens minted from the deployment's secret, write to one
+/// service through the gateway for a while and log every call as a JSON line (time, user, what
+/// it wrote, outcome, acknowledged id, latency). `--verify` reads such a log back and checks, as
+/// each user, that every acknowledged write is stored.
+///
+/// What each service's writers write (`--service`):
+/// - tasks: activities (a new user at a user's 200);
+/// - safety: a profile for each user, then heartbeats, each user's at least 6 s apart (safety
+///   merges one within 5 s of the last into it), and every 20th write an emergency contact;
+/// - checkins: a nest and a session for each writer's owner, then check-ins with a photo posted
+///   by the session's sitter (a new session when one's days are full).
 public struct FaultWriter: AsyncParsableCommand, Sendable {
     public init() {}
 
@@ -18,20 +23,36 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         commandName: "fault-writer",
         abstract: "Write through the gateway, logging every acknowledged write; or verify a log.",
         discussion: """
+            The check reads as each user through the gateway; safety's heartbeats only its Internal
+            ExportUser shows, so --verify of a safety log also calls safety itself (--direct) with the
+            internal credential.
               hearth fault-writer --writers 8 --duration 60s --out writes.jsonl
               hearth fault-writer --verify writes.jsonl
+              hearth fault-writer --service safety --duration 60s --out writes.jsonl
+              hearth fault-writer --service safety --direct 127.0.0.1:7103 --verify writes.jsonl
             """
     )
 
     @Option(help: "HOST:PORT of the gateway.")
     var target = Target(host: "127.0.0.1", port: ProcessName.gateway.defaultPort)
 
+    @Option(help: "The service written to: tasks (activities), safety (profiles, heartbeats, contacts) or checkins.")
+    var service = FaultService.tasks
+
+    @Option(
+        help: """
+            HOST:PORT of the service itself, for what only its Internal methods read (with --verify of a \
+            safety log: ExportUser, the heartbeats kept). Called with the internal credential.
+            """
+    )
+    var direct: Target?
+
     @Option(help: "Folder holding the default secrets.")
     var data = "./data"
 
     @OptionGroup var secrets: SecretOptions
 
-    @Option(help: "Writers at once, each its own user.")
+    @Option(help: "Writers at once, each acting as users of its own.")
     var writers = 8
 
     @Option(help: "How long to write.")
@@ -46,12 +67,26 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
     @Option(help: "The deadline of each call (a write, or a read of the check).")
     var callTimeout = DurationArgument(.seconds(2))
 
-    struct Entry: Codable {
+    /// What a call wrote.
+    enum Kind: String, Codable, Sendable, CaseIterable {
+        case activity, profile, heartbeat, contact, nest, session
+        case checkIn = "check-in"
+    }
+
+    /// One call, as the log keeps it (one JSON object a line).
+    struct Entry: Codable, Sendable {
         /// Seconds since the Unix epoch, when the call began.
         var t: Double
+        /// Whose data it is: the user the check reads as. A check-in is posted by the sitter of
+        /// a session of this owner's.
         var user: String
         var ok: Bool
+        /// Absent in logs written before the other services: an activity.
+        var kind: Kind?
+        /// Acknowledged: what the check looks for (an activity's, contact's, nest's, session's or
+        /// check-in's id, a heartbeat's request id, the user id of a profile).
         var id: String?
+        /// Failed: the status code's name.
         var code: String?
         var ms: Double
     }
@@ -61,83 +96,62 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
             throw ValidationError("give either --out (write) or --verify (check a log)")
         }
         guard self.writers >= 1 else { throw ValidationError("--writers must be at least 1") }
+        if self.verify != nil, self.service == .safety, self.direct == nil {
+            throw ValidationError("--verify of a safety log needs --direct HOST:PORT of the safety process")
+        }
     }
 
     public func run() async throws {
         let secrets = try self.secrets.load(dataDirectory: URL(fileURLWithPath: self.data), includingJWT: true)
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
         let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
-        defer { Task { await client.close() } }
+        let direct = self.direct.map { RPCClient(configuration: .init(host: $0.host, port: $0.port)) }
+        let outcome: Result<Void, any Error>
+        do {
+            try await self.perform(client: client, direct: direct, signer: signer, secrets: secrets)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        await client.close()
+        await direct?.close()
+        try outcome.get()
+    }
+
+    private func perform(client: RPCClient, direct: RPCClient?, signer: TokenSigner, secrets: Secrets) async throws {
         if let verify {
-            try await self.verify(log: verify, client: client, signer: signer)
+            let check = FaultCheck(
+                client: client,
+                direct: direct,
+                signer: signer,
+                internalCredential: secrets.internalCredential,
+                callTimeout: self.callTimeout.duration
+            )
+            try await self.verify(log: verify, check: check)
         } else if let out {
-            try await self.write(to: out, client: client, signer: signer)
+            let run = FaultRun(
+                id: String(UUID().uuidString.prefix(8)).lowercased(),
+                end: Date().addingTimeInterval(self.duration.seconds),
+                client: client,
+                signer: signer,
+                callTimeout: self.callTimeout.duration
+            )
+            try await self.write(to: out, run: run)
         }
     }
 
-    private func options(_ user: String, _ signer: TokenSigner) async throws -> CallOptions {
-        let now = Date()
-        let token = try await signer.token(
-            for: HearthClaims(subject: user, issuedAt: now, expiresAt: now.addingTimeInterval(3600))
-        )
-        return CallOptions(timeout: self.callTimeout.duration, metadata: ["authorization": "Bearer \(token)"])
-    }
-
-    private func write(to path: String, client: RPCClient, signer: TokenSigner) async throws {
-        let run = String(UUID().uuidString.prefix(8)).lowercased()
-        let end = Date().addingTimeInterval(self.duration.seconds)
+    private func write(to path: String, run: FaultRun) async throws {
+        // A check-in's photo, made once: every check-in carries the same bytes.
+        let photo = FaultPhoto.png()
+        let service = self.service
         let entries = try await withThrowingTaskGroup(of: [Entry].self) { group in
             for writer in 0..<self.writers {
                 group.addTask {
-                    // A user holds at most 200 activities: a writer that fills one goes on as a
-                    // new user, so that a long run keeps writing (and restarts keep being seen).
-                    var part = 0
-                    var user = "fault-\(run)-\(writer)-\(part)"
-                    var options = try await self.options(user, signer)
-                    var entries: [Entry] = []
-                    var n = 0
-                    while Date() < end {
-                        n += 1
-                        var request = Hearth_Tasks_V1_CreateActivityRequest()
-                        request.title = "fault write \(writer)-\(n)"
-                        request.repeat = .none
-                        let started = Date()
-                        do {
-                            let activity = try await Hearth_Tasks_V1_Activities.Client(client).createActivity(
-                                request,
-                                options: options
-                            )
-                            entries.append(
-                                Entry(
-                                    t: started.timeIntervalSince1970,
-                                    user: user,
-                                    ok: true,
-                                    id: activity.id,
-                                    ms: Date().timeIntervalSince(started) * 1000
-                                )
-                            )
-                        } catch {
-                            let code = RPCError(answering: error).code
-                            entries.append(
-                                Entry(
-                                    t: started.timeIntervalSince1970,
-                                    user: user,
-                                    ok: false,
-                                    code: code.name,
-                                    ms: Date().timeIntervalSince(started) * 1000
-                                )
-                            )
-                            if code == .resourceExhausted {
-                                part += 1
-                                user = "fault-\(run)-\(writer)-\(part)"
-                                options = try await self.options(user, signer)
-                            }
-                            try? await Task.sleep(for: .milliseconds(10))
-                        }
-                        // Under the gateway's per-user limit (50 a second).
-                        try? await Task.sleep(for: .milliseconds(25))
+                    switch service {
+                    case .tasks: return try await run.writeActivities(writer: writer)
+                    case .safety: return try await run.writeSafety(writer: writer)
+                    case .checkins: return try await run.writeCheckIns(writer: writer, photo: photo)
                     }
-                    return entries
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }.sorted { $0.t < $1.t }
@@ -150,44 +164,37 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         }
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         let acknowledged = entries.filter(\.ok).count
-        print("calls \(entries.count), acknowledged \(acknowledged), failed \(entries.count - acknowledged)")
+        print(
+            "\(service.rawValue): calls \(entries.count), acknowledged \(acknowledged), "
+                + "failed \(entries.count - acknowledged)"
+        )
     }
 
-    private func verify(log path: String, client: RPCClient, signer: TokenSigner) async throws {
+    private func verify(log path: String, check: FaultCheck) async throws {
         let decoder = JSONDecoder()
         let entries = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
             try decoder.decode(Entry.self, from: Data($0.utf8))
         }
-        let acknowledged = Dictionary(grouping: entries.filter(\.ok), by: \.user).mapValues { Set($0.compactMap(\.id)) }
-        var missing = 0
-        for (user, ids) in acknowledged {
-            let stored = try await Self.retryingUnanswered {
-                try await Hearth_Tasks_V1_Activities.Client(client).listActivities(
-                    Hearth_Tasks_V1_ListActivitiesRequest(),
-                    options: try await self.options(user, signer)
-                )
-            }
-            missing += ids.subtracting(stored.activities.map(\.id)).count
+        // Every acknowledged id, by user and by what it was.
+        var acknowledged: [String: [Kind: Set<String>]] = [:]
+        for entry in entries where entry.ok {
+            guard let id = entry.id else { continue }
+            acknowledged[entry.user, default: [:]][entry.kind ?? .activity, default: []].insert(id)
         }
-        let total = acknowledged.values.map(\.count).reduce(0, +)
-        print(#"{"acknowledged": \#(total), "missing": \#(missing)}"#)
-        if missing > 0 { throw ExitCode(1) }
+        var verdict = FaultVerdict(service: self.service)
+        for (user, ids) in acknowledged.sorted(by: { $0.key < $1.key }) {
+            switch self.service {
+            case .tasks: try await check.activities(of: user, acknowledged: ids, into: &verdict)
+            case .safety: try await check.safety(of: user, acknowledged: ids, into: &verdict)
+            case .checkins: try await check.checkIns(of: user, acknowledged: ids, into: &verdict)
+            }
+        }
+        print(try verdict.json())
+        if verdict.missingTotal > 0 { throw ExitCode(1) }
     }
+}
 
-    /// Runs `read` again while it fails with UNAVAILABLE or DEADLINE_EXCEEDED, for at most 60 s:
-    /// the check reads what was stored, and the gateway may still be reconnecting to the service
-    /// restarted last (its backoff), or a loaded machine answer late, which is no verdict on the
-    /// data.
-    private static func retryingUnanswered<T>(_ read: () async throws -> T) async throws -> T {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while true {
-            do {
-                return try await read()
-            } catch let error as RPCError
-                where [.unavailable, .deadlineExceeded].contains(error.code) && ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-    }
+/// The services a fault run writes to and kills.
+enum FaultService: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case tasks, safety, checkins
 }

@@ -2,14 +2,26 @@ import Foundation
 import HearthTestSupport
 import Testing
 
-/// The short version of scripts/faults: the tasks process behind a real gateway is killed with
-/// SIGKILL three times while two writers create activities through the gateway.
-@Suite("Faults (short run)", .timeLimit(.minutes(3)))
+/// The short version of scripts/faults: the process of one service behind a real gateway is killed
+/// with SIGKILL three times while two writers write to it through the gateway (tasks: activities;
+/// safety: profiles, heartbeats and contacts; checkins: check-ins with a photo). One run at a time:
+/// each is light enough not to slow the tests that run beside it.
+@Suite("Faults (short run)", .serialized, .timeLimit(.minutes(3)))
 struct FaultTests {
     @Test(
         "kill -9 of a service under write load loses no acknowledged write; the gateway answers UNAVAILABLE meanwhile"
     )
     func killsUnderLoad() async throws {
+        try await Self.faults(["3", "8"])
+    }
+
+    @Test("the same for safety and for checkins", arguments: ["safety", "checkins"])
+    func killsUnderLoadOfOtherServices(service: String) async throws {
+        try await Self.faults(["3", "8", service])
+    }
+
+    /// Runs scripts/faults with `arguments` and checks its verdict and figures.
+    private static func faults(_ arguments: [String]) async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["HEARTH_BIN"] = try builtProduct(named: "hearth").path
         // Two writers: enough to have calls in flight at each kill, light enough not to slow
@@ -20,11 +32,13 @@ struct FaultTests {
         environment["FAULT_CALL_TIMEOUT"] = "30s"
         let run = try await runProcess(
             URL(fileURLWithPath: "/bin/bash"),
-            [repositoryRoot.appendingPathComponent("scripts/faults").path, "3", "8"],
+            [repositoryRoot.appendingPathComponent("scripts/faults").path] + arguments,
             environment: environment
         )
         #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
         #expect(run.stdout.contains("kills: 3;") && run.stdout.contains("lost: 0"), "\(run.stdout)")
+        let service = arguments.count > 2 ? arguments[2] : "tasks"
+        #expect(run.stdout.contains("service: \(service);"), "\(run.stdout)")
         let failures = run.stdout.split(separator: "\n").first { $0.hasPrefix("failed calls:") } ?? ""
         #expect(!failures.contains("DEADLINE_EXCEEDED") && !failures.contains("INTERNAL"), "\(failures)")
     }
