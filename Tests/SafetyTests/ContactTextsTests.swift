@@ -140,6 +140,34 @@ struct ContactTextsTests {
         }
     }
 
+    @Test(
+        "the push at the end of a grace names the contact, in each language its own, unlike every other contact push",
+        arguments: languages
+    )
+    func graceEndedPush(language: String) {
+        let texts = Self.texts(language)
+        for contact in ["Joey", "joey@example.com"] {
+            let push = texts.graceEndedPush(contact: contact)
+            #expect(!push.title.isEmpty && push.body.contains(contact), "\(push)")
+            for event in ContactEvent.allCases {
+                let other = texts.contactPush(event, contact: contact)
+                #expect(push.title != other.title && push.body != other.body, "\(event)")
+            }
+            if language != "en" {
+                let english = Self.texts("en").graceEndedPush(contact: contact)
+                #expect(push.title != english.title && push.body != english.body)
+            }
+        }
+        // It says what it means: no alarms until they confirm, and the invitation can go again.
+        let words = [
+            "en": ["Until they do", "send the invitation again"],
+            "zh-Hans": ["在对方确认之前", "重新发送邀请"],
+            "zh-Hant": ["在對方確認之前", "重新寄送邀請"],
+        ][language]!
+        for word in words { #expect(texts.graceEndedPush(contact: "Joey").body.contains(word), "\(word)") }
+        #expect(MessageKind.graceEnded == "contact_grace_ended")
+    }
+
     @Test("a push's kind is the alert row's kind")
     func kinds() {
         #expect(

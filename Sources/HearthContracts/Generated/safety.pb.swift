@@ -414,6 +414,10 @@ public nonisolated enum Hearth_Safety_V1_MessageKind: SwiftProtobuf.Enum, Swift.
   case contactDeclined // = 8
   case contactOptedOut // = 9
   case contactBounced // = 10
+
+  /// A push telling the user that a contact added before invitations existed did not confirm within
+  /// their first invitation's 7 days, and no longer receives alarms until they confirm.
+  case contactGraceEnded // = 11
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -433,6 +437,7 @@ public nonisolated enum Hearth_Safety_V1_MessageKind: SwiftProtobuf.Enum, Swift.
     case 8: self = .contactDeclined
     case 9: self = .contactOptedOut
     case 10: self = .contactBounced
+    case 11: self = .contactGraceEnded
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -450,6 +455,7 @@ public nonisolated enum Hearth_Safety_V1_MessageKind: SwiftProtobuf.Enum, Swift.
     case .contactDeclined: return 8
     case .contactOptedOut: return 9
     case .contactBounced: return 10
+    case .contactGraceEnded: return 11
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -467,6 +473,7 @@ public nonisolated enum Hearth_Safety_V1_MessageKind: SwiftProtobuf.Enum, Swift.
     .contactDeclined,
     .contactOptedOut,
     .contactBounced,
+    .contactGraceEnded,
   ]
 
 }
@@ -1353,7 +1360,7 @@ nonisolated extension Hearth_Safety_V1_LinkOutcome: SwiftProtobuf._ProtoNameProv
 }
 
 nonisolated extension Hearth_Safety_V1_MessageKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_KIND_UNSPECIFIED\0\u{1}MESSAGE_KIND_WARNING\0\u{1}MESSAGE_KIND_ALARM\0\u{1}MESSAGE_KIND_ALL_CLEAR\0\u{1}MESSAGE_KIND_REMINDER\0\u{1}MESSAGE_KIND_INVITATION\0\u{1}MESSAGE_KIND_TEST\0\u{1}MESSAGE_KIND_CONTACT_CONFIRMED\0\u{1}MESSAGE_KIND_CONTACT_DECLINED\0\u{1}MESSAGE_KIND_CONTACT_OPTED_OUT\0\u{1}MESSAGE_KIND_CONTACT_BOUNCED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_KIND_UNSPECIFIED\0\u{1}MESSAGE_KIND_WARNING\0\u{1}MESSAGE_KIND_ALARM\0\u{1}MESSAGE_KIND_ALL_CLEAR\0\u{1}MESSAGE_KIND_REMINDER\0\u{1}MESSAGE_KIND_INVITATION\0\u{1}MESSAGE_KIND_TEST\0\u{1}MESSAGE_KIND_CONTACT_CONFIRMED\0\u{1}MESSAGE_KIND_CONTACT_DECLINED\0\u{1}MESSAGE_KIND_CONTACT_OPTED_OUT\0\u{1}MESSAGE_KIND_CONTACT_BOUNCED\0\u{1}MESSAGE_KIND_CONTACT_GRACE_ENDED\0")
 }
 
 nonisolated extension Hearth_Safety_V1_DailyReminder: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -59,6 +59,10 @@ struct ContactConsent: Sendable, Equatable {
     static let maxInvitationsPerDay = 20
     /// An invitation is re-sent no sooner than this after the one before: time to read it.
     static let minResendInterval: TimeInterval = 86_400
+    /// How long the opt-out links in the emails a removed contact got still work: time to act on
+    /// an email read late (nothing more goes to them; added again, they get new links). Their
+    /// Decline link works as long as their invitation would have.
+    static let removedOptOutLifetime: TimeInterval = 30 * 86_400
 
     var state: ContactState
     /// When the latest invitation was queued, and until when its links work.
@@ -98,8 +102,10 @@ struct ContactConsent: Sendable, Equatable {
         }
     }
 
-    /// What a link can do once its contact was removed (its token outlives them): a decline or
-    /// an opt-out is still remembered for the address, a confirmation finds no one.
+    /// What a link can do once its contact was removed (its token outlives them): a decline (while
+    /// the invitation would have been open) or an opt-out (for ``removedOptOutLifetime`` after the
+    /// removal, the end the link then holds) is still remembered for the address, a confirmation
+    /// finds no one.
     static func checkRemoved(_ answer: ContactAnswer, purpose: LinkPurpose, linkExpiresAt: Date?, at now: Date)
         -> LinkCheck
     {
@@ -111,8 +117,16 @@ struct ContactConsent: Sendable, Equatable {
             if let linkExpiresAt, linkExpiresAt <= now { return .expired }
             return .usable
         case .optOut:
-            return purpose == .optOut ? .usable : .notFound
+            guard purpose == .optOut else { return .notFound }
+            // Its end was set at the removal (``removedOptOutLifetime``); after it, nothing is said.
+            if let linkExpiresAt, linkExpiresAt <= now { return .notFound }
+            return .usable
         }
+    }
+
+    /// Until when the opt-out links of a contact removed at `now` still work.
+    static func optOutLinksEnd(removedAt now: Date) -> Date {
+        now.addingTimeInterval(Self.removedOptOutLifetime)
     }
 
     /// The contact's answer from a usable link: what the user hears of, nil when nothing changed
@@ -145,6 +159,16 @@ struct ContactConsent: Sendable, Equatable {
         self.answeredAt = now
         self.alarmsUntil = nil
         return .bounced
+    }
+
+    /// The end of a grace (``alarmsUntil``, a contact stored before invitations existed) that is
+    /// over at `now`: it is cleared, and true when the user is to be told (still invited: the
+    /// contact did not confirm in it, and receives no alarm until they do). False while it runs
+    /// or when there is none (an answer or a bounce ended it already).
+    mutating func endGrace(at now: Date) -> Bool {
+        guard let until = self.alarmsUntil, until <= now else { return false }
+        self.alarmsUntil = nil
+        return self.state == .invited
     }
 
     /// A new invitation, at `now`: new links, for 7 days. Only an invited contact is invited

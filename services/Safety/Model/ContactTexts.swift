@@ -9,6 +9,13 @@ enum ContactEvent: String, Sendable, CaseIterable {
     var kind: String { "contact_\(self.rawValue)" }
 }
 
+extension MessageKind {
+    /// The push telling the user that a contact stored before invitations existed did not confirm
+    /// within their first invitation's 7 days, and so no longer receives alarms
+    /// (``ContactConsent/endGrace(at:)``). Not a ``ContactEvent``: the contact did nothing.
+    static let graceEnded = "contact_grace_ended"
+}
+
 /// What the switch says to and about emergency contacts before they receive any alarm: the
 /// invitation (double opt-in), the links under every email to a contact, and the pushes to
 /// the user when a contact answers or cannot be reached.
@@ -163,6 +170,29 @@ extension AlertTexts {
             case .bounced:
                 return ("郵件無法送達", "我們無法將郵件寄送至 \(contact)，請檢查緊急聯絡人的電子郵件地址。")
             }
+        }
+    }
+
+    /// The push the user gets when a contact added before invitations existed let their first
+    /// invitation's 7 days pass without confirming: they no longer get alarms until they confirm,
+    /// and the user may send the invitation again. `contact`: their name, else their address.
+    func graceEndedPush(contact: String) -> (title: String, body: String) {
+        switch self.language {
+        case .english:
+            return (
+                "Emergency contact not confirmed",
+                "\(contact) has not confirmed your invitation. Until they do, they will not be emailed if you stop checking in. You can send the invitation again from your emergency contacts."
+            )
+        case .simplifiedChinese:
+            return (
+                "紧急联系人尚未确认",
+                "\(contact) 没有确认您的邀请。在对方确认之前，如果您没有按时报平安，我们将不会再发邮件通知对方。您可以在紧急联系人中重新发送邀请。"
+            )
+        case .traditionalChinese:
+            return (
+                "緊急聯絡人尚未確認",
+                "\(contact) 沒有確認您的邀請。在對方確認之前，如果您沒有按時報平安，我們將不會再寄郵件通知對方。您可以在緊急聯絡人中重新寄送邀請。"
+            )
         }
     }
 }

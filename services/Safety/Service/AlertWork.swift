@@ -33,7 +33,9 @@ enum AlertWords {
 
 /// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
 /// each), and the senders are woken after each batch. It never waits for a delivery, so a slow SMTP
-/// server holds back no warning.
+/// server holds back no warning. So do the ends of the graces of contacts stored before
+/// invitations existed: the user is told of one that ended unanswered
+/// (``SafetyStore/endGraces(now:limit:)``).
 struct AlertDecider: DueWork {
     static let batch = 500
 
@@ -41,7 +43,9 @@ struct AlertDecider: DueWork {
     let wakeSenders: @Sendable () -> Void
 
     func nextDueTime() async throws -> Date? {
-        try await self.store.nextDecisionTime()
+        let decision = try await self.store.nextDecisionTime()
+        let graceEnd = try await self.store.nextGraceEnd()
+        return [decision, graceEnd].compactMap { $0 }.min()
     }
 
     func runDue(now: Date) async throws {
@@ -55,6 +59,12 @@ struct AlertDecider: DueWork {
             )
             // Sending begins while later batches are decided.
             if decided > 0 { self.wakeSenders() }
+        }
+        var ended = Self.batch
+        while ended == Self.batch {
+            let graces = try await self.store.endGraces(now: now, limit: Self.batch)
+            ended = graces.ended
+            if graces.told > 0 { self.wakeSenders() }
         }
     }
 }

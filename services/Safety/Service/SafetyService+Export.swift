@@ -91,6 +91,7 @@ extension AlertRecord {
         case ContactEvent.declined.kind: .contactDeclined
         case ContactEvent.optedOut.kind: .contactOptedOut
         case ContactEvent.bounced.kind: .contactBounced
+        case MessageKind.graceEnded: .contactGraceEnded
         case let kind where kind.hasPrefix("warning_"): .warning
         default: .unspecified
         }

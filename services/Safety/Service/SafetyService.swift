@@ -18,7 +18,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     public let decider: DueTimeScheduler
     /// Deliver the alert outbox: one per channel (email, push).
     let senders: [DueTimeScheduler]
-    /// Deletes old history, hourly.
+    /// Deletes old history, spent links and unused address records, hourly.
     let pruner: DueTimeScheduler
     /// Run beside the server.
     public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders + [self.pruner] }
@@ -59,12 +59,22 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             clock: clock,
             logger: logger
         )
-        // Deletes the history no rule reads any more (``SafetyStore/pruneHistory(now:)``), on a
-        // scheduler of its own: a long pass holds back no alert.
+        // Deletes the history no rule reads any more (``SafetyStore/pruneHistory(now:)``), the
+        // links that can no longer act and what addresses answered once nothing needs it
+        // (``SafetyStore/pruneContactLinks(now:rowsPerTransaction:)``,
+        // ``SafetyStore/pruneContactAddresses(now:rowsPerTransaction:)``), on a scheduler of its
+        // own: a long pass holds back no alert.
         self.pruner = DueTimeScheduler(
             work: Housekeeping(start: clock.now(), logger: logger) { now in
                 let deleted = try await store.pruneHistory(now: now)
-                return ["heartbeats": deleted.heartbeats, "alerts": deleted.alerts]
+                let links = try await store.pruneContactLinks(now: now)
+                let addresses = try await store.pruneContactAddresses(now: now)
+                return [
+                    "heartbeats": deleted.heartbeats,
+                    "alerts": deleted.alerts,
+                    "contact_links": links,
+                    "contact_addresses": addresses,
+                ]
             },
             clock: clock,
             logger: logger

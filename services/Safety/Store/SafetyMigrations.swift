@@ -4,8 +4,8 @@ import HearthStore
 
 enum SafetyMigrations {
     /// Named and append-only: a shipped migration is never edited. `keys` seal what earlier
-    /// versions kept in clear.
-    static func migrator(keys: DataKeys) -> DatabaseMigrator {
+    /// versions kept in clear; `now` is the store clock's time (v8 dates from it).
+    static func migrator(keys: DataKeys, now: Date = Date()) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: profiles, contacts, heartbeats, alerts") { db in
             try db.execute(
@@ -192,6 +192,30 @@ enum SafetyMigrations {
                     """
             )
             try SealingMigration(keys: keys).run(in: db)
+        }
+        migrator.registerMigration("v8: graces told, spent links and unused addresses pruned") { db in
+            // The end of a grace (v6) is told to the user once: the decider finds the next by
+            // `alarms_until`, cleared once told (`SafetyStore.endGraces`). Links that can no
+            // longer act are pruned by `expires_at`: an invitation's end, or for an opt-out link
+            // the end of the 30 days it works after its contact's removal, set at the removal
+            // (found by `contact_id`); for contacts removed before, 30 days from now. What an
+            // address answered a user is pruned when it holds no refusal, no contact of theirs
+            // has it and it was last invited long ago (`SafetyStore.pruneContactAddresses`).
+            try db.execute(
+                sql: """
+                    CREATE INDEX contact_grace ON contact(alarms_until) WHERE alarms_until IS NOT NULL;
+                    CREATE INDEX contact_token_contact ON contact_token(contact_id);
+                    CREATE INDEX contact_token_expiry ON contact_token(expires_at) WHERE expires_at IS NOT NULL;
+                    CREATE INDEX contact_address_unrefused ON contact_address(last_invited_at) WHERE refused IS NULL;
+                    """
+            )
+            try db.execute(
+                sql: """
+                    UPDATE contact_token SET expires_at = ?
+                    WHERE purpose = 'opt_out' AND expires_at IS NULL AND contact_id NOT IN (SELECT id FROM contact)
+                    """,
+                arguments: [StoredDate(ContactConsent.optOutLinksEnd(removedAt: now))]
+            )
         }
         return migrator
     }

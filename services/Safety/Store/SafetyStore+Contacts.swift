@@ -90,7 +90,8 @@ extension SafetyStore {
     }
 
     /// Removes a contact; false when the user has none with that id. What the user's contacts at
-    /// that address did stays (a refusal, the invitations counted).
+    /// that address did stays (a refusal, the invitations counted), and so do the links they hold:
+    /// a Decline while the invitation would have been open, an opt-out for 30 days.
     func removeContact(_ user: String, id: String) async throws -> Bool {
         let now = self.now
         return try await self.base.write { db in
@@ -100,6 +101,14 @@ extension SafetyStore {
             else {
                 return false
             }
+            // The opt-out links in the emails they got work for a while yet, then go
+            // (``ContactConsent/removedOptOutLifetime``, ``pruneContactLinks(now:rowsPerTransaction:)``).
+            try db.cachedStatement(
+                sql: """
+                    UPDATE contact_token SET expires_at = ?
+                    WHERE contact_id = ? AND purpose = ? AND expires_at IS NULL
+                    """
+            ).execute(binding: ContactConsent.optOutLinksEnd(removedAt: now).stored, id, LinkPurpose.optOut.rawValue)
             if let profile = try self.profile(user, in: db) {
                 var machine = try self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
                 machine.removeContact(id: id, at: now)
@@ -155,7 +164,7 @@ extension SafetyStore {
     }
 
     /// The contacts `sql` (after ``ContactRecord/selection``) finds with `values` bound, opened.
-    private func contacts<each Value: StatementBinding>(
+    func contacts<each Value: StatementBinding>(
         _ sql: String,
         binding values: repeat each Value,
         in db: Database
@@ -165,8 +174,9 @@ extension SafetyStore {
     }
 
     /// Saves `contact` as `event` left it: a confirmed contact joins the switch (the first arms
-    /// it), any other leaves it (their pending emails are not sent); a refusal is remembered for
-    /// the address; the user hears of it by push.
+    /// it), any other leaves it (their pending emails are not sent); the user hears of it by push.
+    /// (A refusal is remembered for the address by the caller, as the rules decided:
+    /// ``LinkDecision/refusal``.)
     func contact(
         _ contact: ContactRecord,
         did event: ContactEvent,
@@ -185,9 +195,6 @@ extension SafetyStore {
             machine.removeContact(id: contact.id, at: now)
         }
         let changed = try self.commit(machine, of: profile, in: db)
-        if let refusal = ContactState(rawValue: contact.state), event == .declined || event == .optedOut {
-            try self.remember(refusal, of: contact.userID, addressKey: contact.emailKey, in: db)
-        }
         let push = changed.texts.contactPush(event, contact: contact.label)
         try AlertRecord.queued(
             userID: changed.userID,

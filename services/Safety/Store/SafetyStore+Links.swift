@@ -19,65 +19,52 @@ extension SafetyStore {
     func link(_ token: LinkToken, for answer: ContactAnswer) throws -> LinkView {
         let now = self.now
         return try self.base.read { db in
-            try self.linkTarget(token, in: db)?.view(answer, at: now) ?? LinkView(check: .notFound)
+            guard let target = try self.linkTarget(token, in: db) else { return LinkView(check: .notFound) }
+            return target.view(target.link.view(answer, at: now))
         }
     }
 
     /// Does what `token`'s link says (the page's POST); `changed` when the contact's state moved.
-    /// A link that cannot act is answered from a read: made-up tokens never take the writer.
+    /// A link that cannot act is answered from a read: made-up tokens never take the writer. The
+    /// rules decide (``ConsentLink/answer(_:at:)``); this writes what they decided.
     func answer(_ token: LinkToken, _ answer: ContactAnswer) async throws -> (view: LinkView, changed: Bool) {
         let seen = try self.link(token, for: answer)
         guard seen.check == .usable else { return (seen, false) }
         let now = self.now
         return try await self.base.write { db in
             guard let target = try self.linkTarget(token, in: db) else { return (LinkView(check: .notFound), false) }
-            var view = target.view(answer, at: now)
-            guard view.check == .usable else { return (view, false) }
-            guard var contact = target.contact, let profile = target.profile else {
-                // Removed since: a refusal still holds for the address.
-                if let refusal = view.state {
-                    try self.remember(refusal, of: target.userID, addressKey: target.addressKey, in: db)
-                }
-                return (view, false)
+            let decision = target.link.answer(answer, at: now)
+            if let refusal = decision.refusal {
+                let addressKey = target.contact?.emailKey ?? target.addressKey
+                try self.remember(refusal, of: target.userID, addressKey: addressKey, in: db)
             }
-            var consent = contact.consent
-            guard let event = consent.answer(answer, at: now) else { return (view, false) }
+            guard var contact = target.contact, let profile = target.profile,
+                let consent = decision.consent, let event = decision.event
+            else { return (target.view(decision), false) }
             contact.consent = consent
             try self.contact(contact, did: event, of: profile, at: now, in: db)
-            view.state = consent.state
-            return (view, true)
+            return (target.view(decision), true)
         }
     }
 
-    /// A link's token: what it was made for, and its contact and user unless removed since.
+    /// A link's token: its rules' view (``ConsentLink``), and its contact and user unless removed
+    /// since.
     private struct LinkTarget {
         var userID: String
         var addressKey: String
-        var purpose: LinkPurpose
-        var expiresAt: Date?
+        var link: ConsentLink
         var contact: ContactRecord?
         var profile: ProfileRecord?
 
-        func view(_ answer: ContactAnswer, at now: Date) -> LinkView {
-            guard let contact = self.contact, let profile = self.profile else {
-                let check = ContactConsent.checkRemoved(
-                    answer,
-                    purpose: self.purpose,
-                    linkExpiresAt: self.expiresAt,
-                    at: now
-                )
-                guard check != .notFound else { return LinkView(check: .notFound) }
-                return LinkView(
-                    check: check,
-                    personName: self.profile?.name ?? "",
-                    language: self.profile?.language ?? "",
-                    state: answer == .decline ? .declined : .optedOut
-                )
-            }
-            let consent = contact.consent
-            let check = consent.check(answer, purpose: self.purpose, linkExpiresAt: self.expiresAt, at: now)
-            guard check != .notFound else { return LinkView(check: .notFound) }
-            return LinkView(check: check, personName: profile.name, language: profile.language, state: consent.state)
+        /// What the page shows of `decision`: with the user's name and language, unless not found.
+        func view(_ decision: LinkDecision) -> LinkView {
+            guard decision.check != .notFound else { return LinkView(check: .notFound) }
+            return LinkView(
+                check: decision.check,
+                personName: self.profile?.name ?? "",
+                language: self.profile?.language ?? "",
+                state: decision.state
+            )
         }
     }
 
@@ -94,13 +81,18 @@ extension SafetyStore {
         else { return nil }
         let user: String = row["user_id"]
         let contact = try self.contact(row["contact_id"] as String, in: db)
+        let profile = try self.profile(user, in: db)
         return LinkTarget(
             userID: user,
             addressKey: row["address_key"],
-            purpose: purpose,
-            expiresAt: row["expires_at"] as Date?,
+            link: ConsentLink(
+                purpose: purpose,
+                expiresAt: row["expires_at"] as Date?,
+                // A contact goes with their user's profile: without it, removed.
+                contact: profile == nil ? nil : contact?.consent
+            ),
             contact: contact,
-            profile: try self.profile(user, in: db)
+            profile: profile
         )
     }
 

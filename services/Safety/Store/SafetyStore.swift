@@ -18,7 +18,11 @@ struct SafetyStore: Sendable {
     /// migration, and the file is then rebuilt so that no copy of them is left.
     /// - Throws: ``DataKeysDoNotMatch`` when `keys` are not those the store was sealed with.
     init(location: StoreLocation, keys: DataKeys, clock: any WallClock = SystemClock()) throws {
-        self.base = try Store(location: location, migrator: SafetyMigrations.migrator(keys: keys), clock: clock)
+        self.base = try Store(
+            location: location,
+            migrator: SafetyMigrations.migrator(keys: keys, now: clock.now()),
+            clock: clock
+        )
         self.heartbeats = WriteBatcher(writer: self.base.writer)
         self.outcomes = WriteBatcher(writer: self.base.writer)
         self.keys = keys
