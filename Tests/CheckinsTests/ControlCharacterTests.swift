@@ -23,6 +23,6 @@ struct CheckinsControlCharacterTests {
         // The model's own checks, without a store: a caption is quoted in the owner's push.
         #expect((try? CheckinRules.caption("Walked\nthe dog", hasPhoto: false).get()) == nil)
         #expect((try? CheckinRules.caption("Walked the dog", hasPhoto: false).get()) == "Walked the dog")
-        #expect((try? CheckinRules.templateText("Fed\u{0}")).flatMap { try? $0.get() } == nil)
+        #expect((try? CheckinRules.templateText("Fed\u{0}").get()) == nil)
     }
 }

@@ -17,10 +17,10 @@ struct ProcessWiringTests {
     @Test(
         "every scheduler beside a service's server tells its health of a store at fault",
         arguments: [
-            // checkins: its push outbox's and relay's deliverers; tasks: the prompts', the
+            // checkins: its push outbox's and relay's deliverers and its housekeeping; tasks: the prompts', the
             // housekeeping's, the same two and the erasures'; safety: the decider, a sender per channel, the
             // pruner; routines: its relay's.
-            (ProcessName.checkins, 2), (.tasks, 5), (.safety, 4), (.routines, 1),
+            (ProcessName.checkins, 3), (.tasks, 5), (.safety, 4), (.routines, 1),
         ]
     )
     func schedulersReachHealth(name: ProcessName, work: Int) async throws {

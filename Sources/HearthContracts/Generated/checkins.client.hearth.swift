@@ -145,7 +145,7 @@ extension Hearth_Checkins_V1_Checkins {
             try await self.rpc.call(Method.removeTemplate, request, options: options)
         }
 
-        /// Internal: the nests the acting user owns (every one, not a page), for an erasure.
+        /// Internal: the nests the acting user owns (every one, not a page), for an export.
         public func listOwnedNests(_ request: Hearth_Checkins_V1_ListOwnedNestsRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Checkins_V1_ListOwnedNestsResponse
         {
@@ -155,7 +155,10 @@ extension Hearth_Checkins_V1_Checkins {
         /// Internal: erases everything checkins holds about the acting user: the nests they own with every
         /// session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
         /// with the check-ins and photos they posted there; the notifications and forwards queued for
-        /// them. Erasing a user with nothing left answers OK.
+        /// them. Erasing a user with nothing left answers OK. Answers every nest erased for the user so
+        /// far (erased_nest_ids, kept 30 days): the account erasure calls it first, then again when
+        /// routines' part comes (erasing any nest made meanwhile), and hands routines every nest id the
+        /// second call answers, so that no routine outlives its nest.
         public func eraseUser(_ request: Hearth_Checkins_V1_EraseUserRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Checkins_V1_EraseUserResponse
         {

@@ -299,18 +299,21 @@ public enum Hearth_Checkins_V1_Checkins {
             """#
         )
 
-        /// Internal: the nests the acting user owns (every one, not a page), for an erasure.
+        /// Internal: the nests the acting user owns (every one, not a page), for an export.
         public static let listOwnedNests = RPCMethodDescriptor<Hearth_Checkins_V1_ListOwnedNestsRequest, Hearth_Checkins_V1_ListOwnedNestsResponse>(
             name: "hearth.checkins.v1.Checkins/ListOwnedNests",
             servicesOnly: true,
-            documentation: "Internal: the nests the acting user owns (every one, not a page), for an erasure.",
+            documentation: "Internal: the nests the acting user owns (every one, not a page), for an export.",
             requestShape: "{}"
         )
 
         /// Internal: erases everything checkins holds about the acting user: the nests they own with every
         /// session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
         /// with the check-ins and photos they posted there; the notifications and forwards queued for
-        /// them. Erasing a user with nothing left answers OK.
+        /// them. Erasing a user with nothing left answers OK. Answers every nest erased for the user so
+        /// far (erased_nest_ids, kept 30 days): the account erasure calls it first, then again when
+        /// routines' part comes (erasing any nest made meanwhile), and hands routines every nest id the
+        /// second call answers, so that no routine outlives its nest.
         public static let eraseUser = RPCMethodDescriptor<Hearth_Checkins_V1_EraseUserRequest, Hearth_Checkins_V1_EraseUserResponse>(
             name: "hearth.checkins.v1.Checkins/EraseUser",
             servicesOnly: true,
@@ -318,7 +321,10 @@ public enum Hearth_Checkins_V1_Checkins {
             Internal: erases everything checkins holds about the acting user: the nests they own with every
             session, check-in, photo and quick caption in them; the sessions they sit in others' nests,
             with the check-ins and photos they posted there; the notifications and forwards queued for
-            them. Erasing a user with nothing left answers OK.
+            them. Erasing a user with nothing left answers OK. Answers every nest erased for the user so
+            far (erased_nest_ids, kept 30 days): the account erasure calls it first, then again when
+            routines' part comes (erasing any nest made meanwhile), and hands routines every nest id the
+            second call answers, so that no routine outlives its nest.
             """#,
             requestShape: "{}"
         )

@@ -763,6 +763,12 @@ public nonisolated struct Hearth_Checkins_V1_EraseUserResponse: Sendable {
   /// Rows deleted: nests, sessions, check-ins, photos, templates and queued messages.
   public var deleted: UInt64 = 0
 
+  /// Every nest of the user's that checkins has erased, by this call and by earlier ones (each is
+  /// remembered for 30 days after it went), oldest erasure first: a retry whose first answer was
+  /// lost still learns them. The account erasure hands them to routines, whose routines in them go
+  /// too.
+  public var erasedNestIds: [String] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2062,7 +2068,7 @@ nonisolated extension Hearth_Checkins_V1_EraseUserRequest: SwiftProtobuf.Message
 
 nonisolated extension Hearth_Checkins_V1_EraseUserResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EraseUserResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}deleted\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}deleted\0\u{3}erased_nest_ids\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2071,6 +2077,7 @@ nonisolated extension Hearth_Checkins_V1_EraseUserResponse: SwiftProtobuf.Messag
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.deleted) }()
+      case 2: try { try decoder.decodeRepeatedStringField(value: &self.erasedNestIds) }()
       default: break
       }
     }
@@ -2080,11 +2087,15 @@ nonisolated extension Hearth_Checkins_V1_EraseUserResponse: SwiftProtobuf.Messag
     if self.deleted != 0 {
       try visitor.visitSingularUInt64Field(value: self.deleted, fieldNumber: 1)
     }
+    if !self.erasedNestIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.erasedNestIds, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Checkins_V1_EraseUserResponse, rhs: Hearth_Checkins_V1_EraseUserResponse) -> Bool {
     if lhs.deleted != rhs.deleted {return false}
+    if lhs.erasedNestIds != rhs.erasedNestIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -228,8 +228,9 @@ public enum Hearth_Routines_V1_Routines {
             """#,
             requestShape: #"""
             {
-              // The nests the user owns (checkins' ListOwnedNests, asked before checkins erases them): their
-              // routines go too. At most 1,000.
+              // The user's nests that checkins erased (its EraseUser's erased_nest_ids, asked again just
+              // before this call, so that a nest made meanwhile goes too): their routines go too. At most
+              // 1,000 a call; an erasure with more calls again with the rest.
               "ownedNestIds": [ string, ... ]
             }
             """#

@@ -7,7 +7,8 @@ public import Logging
 
 extension CheckinsService {
     /// The checkins process's module: the service, its push outbox's deliverer (pushes through
-    /// `pushSender`) and its relay's (activity forwarded to `safety` with `credential`).
+    /// `pushSender`), its relay's (activity forwarded to `safety` with `credential`) and its
+    /// housekeeping (erased nests forgotten after 30 days).
     public static func module(
         location: StoreLocation,
         pushSender: any PushSender,
@@ -21,6 +22,7 @@ extension CheckinsService {
             work: [
                 service.outbox.deliverer(sender: pushSender, logger: logger),
                 service.relay.deliverer(client: safety, credential: credential, logger: logger),
+                service.housekeeping(logger: logger),
             ]
         )
     }

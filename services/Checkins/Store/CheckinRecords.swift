@@ -193,6 +193,7 @@ enum CheckinMigrations {
             // session that ever named them.
             try db.execute(sql: "CREATE INDEX session_sitter_open ON session(sitter_user_id, ends_at)")
         }
+        CheckinStore.registerErasedNestsMigration(in: &migrator)
         return migrator
     }
 }

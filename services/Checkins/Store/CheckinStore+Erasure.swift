@@ -6,10 +6,34 @@ import HearthStore
 
 // An account erasure's part in checkins (hearth.account.v1): the user's nests with all they
 // hold, their sitting elsewhere, and the messages queued for or about them, deleted so that no
-// byte of them stays in the file.
+// byte of them stays in the file. The ids of the nests that went are remembered a while
+// (`erased_nest`), for routines' part, which erases the routines in them.
 extension CheckinStore {
+    static func registerErasedNestsMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v4: erased nests") { db in
+            try db.execute(
+                sql: """
+                    -- The nests an erasure deleted, kept erasedNestRetention after: what routines'
+                    -- part of the erasure is told to erase the routines of.
+                    CREATE TABLE erased_nest (
+                        nest_id TEXT PRIMARY KEY NOT NULL,
+                        owner_id TEXT NOT NULL,
+                        erased_at DATETIME NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX erased_nest_owner ON erased_nest(owner_id);
+                    CREATE INDEX erased_nest_age ON erased_nest(erased_at);
+                    """
+            )
+        }
+    }
+
+    /// How long the id of an erased nest is kept (``erasedNestIDs(of:in:)``): longer than an
+    /// erasure takes, retries and outages included, and then no longer than the erasure's own
+    /// ledger keeps the user's id.
+    static let erasedNestRetention: TimeInterval = 30 * 86_400
+
     /// Every nest `user` owns, oldest first: all of them at once (at most
-    /// ``CheckinRules/maxNestsPerOwner``), for an erasure to hand to routines.
+    /// ``CheckinRules/maxNestsPerOwner``), for an export to hand to routines.
     func ownedNestIDs(of user: String) async throws -> [String] {
         try self.base.read { db in
             try String.fetchAll(
@@ -21,16 +45,59 @@ extension CheckinStore {
     }
 
     /// Deletes, in one write transaction, everything the store holds about `user`
-    /// (``eraseUser(_:in:)``), then empties the WAL, whose older frames still hold the deleted
-    /// rows (`secure_delete` zeroes them in the pages written now, not in the frames written
-    /// before). Returns how many rows went; none are left the second time: 0.
+    /// (``eraseUser(_:in:)``), remembering the nests that go (``recordErasedNests(of:at:in:)``),
+    /// then empties the WAL, whose older frames still hold the deleted rows (`secure_delete`
+    /// zeroes them in the pages written now, not in the frames written before). Returns how many
+    /// rows went (none are left the second time: 0), and every nest of `user`'s erased so far, by
+    /// this call and by earlier ones within ``erasedNestRetention``, oldest erasure first: a
+    /// repeat whose first answer was lost learns them all the same.
     /// - Throws: SQLite's errors; the WAL checkpoint's (SQLITE_BUSY when a read held it past the
     ///   busy timeout): the rows are gone then, and a repeat, which deletes nothing, empties the
     ///   WAL.
-    func eraseUser(_ user: String) async throws -> Int {
-        let deleted = try await self.base.write { db in try Self.eraseUser(user, in: db) }
+    func eraseUser(_ user: String) async throws -> (deleted: Int, erasedNests: [String]) {
+        let now = self.now
+        let erased = try await self.base.write { db in
+            try Self.recordErasedNests(of: user, at: now, in: db)
+            let deleted = try Self.eraseUser(user, in: db)
+            return (deleted: deleted, erasedNests: try Self.erasedNestIDs(of: user, in: db))
+        }
         try await self.base.truncateWAL()
-        return deleted
+        return erased
+    }
+
+    /// Remembers, inside the caller's write transaction, every nest `user` owns as erased at
+    /// `now`: called before ``eraseUser(_:in:)`` deletes them. A nest remembered already keeps
+    /// its first time.
+    static func recordErasedNests(of user: String, at now: Date, in db: Database) throws {
+        assert(db.isInsideTransaction, "the nests are remembered in the transaction that erases them")
+        try db.execute(
+            sql: """
+                INSERT INTO erased_nest (nest_id, owner_id, erased_at)
+                SELECT id, owner_user_id, ? FROM nest WHERE owner_user_id = ?
+                ON CONFLICT (nest_id) DO NOTHING
+                """,
+            arguments: [now, user]
+        )
+    }
+
+    /// The nests of `user`'s that erasures deleted and the store still remembers, oldest erasure
+    /// first (then by id).
+    static func erasedNestIDs(of user: String, in db: Database) throws -> [String] {
+        try String.fetchAll(
+            db,
+            sql: "SELECT nest_id FROM erased_nest WHERE owner_id = ? ORDER BY erased_at, nest_id",
+            arguments: [user]
+        )
+    }
+
+    /// Forgets the nests erased ``erasedNestRetention`` or longer before `now` (checkins'
+    /// housekeeping, ``CheckinsService/housekeeping(logger:)``). Returns how many went.
+    func pruneErasedNests(now: Date) async throws -> Int {
+        let cutoff = now.addingTimeInterval(-Self.erasedNestRetention)
+        return try await self.base.write { db in
+            try db.execute(sql: "DELETE FROM erased_nest WHERE erased_at <= ?", arguments: [cutoff])
+            return db.changesCount
+        }
     }
 
     /// Deletes, inside the caller's write transaction, every row the store holds about `user`,
@@ -58,7 +125,9 @@ extension CheckinStore {
     /// What stays: other sitters' requests of check-ins in `user`'s nests deleted before the
     /// erasure (a `check_in_request` row names no session: nothing ties it to the nest; it holds
     /// the sitter's ids, nothing of `user`); the activity other sitters forwarded from `user`'s
-    /// nests (theirs, naming only the check-in's id).
+    /// nests (theirs, naming only the check-in's id); `erased_nest`, the ids of the nests that
+    /// went with `user`'s (``recordErasedNests(of:at:in:)``, forgotten after
+    /// ``erasedNestRetention``).
     static func eraseUser(_ user: String, in db: Database) throws -> Int {
         assert(db.isInsideTransaction, "an erasure runs inside the caller's write transaction")
         // Both through indexes: the sitter's sessions, and the owner's nests (nest_owner), then

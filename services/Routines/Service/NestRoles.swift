@@ -8,6 +8,13 @@ import Synchronization
 public protocol NestRoleSource: Sendable {
     /// - Throws: ``RPCError`` UNAVAILABLE when the answer cannot be had (routines fails closed).
     func role(nestID: String, userID: String) async throws -> Hearth_Checkins_V1_NestRole
+    /// Forgets whatever is remembered of `nests` (erased): the next role in them is asked anew.
+    func forget(nests: Set<String>)
+}
+
+extension NestRoleSource {
+    /// A source that remembers nothing has nothing to forget.
+    public func forget(nests: Set<String>) {}
 }
 
 /// Asks checkins' `GetNestRole` over RPC, acting as the user asked about.
@@ -72,6 +79,25 @@ public final class CachedNestRoles: NestRoleSource {
     /// How many answers had to be asked of the source (for tests and metrics).
     public var missCount: Int { self.misses.load(ordering: .relaxed) }
 
+    /// Erased nests (``forget(nests:)``), each until the moment a lookup begun before it was
+    /// forgotten can no longer be remembered: none of their answers is kept until then.
+    private let forgotten = Mutex<[String: Date]>([:])
+
+    public func forget(nests: Set<String>) {
+        guard !nests.isEmpty else { return }
+        let until = self.clock.now().addingTimeInterval(self.lifetime)
+        self.forgotten.withLock { forgotten in
+            let now = self.clock.now()
+            forgotten = forgotten.filter { $0.value > now }
+            for nest in nests { forgotten[nest] = until }
+        }
+        self.entries.withLock { entries in
+            entries = entries.filter { key, _ in
+                !nests.contains(String(key.prefix { $0 != "\u{0}" }))
+            }
+        }
+    }
+
     public func role(nestID: String, userID: String) async throws -> Hearth_Checkins_V1_NestRole {
         let key = "\(nestID)\u{0}\(userID)"
         let now = self.clock.now()
@@ -81,6 +107,8 @@ public final class CachedNestRoles: NestRoleSource {
         self.misses.add(1, ordering: .relaxed)
         let role = try await self.source.role(nestID: nestID, userID: userID)
         let fetched = self.clock.now()
+        // An answer about an erased nest is not kept: it may have been asked before the nest went.
+        if let until = self.forgotten.withLock({ $0[nestID] }), until > fetched { return role }
         self.entries.withLock { entries in
             if entries.count >= self.capacity {
                 entries = entries.filter { $0.value.expires > fetched }

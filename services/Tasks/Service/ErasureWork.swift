@@ -32,7 +32,9 @@ public struct AccountPeers: Sendable {
 
 /// Makes the calls of the erasures' due parts (``ErasurePlan``) and records each outcome:
 /// done, or tried again later, for as long as it takes. Every part is idempotent in its
-/// service, so a call whose answer was lost is simply made again.
+/// service, so a call whose answer was lost is simply made again. It also wakes when a finished
+/// erasure's rows are to go (``TaskStore/erasureRetention`` after its last part), so that the
+/// ledger forgets the user on time even when no other erasure runs.
 struct ErasureWork: DueWork {
     let store: TaskStore
     let peers: AccountPeers
@@ -40,8 +42,11 @@ struct ErasureWork: DueWork {
     var clock: any WallClock { self.store.base.clock }
     static let batch = 20
 
+    /// The next part due, or the next finished erasure to prune, whichever comes first.
     func nextDueTime() async throws -> Date? {
-        try self.store.nextErasureTime()
+        let due = try self.store.nextErasureTime()
+        let prune = try self.store.nextErasurePruneTime()
+        return [due, prune].compactMap { $0 }.min()
     }
 
     func runDue(now: Date) async throws {
@@ -83,11 +88,17 @@ struct ErasureWork: DueWork {
         let options = self.peers.options(for: user)
         switch service {
         case .routines:
-            // The routines of the nests the user owns go with them: asked of checkins first,
-            // which erases those nests only once this part is done.
-            let owned = try await self.peers.checkins.listOwnedNests(.init(), options: options)
-            _ = try await self.peers.routines.eraseUser(.with { $0.ownedNestIds = owned.nestIds }, options: options)
+            // Checkins' part is done (routines waits for it). Asked again, checkins erases any nest
+            // the user made since, and answers every nest it erased for them, this time and
+            // before: their routines go here, in calls of at most 1,000 nests. A failure makes the
+            // whole part again, both calls, each idempotent. A nest made after checkins' answer
+            // came after the erasure, as anything written once it is done.
+            let erased = try await self.peers.checkins.eraseUser(.init(), options: options)
+            for nests in ErasurePlan.routinesCalls(for: erased.erasedNestIds) {
+                _ = try await self.peers.routines.eraseUser(.with { $0.ownedNestIds = nests }, options: options)
+            }
         case .checkins:
+            // The user's nests go, and checkins remembers them for routines' part.
             _ = try await self.peers.checkins.eraseUser(.init(), options: options)
         case .safety:
             _ = try await self.peers.safety.eraseUser(.init(), options: options)

@@ -24,6 +24,26 @@ extension TaskStore {
                     """
             )
         }
+        // Routines' part once went first, with the nests checkins listed, and checkins' after it;
+        // now checkins goes first (``ErasedService/waitsFor``). The erasures under way then
+        // are put in the new order, so that each still ends.
+        migrator.registerMigration("v6: erasures erase checkins' nests before routines'") { db in
+            try Self.reorderErasures(in: db)
+        }
+    }
+
+    /// Puts every erasure under way in the order of ``ErasedService/waitsFor``
+    /// (``ErasurePlan/reordered(_:at:)``), a part that falls due so due at once (at its
+    /// request's time). A finished erasure stays as it is.
+    static func reorderErasures(in db: Database) throws {
+        let users = try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM erasure WHERE done_at IS NULL")
+        for user in users {
+            let steps = try Self.erasureSteps(of: user, in: db)
+            guard let requestedAt = steps.map(\.requestedAt).min() else { continue }
+            for changed in ErasurePlan.reordered(steps, at: requestedAt) where !steps.contains(changed) {
+                try Self.save(changed, in: db)
+            }
+        }
     }
 
     /// How long a finished erasure stays readable (GetErasure) before its rows go too.
@@ -73,6 +93,21 @@ extension TaskStore {
         }
     }
 
+    /// When the finished erasure that goes first is to go (``pruneErasures(now:)``):
+    /// ``erasureRetention`` after its last part was done; nil when none is finished.
+    func nextErasurePruneTime() throws -> Date? {
+        let finished: Date? = try self.base.read { db in
+            try db.cachedStatement(
+                sql: """
+                    SELECT MIN(finished) FROM (
+                        SELECT MAX(done_at) AS finished FROM erasure GROUP BY user_id
+                        HAVING COUNT(done_at) = COUNT(*))
+                    """
+            ).fetchOne { try $0.optionalDate(0) } ?? nil
+        }
+        return finished?.addingTimeInterval(Self.erasureRetention)
+    }
+
     /// Records what became of a call for `service`'s part of `user`'s erasure: done (the parts
     /// that waited for it fall due), or failed (tried again later).
     func recordErasure(_ service: ErasedService, of user: String, failure: String?) async throws {
@@ -88,15 +123,15 @@ extension TaskStore {
         }
     }
 
-    /// Deletes erasures finished more than ``erasureRetention`` before `now`. Returns how many
-    /// users' went.
+    /// Deletes erasures finished ``erasureRetention`` or longer before `now` (at the time
+    /// ``nextErasurePruneTime()`` says, not a moment later). Returns how many users' went.
     func pruneErasures(now: Date) async throws -> Int {
         try await self.base.write { db in
             try db.execute(
                 sql: """
                     DELETE FROM erasure WHERE user_id IN (
                         SELECT user_id FROM erasure GROUP BY user_id
-                        HAVING COUNT(done_at) = COUNT(*) AND MAX(done_at) < ?)
+                        HAVING COUNT(done_at) = COUNT(*) AND MAX(done_at) <= ?)
                     """,
                 arguments: [now.addingTimeInterval(-Self.erasureRetention).stored]
             )
