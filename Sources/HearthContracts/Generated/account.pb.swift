@@ -106,7 +106,8 @@ public nonisolated struct Hearth_Account_V1_ServiceErasure: Sendable {
   /// Calls made to the service for it so far.
   public var attempts: UInt32 = 0
 
-  /// Why the last call failed, while PENDING.
+  /// Why the last call failed, while PENDING: its status code and which service did not confirm
+  /// (never the service's own words, which may name hosts).
   public var lastError: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -71,7 +71,9 @@ struct ErasureWork: DueWork {
             // Shutting down: the part stays due as it was, and is made at the next start.
             if Task.isCancelled { return }
             let answer = RPCError(answering: error)
-            failure = "\(answer)"
+            // What GetErasure shows the user: the code, never the peer's words (a connection
+            // failure names hosts and ports); the log has them.
+            failure = Self.reason(answer.code, service: step.service)
             self.logger.log(
                 level: RetryLog.level(afterAttempts: step.attempts),
                 "erasure part failed; will retry",
@@ -82,6 +84,11 @@ struct ErasureWork: DueWork {
             )
         }
         try await self.store.recordErasure(step.service, of: step.user, failure: failure)
+    }
+
+    /// A failed part's reason as the user reads it (GetErasure's `last_error`).
+    static func reason(_ code: StatusCode, service: ErasedService) -> String {
+        "\(code.name): \(service.rawValue) did not confirm its part; it is asked again"
     }
 
     private func erase(_ service: ErasedService, of user: String) async throws {
