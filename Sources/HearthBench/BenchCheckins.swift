@@ -140,8 +140,9 @@ struct BenchUser: Sendable {
 
 /// Which session and capture time check-in number `index` gets: sessions that began 401
 /// days ago, 10 check-ins on each of their first 400 UTC days (the daily cap), one a minute
-/// from 01:00.
-private struct CheckInPlan: Sendable {
+/// from 01:00. The benchmarks and the fault writer (`hearth fault-writer --service checkins`)
+/// place their check-ins with it.
+struct CheckInPlan: Sendable {
     static let days = 400
     /// The service's cap: check-ins per session per local day.
     static let perDay = 10
@@ -151,24 +152,31 @@ private struct CheckInPlan: Sendable {
     let endsAt: Date
 
     init(now: Date) {
-        let today = Calendar(identifier: .gregorian).startOfDay(for: now)
-        self.startsAt = today.addingTimeInterval(-Double(Self.days + 1) * 86_400)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        self.startsAt = calendar.startOfDay(for: now).addingTimeInterval(-Double(Self.days + 1) * 86_400)
         self.endsAt = now.addingTimeInterval(86_400)
     }
 
     func sessionsNeeded(forCalls calls: Int) -> Int { (calls + Self.perSession - 1) / Self.perSession }
 
+    /// The capture time of a session's check-in number `slot`: its day's 01:00 UTC, and a
+    /// minute more for each before it that day.
+    func capturedAt(_ slot: Int) -> Date {
+        self.startsAt.addingTimeInterval(
+            Double(slot / Self.perDay) * 86_400 + 3600 + Double(slot % Self.perDay) * 60
+        )
+    }
+
+    /// The first slot of the day after `slot`'s.
+    static func nextDay(after slot: Int) -> Int { (slot / Self.perDay + 1) * Self.perDay }
+
     func request(_ index: Int, sessions: [String], photo: Data?, run: String) -> Data {
-        let slot = index % Self.perSession
         var request = Hearth_Checkins_V1_CreateCheckInRequest()
         request.sessionID = sessions[index / Self.perSession]
         request.caption = "Update \(index): all good, walk done"
         request.clientRequestID = "bench-\(run)-\(index)"
-        let day = slot / Self.perDay
-        let minute = slot % Self.perDay
-        request.capturedAt = Google_Protobuf_Timestamp(
-            date: self.startsAt.addingTimeInterval(Double(day) * 86_400 + 3600 + Double(minute) * 60)
-        )
+        request.capturedAt = Google_Protobuf_Timestamp(date: self.capturedAt(index % Self.perSession))
         if let photo {
             request.photo = photo
             request.photoAltText = "The dog asleep on the sofa"

@@ -6,34 +6,9 @@ import SwiftProtobuf
 // checkins: each writer's owner makes a nest and a session with a sitter of theirs; the sitter
 // posts check-ins with a photo. A session takes 10 check-ins a local day (of their capture
 // time), so the session began 401 days ago and each check-in is captured in the next free slot
-// of its first 400 days (one a minute from 01:00 UTC); a session full, a new one. The log names
-// the owner: the check reads as them, every check-in of every session of every nest they own.
-
-/// Where check-in number `slot` of a session goes.
-private struct CaptureSlots {
-    static let days = 400
-    static let perDay = 10
-    static let perSession = days * perDay
-
-    let startsAt: Date
-    let endsAt: Date
-
-    init(now: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = .gmt
-        self.startsAt = calendar.startOfDay(for: now).addingTimeInterval(-Double(Self.days + 1) * 86_400)
-        self.endsAt = now.addingTimeInterval(86_400)
-    }
-
-    func capturedAt(_ slot: Int) -> Date {
-        self.startsAt.addingTimeInterval(
-            Double(slot / Self.perDay) * 86_400 + 3600 + Double(slot % Self.perDay) * 60
-        )
-    }
-
-    /// The first slot of the day after `slot`'s.
-    static func nextDay(after slot: Int) -> Int { (slot / Self.perDay + 1) * Self.perDay }
-}
+// of its first 400 days (``CheckInPlan``, as the benchmark places them); a session full, a new
+// one. The log names the owner: the check reads as them, every check-in of every session of
+// every nest they own.
 
 extension FaultRun {
     /// Writer `writer`'s calls until the run ends: CreateNest and CreateSession as its owner
@@ -42,7 +17,7 @@ extension FaultRun {
     /// with no room for one more nest, a new owner and sitter.
     func writeCheckIns(writer: Int, photo: Data) async throws -> [FaultWriter.Entry] {
         var log = CallLog()
-        let slots = CaptureSlots(now: Date())
+        let slots = CheckInPlan(now: Date())
         var part = 0
         var owner = self.user(writer, part)
         var sitter = owner + "-sitter"
@@ -113,9 +88,9 @@ extension FaultRun {
             // check-in): a day never takes more than 10. A full day (RESOURCE_EXHAUSTED) is left.
             slot += 1
             if case .failure(let error) = result, error.code == .resourceExhausted {
-                slot = CaptureSlots.nextDay(after: slot - 1)
+                slot = CheckInPlan.nextDay(after: slot - 1)
             }
-            if slot >= CaptureSlots.perSession { session = nil }
+            if slot >= CheckInPlan.perSession { session = nil }
             await self.pause(after: result)
         }
         return log.entries

@@ -53,7 +53,7 @@ struct MailOptions: ParsableArguments, Sendable {
             let host = url.host, !host.isEmpty, url.query == nil
         else { throw ValidationError("--contact-page-url is an http or https URL without a query") }
         // The links carry their tokens, and one-click unsubscribe takes only https (RFC 8058).
-        guard url.scheme == "https" || ["localhost", "127.0.0.1", "::1"].contains(host) || host.hasPrefix("127.") else {
+        guard url.scheme == "https" || isLoopback(host) else {
             throw ValidationError("--contact-page-url must be https (plain http only on this machine, for development)")
         }
         guard SMTPConfiguration.Security(rawValue: self.smtpSecurity) != nil else {
