@@ -85,8 +85,11 @@ struct LocalDateTests {
         "in every known zone, on every day of 2026, a local time is the first instant that shows it, or the end of its gap"
     )
     func instantsEverywhere() {
+        // 1.4 million cases: checked with plain comparisons and reported together, since an
+        // expectation (and a label) for each would cost the rest of the suite seconds of CPU.
         var checked = 0
         var gaps = 0
+        var failures: [String] = []
         for identifier in TimeZone.knownTimeZoneIdentifiers {
             guard let zone = TimeZone(identifier: identifier) else { continue }
             // What the zone's clocks show at `instant`, as seconds since 1970 read as UTC.
@@ -98,22 +101,24 @@ struct LocalDateTests {
                 for (hour, minute) in [(0, 0), (0, 30), (1, 30), (2, 0), (2, 15), (2, 30), (3, 0), (9, 0), (23, 59)] {
                     let wall = TimeInterval(date.daysSinceEpoch * 86_400 + hour * 3600 + minute * 60)
                     let instant = date.instant(hour: hour, minute: minute, in: zone)
-                    let label = "\(identifier) \(date) \(hour):\(minute)"
+                    let holds: Bool
                     if reading(instant) == wall {
                         // The first time it shows: not half an hour, an hour or two earlier too.
-                        for earlier in [1800.0, 3600, 7200] {
-                            #expect(reading(instant - earlier) != wall, "\(label): a later occurrence")
-                        }
+                        holds = [1800.0, 3600, 7200].allSatisfy { reading(instant - $0) != wall }
                     } else {
                         // Skipped: the first instant after the jump over it.
-                        #expect(reading(instant - 1) < wall && wall < reading(instant), "\(label): \(instant)")
+                        holds = reading(instant - 1) < wall && wall < reading(instant)
                         gaps += 1
+                    }
+                    if !holds && failures.count < 20 {
+                        failures.append("\(identifier) \(date) \(hour):\(minute): \(instant)")
                     }
                     checked += 1
                 }
                 date = date.adding(days: 1)
             }
         }
+        #expect(failures.isEmpty, "\(failures)")
         #expect(checked > 1_000_000 && gaps > 50)
     }
 }

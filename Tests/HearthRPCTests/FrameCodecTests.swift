@@ -127,7 +127,7 @@ struct FrameCodecTests {
         let seed = UInt64.random(in: 0...UInt64.max)
         var random = SplitMix64(state: seed)
         var refused = 0
-        for round in 0..<5_000 {
+        for round in 0..<2_000 {
             if round % 20 == 0 { await Task.yield() }
             let undamaged = Self.randomFrame(&random)
             var bytes = try Self.referenceBytes(undamaged)
@@ -148,7 +148,7 @@ struct FrameCodecTests {
             if reference == nil { refused += 1 }
         }
         // The damage must reach both outcomes, or this test proves little.
-        #expect(refused > 250 && refused < 4_750, "refused \(refused)")
+        #expect(refused > 100 && refused < 1_900, "refused \(refused)")
     }
 
     @Test(

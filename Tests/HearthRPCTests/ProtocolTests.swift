@@ -466,10 +466,11 @@ struct ProtocolTests {
         var configuration = ServerConfiguration()
         configuration.drainTimeout = .milliseconds(300)
         try await self.withCallInFlight("held", configuration: configuration) { server, connection, signals in
+            let shutdownBegan = ContinuousClock.now
             server.beginShutdown()
             let answer = try #require(
                 try await connection.waitFor(within: .seconds(30)) { $0.isResponse(to: 1) },
-                "received \(connection.frames.map { "\($0.kind) \($0.callID) \($0.status.message)" }), closed: \(connection.isClosed)"
+                "\(connection.seen), \(ContinuousClock.now - shutdownBegan) after the shutdown began"
             )
             #expect(answer.status.code == .unavailable)
             #expect(answer.status.message.contains("stopped before the call finished"))

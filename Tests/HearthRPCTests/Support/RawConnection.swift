@@ -59,6 +59,13 @@ final class RawConnection: Sendable {
 
     var isClosed: Bool { self.received.closed.load(ordering: .relaxed) }
 
+    /// What the test saw, for a failure's message: the frames, whether and why it closed.
+    var seen: String {
+        let frames = self.frames.map { "\($0.kind) \($0.callID) \($0.status.message)" }
+        let error = self.received.error.withLock { $0 }
+        return "received \(frames), closed: \(self.isClosed)\(error.map { " after error \($0)" } ?? "")"
+    }
+
     /// Waits (bounded) for a frame matching `predicate`; nil if it did not come in time.
     func waitFor(within limit: Duration = .seconds(30), _ predicate: (WireFrame) -> Bool) async throws -> WireFrame? {
         let clock = ContinuousClock()
@@ -91,6 +98,8 @@ final class RawConnection: Sendable {
 private final class Collector: Sendable {
     let frames = Mutex<[WireFrame]>([])
     let closed = Atomic<Bool>(false)
+    /// What closed the connection from this side, if anything did: for a failing test's message.
+    let error = Mutex<String?>(nil)
 }
 
 private final class CollectingHandler: ChannelInboundHandler, Sendable {
@@ -113,6 +122,7 @@ private final class CollectingHandler: ChannelInboundHandler, Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.collector.error.withLock { $0 = $0 ?? "\(error)" }
         context.close(promise: nil)
     }
 }
