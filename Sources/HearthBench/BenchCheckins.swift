@@ -17,7 +17,7 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
         abstract:
             "Load-test the checkins process: CreateCheckIn (with or without a photo), ListCheckIns or MarkViewed.",
         discussion: """
-              hearth bench-checkins --internal-secret "$(cat data/secrets/internal.key)" create
+              hearth bench-checkins --internal-secret "$(cat data/secrets/gateway-checkins.key)" create
               hearth bench-checkins --internal-secret "$SECRET" --photo photo.jpg --concurrency 4 --total 200 create
               hearth bench-checkins --internal-secret "$SECRET" list
               hearth bench-checkins --internal-secret "$SECRET" --total 5000 view

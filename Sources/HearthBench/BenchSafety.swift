@@ -17,7 +17,7 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
         commandName: "bench-safety",
         abstract: "Load-test the safety process with RecordHeartbeat from many armed users.",
         discussion: """
-              hearth bench-safety --internal-secret "$(cat data/secrets/internal.key)" --users 20000 --total 20000
+              hearth bench-safety --internal-secret "$(cat data/secrets/gateway-safety.key)" --users 20000 --total 20000
             """
     )
 

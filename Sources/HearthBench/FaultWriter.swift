@@ -102,7 +102,12 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        let secrets = try self.secrets.load(dataDirectory: URL(fileURLWithPath: self.data), includingJWT: true)
+        // Calls made to the service itself go as the gateway's would.
+        let secrets = try self.secrets.load(
+            dataDirectory: URL(fileURLWithPath: self.data),
+            links: [ProcessLink(.gateway, self.service.process)],
+            includingJWT: true
+        )
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
         let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
         let direct = self.direct.map { RPCClient(configuration: .init(host: $0.host, port: $0.port)) }
@@ -124,7 +129,7 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
                 client: client,
                 direct: direct,
                 signer: signer,
-                internalCredential: secrets.internalCredential,
+                internalCredential: try secrets.credential(.gateway, to: self.service.process),
                 callTimeout: self.callTimeout.duration
             )
             try await self.verify(log: verify, check: check)
@@ -197,4 +202,13 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
 /// The services a fault run writes to and kills.
 enum FaultService: String, ExpressibleByArgument, CaseIterable, Sendable {
     case tasks, safety, checkins
+
+    /// The process that serves it.
+    var process: ProcessName {
+        switch self {
+        case .tasks: .tasks
+        case .safety: .safety
+        case .checkins: .checkins
+        }
+    }
 }

@@ -1,15 +1,18 @@
 import ArgumentParser
 import Foundation
 
-/// How a command authenticates its calls: a token for the gateway, or the internal credential
-/// and a user id to call one service directly.
+/// How a command authenticates its calls: a token for the gateway, or a link's credential and a
+/// user id to call one service directly.
 public struct CallerOptions: ParsableArguments, Sendable {
     public init() {}
 
     @Option(help: "A client token (JWT) for the gateway, sent as 'authorization: Bearer TOKEN'. Default: $HEARTH_TOKEN")
     public var token: String?
 
-    @Option(help: "Call a service directly with this internal credential (load-testing one service).")
+    @Option(
+        help:
+            "Call a service directly with this credential: the gateway's link to it, DATA/secrets/gateway-SERVICE.key (load-testing one service)."
+    )
     public var internalSecret: String?
 
     @Option(help: "With --internal-secret: the user id the call acts for.")

@@ -1,24 +1,47 @@
 import ArgumentParser
 import Foundation
 
-/// The two secrets a Hearth deployment shares: the internal credential every service
-/// requires, and the HS256 key the gateway verifies client tokens with.
+/// The secrets a process holds: the credential of each link it is an end of, and the HS256
+/// key the gateway verifies client tokens with.
 public struct Secrets: Sendable {
-    public var internalCredential: String
+    /// The shortest secret taken: 32 bytes, as RFC 7518 asks of an HMAC key.
+    public static let minimumBytes = 32
+
+    /// By link; only the links asked for when loading.
+    public var links: [ProcessLink: String]
     /// Only the gateway (and `hearth token`) needs it; nil where it was not asked for.
     public var jwtSecret: String?
+
+    public init(links: [ProcessLink: String], jwtSecret: String? = nil) {
+        self.links = links
+        self.jwtSecret = jwtSecret
+    }
+
+    /// The credential `caller` calls `callee` with.
+    public func credential(_ caller: ProcessName, to callee: ProcessName) throws -> String {
+        let link = ProcessLink(caller, callee)
+        guard let credential = self.links[link] else {
+            throw CommandFailure("no credential for \(link) (\(link.fileName)) was loaded")
+        }
+        return credential
+    }
 }
 
-/// Where the secrets come from: files named by flags, else the environment
-/// (`HEARTH_INTERNAL_SECRET`, `HEARTH_JWT_SECRET`), else files under the data folder, created
-/// with fresh random values on first use (what `hearth up` relies on for development).
+/// Where the secrets come from: the link credentials from a folder (`--secrets-dir`, else
+/// DATA/secrets), the token secret from a file named by a flag, else the environment
+/// (`HEARTH_JWT_SECRET`), else DATA/secrets/jwt.key. Under DATA/secrets, missing files are
+/// made with fresh random values (what `hearth up` relies on for development); in a folder
+/// an operator names, a missing one is an error. A secret shorter than 32 bytes is refused.
 public struct SecretOptions: ParsableArguments, Sendable {
     public init() {}
 
     @Option(
-        help: "File holding the internal credential. Default: $HEARTH_INTERNAL_SECRET, else DATA/secrets/internal.key"
+        help: ArgumentHelp(
+            "Folder holding one credential per link between processes (CALLER-CALLEE.key). Default: DATA/secrets, where missing ones are made",
+            valueName: "folder"
+        )
     )
-    public var internalSecretFile: String?
+    public var secretsDir: String?
 
     @Option(help: "File holding the HS256 token secret. Default: $HEARTH_JWT_SECRET, else DATA/secrets/jwt.key")
     public var jwtSecretFile: String?
@@ -49,22 +72,44 @@ public struct SecretOptions: ParsableArguments, Sendable {
         return secret
     }
 
-    /// Reads the secrets, creating missing default files under `dataDirectory`; the token
-    /// secret only when `includingJWT`.
-    public func load(dataDirectory: URL, includingJWT: Bool) throws -> Secrets {
-        let environment = ProcessInfo.processInfo.environment
+    /// Reads the credentials of `links`, creating missing ones under `dataDirectory` (never in
+    /// a folder named by `--secrets-dir`); the token secret too when `includingJWT`.
+    public func load(dataDirectory: URL, links: [ProcessLink], includingJWT: Bool) throws -> Secrets {
+        let folder = self.secretsDir.map { URL(fileURLWithPath: $0) } ?? dataDirectory.appendingPathComponent("secrets")
+        var credentials: [ProcessLink: String] = [:]
+        for link in links {
+            let url = folder.appendingPathComponent(link.fileName)
+            guard
+                let credential = try Self.secret(
+                    environment: nil,
+                    file: nil,
+                    fallback: url,
+                    creating: self.secretsDir == nil
+                )
+            else {
+                throw CommandFailure(
+                    "no credential for \(link): \(url.path) does not exist (make one with `openssl rand -hex 32`)"
+                )
+            }
+            credentials[link] = credential
+        }
         return Secrets(
-            internalCredential: try Self.secret(
-                environment: environment["HEARTH_INTERNAL_SECRET"],
-                file: self.internalSecretFile,
-                fallback: dataDirectory.appendingPathComponent("secrets/internal.key")
-            ),
+            links: credentials,
             jwtSecret: includingJWT
                 ? try Self.secret(
-                    environment: environment["HEARTH_JWT_SECRET"],
+                    environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
                     file: self.jwtSecretFile,
                     fallback: dataDirectory.appendingPathComponent("secrets/jwt.key")
                 ) : nil
+        )
+    }
+
+    /// The credential of one link, read as ``load(dataDirectory:links:includingJWT:)`` reads it
+    /// (made when missing under DATA/secrets): what operators' tools call a service with.
+    public func credential(of link: ProcessLink, dataDirectory: URL) throws -> String {
+        try self.load(dataDirectory: dataDirectory, links: [link], includingJWT: false).credential(
+            link.caller,
+            to: link.callee
         )
     }
 
@@ -77,26 +122,47 @@ public struct SecretOptions: ParsableArguments, Sendable {
     /// the environment over the data folder's file; that file is made when missing and
     /// `creating`, else nil.
     public static func secret(environment: String?, file: String?, fallback: URL, creating: Bool) throws -> String? {
+        try self.unchecked(environment: environment, file: file, fallback: fallback, creating: creating).map {
+            try Self.longEnough($0.value, from: $0.source)
+        }
+    }
+
+    /// Refuses a secret shorter than ``Secrets/minimumBytes``: one an operator typed
+    /// by hand, which a guess could find.
+    static func longEnough(_ value: String, from source: String) throws -> String {
+        let bytes = value.utf8.count
+        guard bytes >= Secrets.minimumBytes else {
+            throw CommandFailure(
+                "the secret in \(source) is \(bytes) bytes; at least \(Secrets.minimumBytes) are required "
+                    + "(make one with `openssl rand -hex 32`)"
+            )
+        }
+        return value
+    }
+
+    private static func unchecked(environment: String?, file: String?, fallback: URL, creating: Bool) throws -> (
+        value: String, source: String
+    )? {
         if let file {
             let value = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines
             )
             guard !value.isEmpty else { throw CommandFailure("\(file) is empty") }
-            return value
+            return (value, file)
         }
-        if let environment, !environment.isEmpty { return environment }
-        if let existing = try Self.existing(at: fallback) { return existing }
+        if let environment, !environment.isEmpty { return (environment, "the environment") }
+        if let existing = try Self.existing(at: fallback) { return (existing, fallback.path) }
         guard creating else { return nil }
         // Made only where there is none: never over a file that exists (an operator's key that
         // is not text is an error, not something to replace). Written whole to a file of its
         // own and then linked into place, which fails if another process linked its key first:
         // processes started together on a new folder end up with the one key, never a file
         // seen half written.
-        if let made = try Self.create(at: fallback) { return made }
+        if let made = try Self.create(at: fallback) { return (made, fallback.path) }
         guard let theirs = try Self.existing(at: fallback) else {
             throw CommandFailure("\(fallback.path) vanished as it was made; start again")
         }
-        return theirs
+        return (theirs, fallback.path)
     }
 
     /// The secret in `url`, nil when there is no such file; an error when it cannot be read as

@@ -14,9 +14,9 @@ struct Bench: AsyncParsableCommand {
             100 in flight (keep --concurrency at or under it); one process called directly with the
             internal credential has no limit. Exits 1 if no call succeeded.
               hearth bench --target 127.0.0.1:7100 --rps 40 --concurrency 4 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
-              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/internal.key)" \
+              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/gateway-echo.key)" \
                 --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'
-              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/internal.key)" \
+              hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/gateway-echo.key)" \
                 --rps 1000 --duration 30s --json out.json hearth.echo.v1.Echo/Echo '{"payload": "AAEC"}'
             """
     )

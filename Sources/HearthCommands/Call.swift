@@ -14,7 +14,7 @@ struct Call: AsyncParsableCommand {
               hearth call hearth.echo.v1.Echo/Echo '{"text": "hi", "payload": "AAEC"}'
                 echo '{"service": ""}' | hearth call --target 127.0.0.1:7105 hearth.health.v1.Health/Check -
               hearth call --timeout 100ms hearth.echo.v1.Echo/Echo '{"sleepMs": 500}'
-              hearth call --internal-secret "$(cat data/secrets/internal.key)" hearth.echo.v1.Echo/Echo '{}'
+              hearth call --internal-secret "$(cat data/secrets/gateway-echo.key)" hearth.echo.v1.Echo/Echo '{}'
             The token comes from --token or $HEARTH_TOKEN (see `hearth token`).
             """
     )

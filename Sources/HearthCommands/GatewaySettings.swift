@@ -162,7 +162,7 @@ struct GatewaySettings: ParsableArguments {
     }
 
     /// The gateway's configuration: routes from the file and flags, else the local services.
-    func configuration(internalCredential: String) throws -> Gateway.Configuration {
+    func configuration(secrets: Secrets) throws -> Gateway.Configuration {
         var routes: [String: [(host: String, port: Int)]] = [:]
         if let config {
             struct File: Decodable { var routes: [String: [String]] }
@@ -201,9 +201,20 @@ struct GatewaySettings: ParsableArguments {
         guard self.authenticationWindow.duration > .zero else {
             throw ValidationError("--authentication-window must be longer than 0")
         }
+        // Each route is called with the credential of the gateway's link to the process that
+        // serves its package.
+        var credentials: [String: String] = [:]
+        for prefix in routes.keys {
+            guard let process = ProcessName.owner(of: prefix), process != .gateway else {
+                throw ValidationError(
+                    "no Hearth process serves route \(prefix), so there is no credential to call it with"
+                )
+            }
+            credentials[prefix] = try secrets.credential(.gateway, to: process)
+        }
         return Gateway.Configuration(
             routes: routes,
-            internalCredential: internalCredential,
+            credentials: credentials,
             routeTimeout: self.routeTimeout.duration,
             rateLimit: RateLimiter.Limits(perSecond: self.rateLimit, burst: self.burst, maxInFlight: self.maxInFlight),
             maxFrameSize: ProcessName.gateway.maxFrameSize,

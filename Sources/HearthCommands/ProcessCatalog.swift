@@ -44,7 +44,7 @@ extension ProcessName {
         let store = { (name: String) in
             StoreLocation.file(settings.dataDirectory.appendingPathComponent("\(name).sqlite").path)
         }
-        let credential = settings.secrets.internalCredential
+        let secrets = settings.secrets
         let logger = settings.logger
         // Where checkins, tasks and routines forward activity.
         let safety = {
@@ -58,7 +58,7 @@ extension ProcessName {
                 location: store("checkins"),
                 pushSender: settings.pushSender,
                 safety: safety(),
-                credential: credential,
+                credential: try secrets.credential(.checkins, to: .safety),
                 logger: logger
             )
         case .tasks:
@@ -72,7 +72,11 @@ extension ProcessName {
                 routines: RPCClient(
                     configuration: .init(host: settings.peers.routines.host, port: settings.peers.routines.port)
                 ),
-                credential: credential,
+                credentials: TasksService.PeerCredentials(
+                    checkins: try secrets.credential(.tasks, to: .checkins),
+                    routines: try secrets.credential(.tasks, to: .routines),
+                    safety: try secrets.credential(.tasks, to: .safety)
+                ),
                 logger: logger
             )
         case .safety:
@@ -94,7 +98,10 @@ extension ProcessName {
                 configuration: .init(host: settings.peers.checkins.host, port: settings.peers.checkins.port)
             )
             let roles = CachedNestRoles(
-                source: CheckinsNestRoles(client: checkins, internalCredential: credential),
+                source: CheckinsNestRoles(
+                    client: checkins,
+                    internalCredential: try secrets.credential(.routines, to: .checkins)
+                ),
                 clock: SystemClock(),
                 lifetime: settings.peers.roleCache.duration
             )
@@ -102,7 +109,7 @@ extension ProcessName {
                 location: store("routines"),
                 roles: roles,
                 safety: safety(),
-                credential: credential,
+                credential: try secrets.credential(.routines, to: .safety),
                 logger: logger
             )
         case .echo:
@@ -198,7 +205,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         // the loop it came in on.
         let gatewayLoops = MultiThreadedEventLoopGroup.singleton
         let gateway = Gateway(
-            configuration: try settings.gateway.configuration(internalCredential: settings.secrets.internalCredential),
+            configuration: try settings.gateway.configuration(secrets: settings.secrets),
             verifier: verifier,
             metrics: metrics,
             group: gatewayLoops,
@@ -238,7 +245,10 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 ContactPage.application(
                     host: settings.host,
                     port: port,
-                    links: SafetyContactLinks(client: safety, credential: settings.secrets.internalCredential),
+                    links: SafetyContactLinks(
+                        client: safety,
+                        credential: try settings.secrets.credential(.gateway, to: .safety)
+                    ),
                     limits: try settings.gateway.contactPageLimits(),
                     logger: logger
                 )
@@ -252,7 +262,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 host: settings.host,
                 port: settings.port,
                 maxFrameSize: name.maxFrameSize,
-                internalCredential: settings.secrets.internalCredential
+                callers: try name.callers(secrets: settings.secrets)
             ),
             services: module.services,
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],

@@ -19,7 +19,7 @@ struct RotateDataKey: AsyncParsableCommand {
             value is still sealed with, so nothing is left that cannot be read.
               hearth rotate-data-key
               hearth rotate-data-key --data-key-file /etc/hearth/data.key --safety 10.0.0.5:7103 \\
-                --internal-secret-file /etc/hearth/internal.key
+                --secrets-dir /etc/hearth/secrets    # holds gateway-safety.key
             """
     )
 
@@ -42,7 +42,8 @@ struct RotateDataKey: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: file.path) else {
             throw CommandFailure("\(file.path) does not exist: name the file safety was started with (--data-key-file)")
         }
-        let credential = try self.secrets.load(dataDirectory: dataDirectory, includingJWT: false).internalCredential
+        // The operator calls safety as the gateway does.
+        let credential = try self.secrets.credential(of: ProcessLink(.gateway, .safety), dataDirectory: dataDirectory)
         let client = RPCClient(configuration: .init(host: self.safety.host, port: self.safety.port))
         let result: Result<DataKeyRotation.Outcome, any Error>
         do {

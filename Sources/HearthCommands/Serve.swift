@@ -10,8 +10,9 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run one Hearth process.",
         discussion: """
             Runs until SIGTERM or SIGINT, then sends GOAWAY, lets in-flight calls finish and exits.
-            Processes that share a deployment share its secrets: give each the same
-            HEARTH_INTERNAL_SECRET (and the gateway HEARTH_JWT_SECRET), or the same --data.
+            Each link between two processes has a credential of its own (CALLER-CALLEE.key), held
+            only by its two ends: give each process the files of its links in --secrets-dir (made
+            by `hearth make-secrets`; the gateway also --jwt-secret-file), or the same --data.
             A gateway on an address beyond loopback needs --tls-cert and --tls-key, or --plaintext
             behind a TLS proxy; safety needs --smtp-host, or --mail-to-log (development).
               hearth serve echo --port 7105 --data ./data
@@ -58,7 +59,11 @@ struct Serve: AsyncParsableCommand {
                 host: self.run.host,
                 port: self.port ?? self.name.defaultPort,
                 dataDirectory: dataDirectory,
-                secrets: try self.run.secrets.load(dataDirectory: dataDirectory, includingJWT: self.name == .gateway),
+                secrets: try self.run.secrets.load(
+                    dataDirectory: dataDirectory,
+                    links: ProcessLink.touching(self.name),
+                    includingJWT: self.name == .gateway
+                ),
                 dataKeyFile: self.name == .safety
                     ? try self.run.secrets.dataKeyFile(dataDirectory: dataDirectory) : nil,
                 gateway: self.gateway,

@@ -40,7 +40,11 @@ struct Up: AsyncParsableCommand {
         let logger = self.run.logging.bootstrap()
         let dataDirectory = self.run.dataDirectory
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        let secrets = try self.run.secrets.load(dataDirectory: dataDirectory, includingJWT: true)
+        let secrets = try self.run.secrets.load(
+            dataDirectory: dataDirectory,
+            links: ProcessLink.all,
+            includingJWT: true
+        )
         let dataKeyFile = try self.run.secrets.dataKeyFile(dataDirectory: dataDirectory)
         let (gatewayDefaults, peers) = try Self.wiring(listeningOn: self.run.host)
         let gatewayTLS = try self.run.tls.connectionSetup()

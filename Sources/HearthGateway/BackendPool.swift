@@ -208,12 +208,15 @@ final class CurrentAttempt: Sendable {
 final class BackendPool: Sendable {
     /// The method prefix this pool serves, e.g. `hearth.echo.`.
     let prefix: String
+    /// What its replicas require in `x-hearth-internal`.
+    let credential: String
     let replicas: [Replica]
     private let turn = Atomic<Int>(0)
     private let logger: Logger
 
-    init(prefix: String, replicas: [Replica], logger: Logger) {
+    init(prefix: String, credential: String, replicas: [Replica], logger: Logger) {
         self.prefix = prefix
+        self.credential = credential
         self.replicas = replicas
         self.logger = logger
     }

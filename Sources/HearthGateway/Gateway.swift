@@ -31,8 +31,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// call past its limit, running none of it, and the gateway sends it once more on
         /// another connection.
         public var callsPerBackendConnection: Int
-        /// What services require in `x-hearth-internal`.
-        public var internalCredential: String
+        /// What each route's replicas require in `x-hearth-internal`, by route prefix: the
+        /// credential of the gateway's link to the service behind it.
+        public var credentials: [String: String]
         /// How often ejected replicas are health-checked.
         public var probeInterval: Duration
         /// How long a connection to a replica may take before it counts as a failure (its
@@ -53,7 +54,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
 
         public init(
             routes: [String: [(host: String, port: Int)]],
-            internalCredential: String,
+            credentials: [String: String],
             routeTimeout: Duration = .seconds(15),
             rateLimit: RateLimiter.Limits = RateLimiter.Limits(),
             ejection: EjectionPolicy = EjectionPolicy(),
@@ -67,7 +68,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             internalMethods: Set<String> = []
         ) {
             self.routes = routes
-            self.internalCredential = internalCredential
+            self.credentials = credentials
             self.routeTimeout = routeTimeout
             self.rateLimit = rateLimit
             self.ejection = ejection
@@ -110,6 +111,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
         self.pools = configuration.routes.sorted { $0.key.count > $1.key.count }.map { prefix, addresses in
             BackendPool(
                 prefix: prefix,
+                credential: configuration.credentials[prefix] ?? "",
                 replicas: addresses.map {
                     Replica(
                         host: $0.host,
@@ -247,7 +249,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
         }
         let request: ForwardedRequest
         do {
-            request = try self.request(payload, context: context, user: user)
+            request = try self.request(payload, context: context, user: user, credential: pool.credential)
         } catch {
             self.limiter.finished(user)
             throw error
@@ -258,8 +260,10 @@ public final class Gateway: Service, CallForwarder, Sendable {
     }
 
     /// The call as it goes to a replica: the route's deadline, the verified user and the
-    /// internal credential in place of what the client sent.
-    private func request(_ payload: Data, context: RPCContext, user: String) throws -> ForwardedRequest {
+    /// route's credential in place of what the client sent.
+    private func request(_ payload: Data, context: RPCContext, user: String, credential: String) throws
+        -> ForwardedRequest
+    {
         let now = NIODeadline.now()
         var deadline = now + .nanoseconds(self.configuration.routeTimeout.nanoseconds)
         if let callerDeadline = context.deadline {
@@ -276,7 +280,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
             },
             adding: [
                 TrustedMetadata.user: user,
-                TrustedMetadata.credential: self.configuration.internalCredential,
+                TrustedMetadata.credential: credential,
                 "x-request-id": context.requestID,
             ]
         )

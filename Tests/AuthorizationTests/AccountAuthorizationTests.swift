@@ -254,9 +254,14 @@ extension AuthorizationMatrixTests {
     ) async throws -> T {
         let account = AccountService(
             sharingStoreOf: tasks,
-            peers: AccountPeers(checkins: peers, routines: peers, safety: peers, credential: Self.secret)
+            peers: AccountPeers(
+                checkins: peers,
+                routines: peers,
+                safety: peers,
+                credentials: .init(checkins: Self.secret, routines: Self.secret, safety: Self.secret)
+            )
         )
-        let configuration = ServerConfiguration(internalCredential: Self.secret)
+        let configuration = ServerConfiguration(callers: .anyMethod(Self.secret))
         return try await withServer(configuration: configuration, services: [account]) { _, port in
             try await withClient(port: port) { client in try await body(account, client) }
         }

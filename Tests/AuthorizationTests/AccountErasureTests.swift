@@ -51,7 +51,11 @@ struct AccountErasureTests {
                     checkins: checkins,
                     routines: routines,
                     safety: safety,
-                    credential: AccountErasureTests.secret
+                    credentials: .init(
+                        checkins: AccountErasureTests.secret,
+                        routines: AccountErasureTests.secret,
+                        safety: AccountErasureTests.secret
+                    )
                 )
             )
         }
@@ -116,7 +120,7 @@ struct AccountErasureTests {
         do {
             result = .success(
                 try await withServer(
-                    configuration: ServerConfiguration(internalCredential: Self.secret),
+                    configuration: ServerConfiguration(callers: .anyMethod(Self.secret)),
                     services: [account]
                 ) { _, port in
                     try await withClient(port: port) { client in try await body(.init(client)) }
@@ -139,7 +143,7 @@ struct AccountErasureTests {
         interceptors: [any ServerInterceptor] = [],
         _ body: (RPCClient) async throws -> T
     ) async throws -> T {
-        let configuration = ServerConfiguration(internalCredential: Self.secret)
+        let configuration = ServerConfiguration(callers: .anyMethod(Self.secret))
         return try await withServer(configuration: configuration, services: [services.checkins]) { _, checkinsPort in
             try await withClient(port: checkinsPort) { rolesClient in
                 let routines = try services.routines(roles: rolesClient)
@@ -215,7 +219,7 @@ struct AccountErasureTests {
     func serviceDown() async throws {
         try await withScratchFolder("hearth-erasure") { folder in
             let services = try Services(folder: folder, now: Date())
-            let configuration = ServerConfiguration(internalCredential: Self.secret)
+            let configuration = ServerConfiguration(callers: .anyMethod(Self.secret))
             // Where safety will listen: a port taken, then freed while safety is "down".
             let safetyPort = try await withServer(configuration: configuration, services: []) { _, port in port }
             try await Self.withServices(services, withSafety: false) { client in

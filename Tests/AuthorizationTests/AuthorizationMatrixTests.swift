@@ -114,7 +114,7 @@ struct AuthorizationMatrixTests {
         let tasks = try TasksService(location: .inMemory, logger: logger)
         let activities = ActivitiesService(sharingStoreOf: tasks)
         let safety = try Self.safety(location: .inMemory, logger: logger)
-        let configuration = ServerConfiguration(internalCredential: Self.secret)
+        let configuration = ServerConfiguration(callers: .anyMethod(Self.secret))
         try await withServer(configuration: configuration, services: [checkins]) { _, checkinsPort in
             try await withClient(port: checkinsPort) { rolesClient in
                 let routines = try RoutinesService(

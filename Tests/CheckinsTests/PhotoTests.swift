@@ -157,7 +157,7 @@ struct PhotoTests {
         let (_, session) = try await fixture.nestAndSession()
         let configuration = ServerConfiguration(
             maxFrameSize: CheckinsService.maxFrameSize,
-            internalCredential: "secret"
+            callers: .anyMethod("secret")
         )
         try await withServer(configuration: configuration, services: [fixture.service]) { _, port in
             let client = RPCClient(

@@ -176,7 +176,7 @@ func withContactPage<T>(
         )
         let schedulers = Task { try await service.schedulers.runAll() }
         let result = try await withServer(
-            configuration: ServerConfiguration(internalCredential: PageSystem.secret),
+            configuration: ServerConfiguration(callers: .anyMethod(PageSystem.secret)),
             services: [service]
         ) { _, safetyPort in
             try await withClient(port: safetyPort) { client in

@@ -16,7 +16,8 @@ import Testing
 /// key file, a real SQLite file, calls over TCP going on meanwhile.
 @Suite("Data key rotation")
 struct DataKeyRotationTests {
-    static let credential = "test-internal-credential"
+    /// What the operator's tool calls safety with: the gateway's link.
+    static let credential = Secrets.forTests.links[ProcessLink(.gateway, .safety)]!
 
     /// Call options acting for `user` (nil: as a service, for no user).
     static func options(_ user: String?) -> CallOptions {

@@ -18,6 +18,11 @@ struct DeploymentTests {
         return url
     }
 
+    /// The value after `flag` in `command`; nil when the flag is not there.
+    private func value(of flag: String, in command: [String]) -> String? {
+        command.firstIndex(of: flag).flatMap { command.indices.contains($0 + 1) ? command[$0 + 1] : nil }
+    }
+
     @Test(
         "docker-compose.yml is valid, runs each process in its own container with its own volume, with flags serve takes"
     )
@@ -35,6 +40,14 @@ struct DeploymentTests {
         let root = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let services = try #require(root["services"] as? [String: [String: Any]])
         let volumes = try #require(root["volumes"] as? [String: Any?])
+        // A Compose secret for each link, and the token secret, each from its own file.
+        let secrets = try #require(root["secrets"] as? [String: [String: Any]])
+        var secretFiles: [String: String] = [:]
+        for (name, secret) in secrets {
+            secretFiles[name] = try #require(secret["file"] as? String, "secret \(name) names its file")
+        }
+        let allFiles = (ProcessLink.all.map(\.fileName) + ["jwt.key"]).map { "./secrets/\($0)" }
+        #expect(Set(secretFiles.values) == Set(allFiles))
 
         #expect(Set(services.keys) == Set(ProcessName.allCases.map(\.rawValue)))
         var usedVolumes: Set<String> = []
@@ -55,6 +68,33 @@ struct DeploymentTests {
             #expect(usedVolumes.insert(volume).inserted, "\(process) has a volume of its own")
             #expect(service["healthcheck"] != nil)
             #expect(service["restart"] != nil)
+
+            // The credentials of its own links and no others (the gateway also the token
+            // secret), each mounted under the name of its file in the folder --secrets-dir names:
+            // a process taken over holds no credential of a link it is not an end of.
+            #expect(self.value(of: "--secrets-dir", in: command) == "/run/secrets/hearth", "\(process)")
+            let secretMounts = try #require(
+                service["secrets"] as? [[String: String]],
+                "\(process) mounts its secrets with the long syntax (source, target)"
+            )
+            var mounted: [String] = []
+            for mount in secretMounts {
+                let source = mount["source"] ?? ""
+                let target = mount["target"] ?? ""
+                #expect(target.hasPrefix("hearth/"), "\(process): \(target) is in /run/secrets/hearth")
+                let name = String(target.dropFirst("hearth/".count))
+                #expect(
+                    secretFiles[source] == "./secrets/\(name)",
+                    "\(process): \(target) is mounted from the file of that name"
+                )
+                mounted.append(name)
+            }
+            let links = ProcessLink.touching(process).map(\.fileName)
+            let expected = process == .gateway ? links + ["jwt.key"] : links
+            #expect(mounted.sorted() == expected.sorted(), "\(process)")
+            if process == .gateway {
+                #expect(self.value(of: "--jwt-secret-file", in: command) == "/run/secrets/hearth/jwt.key")
+            }
         }
     }
 }

@@ -43,7 +43,7 @@ struct OptionsTests {
             ("127.0.0.1", "127.0.0.1"), ("127.0.0.2", "127.0.0.2"), ("0.0.0.0", "127.0.0.1"), ("::", "::1"),
         ] {
             let (gateway, peers) = try Up.wiring(listeningOn: host)
-            let routes = try gateway.configuration(internalCredential: "secret").routes
+            let routes = try gateway.configuration(secrets: .forTests).routes
             #expect(routes.count == ProcessName.services.flatMap(\.packages).count)
             for process in ProcessName.services {
                 for package in process.packages {
@@ -61,13 +61,15 @@ struct OptionsTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let named = folder.appendingPathComponent("named.key")
-        try "from-file\n".write(to: named, atomically: true, encoding: .utf8)
+        let fromFile = "from-file-" + String(repeating: "f", count: 22)
+        let fromEnvironment = "from-env-" + String(repeating: "e", count: 23)
+        try "\(fromFile)\n".write(to: named, atomically: true, encoding: .utf8)
         let fallback = folder.appendingPathComponent("secrets/jwt.key")
         let secret = { (environment: String?, file: String?, creating: Bool) in
             try SecretOptions.secret(environment: environment, file: file, fallback: fallback, creating: creating)
         }
-        #expect(try secret("from-env", named.path, false) == "from-file")
-        #expect(try secret("from-env", nil, false) == "from-env")
+        #expect(try secret(fromEnvironment, named.path, false) == fromFile)
+        #expect(try secret(fromEnvironment, nil, false) == fromEnvironment)
         #expect(try secret(nil, nil, false) == nil, "nothing made up when not asked to")
         #expect(!FileManager.default.fileExists(atPath: fallback.path))
         let made = try #require(try secret("", nil, true))
@@ -161,14 +163,23 @@ struct OptionsTests {
             #expect(process.maxFrameSize == ServerConfiguration.defaultMaxFrameSize)
         }
         // What the gateway sends each route's replicas: no more than they take.
-        let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
+        let gateway = try GatewaySettings.parse([]).configuration(secrets: .forTests)
         #expect(gateway.maxRequestFrameSizes["hearth.checkins."] == CheckinsService.maxFrameSize)
         #expect(gateway.maxRequestFrameSizes["hearth.tasks."] == ServerConfiguration.defaultMaxFrameSize)
         #expect(gateway.maxFrameSize == CheckinsService.maxFrameSize, "answers: a photo")
         let routes = try GatewaySettings.parse([
-            "--backend", "hearth.checkins.v1.=10.0.0.5:7101", "--backend", "hearth.other.=10.0.0.6:7200",
-        ]).configuration(internalCredential: "secret")
-        #expect(routes.maxRequestFrameSizes == ["hearth.checkins.v1.": CheckinsService.maxFrameSize])
+            "--backend", "hearth.checkins.v1.=10.0.0.5:7101", "--backend", "hearth.safety.=10.0.0.6:7200",
+        ]).configuration(secrets: .forTests)
+        #expect(
+            routes.maxRequestFrameSizes == [
+                "hearth.checkins.v1.": CheckinsService.maxFrameSize,
+                "hearth.safety.": ServerConfiguration.defaultMaxFrameSize,
+            ]
+        )
+        // A route no Hearth process serves has no link, so no credential to call it with.
+        #expect(throws: ValidationError.self) {
+            try GatewaySettings.parse(["--backend", "hearth.other.=10.0.0.6:7200"]).configuration(secrets: .forTests)
+        }
         #expect(ProcessName.largestFrameSize == CheckinsService.maxFrameSize)
     }
 
@@ -196,18 +207,18 @@ struct OptionsTests {
             }
         }
         #expect(servicesOnly.count == 12, "\(servicesOnly)")
-        let gateway = try GatewaySettings.parse([]).configuration(internalCredential: "secret")
+        let gateway = try GatewaySettings.parse([]).configuration(secrets: .forTests)
         #expect(gateway.internalMethods == servicesOnly)
     }
 
     @Test("the gateway's per-user limits: 50 a second, bursts of 100, 100 in flight unless told; at least 1 in flight")
     func gatewayLimits() throws {
-        let defaults = try GatewaySettings.parse([]).configuration(internalCredential: "secret").rateLimit
+        let defaults = try GatewaySettings.parse([]).configuration(secrets: .forTests).rateLimit
         #expect(defaults.perSecond == 50 && defaults.burst == 100 && defaults.maxInFlight == 100)
-        let one = try GatewaySettings.parse(["--max-in-flight", "1"]).configuration(internalCredential: "secret")
+        let one = try GatewaySettings.parse(["--max-in-flight", "1"]).configuration(secrets: .forTests)
         #expect(one.rateLimit.maxInFlight == 1)
         #expect(throws: ValidationError.self) {
-            try GatewaySettings.parse(["--max-in-flight", "0"]).configuration(internalCredential: "secret")
+            try GatewaySettings.parse(["--max-in-flight", "0"]).configuration(secrets: .forTests)
         }
     }
 
@@ -219,14 +230,12 @@ struct OptionsTests {
         #expect(defaults.maxConnectionsPerAddress == 256)
         #expect(defaults.authenticationWindow.duration == .seconds(10))
         let one = try GatewaySettings.parse(["--max-connections-per-address", "1", "--authentication-window", "1ms"])
-        #expect(throws: Never.self) { try one.configuration(internalCredential: "secret") }
+        #expect(throws: Never.self) { try one.configuration(secrets: .forTests) }
         #expect(throws: ValidationError.self) {
-            try GatewaySettings.parse(["--max-connections-per-address", "0"]).configuration(
-                internalCredential: "secret"
-            )
+            try GatewaySettings.parse(["--max-connections-per-address", "0"]).configuration(secrets: .forTests)
         }
         #expect(throws: ValidationError.self) {
-            try GatewaySettings.parse(["--authentication-window", "0s"]).configuration(internalCredential: "secret")
+            try GatewaySettings.parse(["--authentication-window", "0s"]).configuration(secrets: .forTests)
         }
     }
 
@@ -235,10 +244,10 @@ struct OptionsTests {
         let defaults = try GatewaySettings.parse([])
         #expect(defaults.acceptRatePerAddress == 50 && defaults.acceptBurstPerAddress == 256)
         let slow = try GatewaySettings.parse(["--accept-rate-per-address", "0.1", "--accept-burst-per-address", "1"])
-        #expect(throws: Never.self) { try slow.configuration(internalCredential: "secret") }
+        #expect(throws: Never.self) { try slow.configuration(secrets: .forTests) }
         for arguments in [["--accept-rate-per-address", "0"], ["--accept-burst-per-address", "0.5"]] {
             #expect(throws: ValidationError.self) {
-                try GatewaySettings.parse(arguments).configuration(internalCredential: "secret")
+                try GatewaySettings.parse(arguments).configuration(secrets: .forTests)
             }
         }
     }
@@ -251,9 +260,9 @@ struct OptionsTests {
         for (mib, valid) in [(photo - 1, false), (photo, true), (512, true), (513, false)] {
             let settings = try GatewaySettings.parse(["--partial-frame-mib-per-address", "\(mib)"])
             if valid {
-                #expect(throws: Never.self) { try settings.configuration(internalCredential: "secret") }
+                #expect(throws: Never.self) { try settings.configuration(secrets: .forTests) }
             } else {
-                #expect(throws: ValidationError.self) { try settings.configuration(internalCredential: "secret") }
+                #expect(throws: ValidationError.self) { try settings.configuration(secrets: .forTests) }
             }
         }
     }

@@ -76,10 +76,7 @@ struct ProcessWiringTests {
             host: "127.0.0.1",
             port: 0,
             dataDirectory: data,
-            secrets: Secrets(
-                internalCredential: "test-internal-credential",
-                jwtSecret: String(repeating: "k", count: 32)
-            ),
+            secrets: .forTests,
             dataKeyFile: try SecretOptions.parse([]).dataKeyFile(dataDirectory: data),
             gateway: try GatewaySettings.parse([]),
             peers: try PeerOptions.parse([]),

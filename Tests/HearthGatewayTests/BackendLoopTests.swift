@@ -73,7 +73,12 @@ struct BackendLoopTests {
             policy: EjectionPolicy(consecutiveFailures: 5),
             loops: [loop]
         )
-        let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
+        let pool = BackendPool(
+            prefix: "hearth.echo.",
+            credential: "unused",
+            replicas: [replica],
+            logger: Logger(label: "test")
+        )
         func call(within budget: TimeAmount = .milliseconds(50)) async -> RPCError? {
             let request = ForwardedRequest(
                 method: Hearth_Echo_V1_Echo.Method.echo.name,
@@ -118,7 +123,12 @@ struct BackendLoopTests {
             policy: EjectionPolicy(consecutiveFailures: 5),
             loops: [loop]
         )
-        let pool = BackendPool(prefix: "hearth.echo.", replicas: [replica], logger: Logger(label: "test"))
+        let pool = BackendPool(
+            prefix: "hearth.echo.",
+            credential: "unused",
+            replicas: [replica],
+            logger: Logger(label: "test")
+        )
         let request = ForwardedRequest(
             method: Hearth_Echo_V1_Echo.Method.echo.name,
             payload: Data(),
@@ -149,7 +159,12 @@ struct BackendLoopTests {
             policy: policy,
             loops: [loop]
         )
-        let pool = BackendPool(prefix: "hearth.probe.", replicas: [replica], logger: Logger(label: "test"))
+        let pool = BackendPool(
+            prefix: "hearth.probe.",
+            credential: "unused",
+            replicas: [replica],
+            logger: Logger(label: "test")
+        )
         // Connected first, so that the short calls below are sent, not left waiting for it.
         _ = try await replica.client(on: loop).start(
             Hearth_Echo_V1_Echo.Method.echo.name,

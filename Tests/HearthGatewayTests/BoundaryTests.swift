@@ -125,7 +125,12 @@ struct GatewayBoundaryTests {
         }
         let recent = replica()
         let old = replica()
-        let pool = BackendPool(prefix: "hearth.probe.", replicas: [recent, old], logger: Logger(label: "test"))
+        let pool = BackendPool(
+            prefix: "hearth.probe.",
+            credential: "unused",
+            replicas: [recent, old],
+            logger: Logger(label: "test")
+        )
         let now = ContinuousClock.now
         // Ejected now: 30 s to go. Ejected 31 s ago: its period ended 1 s ago.
         for _ in 0..<5 { _ = recent.recordFailure(now: now) }

@@ -95,7 +95,7 @@ final class Replica: Sendable {
             configuration: ServerConfiguration(
                 port: port,
                 maxConcurrentCallsPerConnection: callsPerConnection,
-                internalCredential: credential
+                callers: .anyMethod(credential)
             ),
             services: [EchoService(), ProbeService(name: name, events: events)],
             logger: quietLogger
@@ -213,7 +213,7 @@ struct GatewayHarness {
         let gateway = Gateway(
             configuration: Gateway.Configuration(
                 routes: ["hearth.echo.": addresses, "hearth.probe.": addresses],
-                internalCredential: credential,
+                credentials: ["hearth.echo.": credential, "hearth.probe.": credential],
                 routeTimeout: routeTimeout,
                 rateLimit: limits,
                 ejection: ejection,

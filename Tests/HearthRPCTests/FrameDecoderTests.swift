@@ -385,7 +385,7 @@ struct FrameDecoderTests {
         let configuration = ServerConfiguration(framePace: FramePace(grace: .seconds(10), minBytesPerSecond: 1000))
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addServerConnectionHandlers(
-            router: MethodRouter(handlers: [:], forwarder: nil, publicMethods: [], credential: nil),
+            router: MethodRouter(handlers: [:], forwarder: nil, publicMethods: [], callers: nil, logger: testLogger),
             configuration: configuration,
             callsInFlight: CallCounter(),
             // Small enough that the frame below puts it under pressure.

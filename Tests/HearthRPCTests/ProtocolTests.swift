@@ -70,7 +70,7 @@ struct ProtocolTests {
         // The server's decoder reuses the last request's strings where the bytes are the same:
         // a credential of the same length, one byte apart, must not pass as the one before.
         let wrong = String(secret.dropLast()) + "0"
-        try await withTestServer(configuration: ServerConfiguration(internalCredential: secret)) { _, port in
+        try await withTestServer(configuration: ServerConfiguration(callers: .anyMethod(secret))) { _, port in
             let connection = try await RawConnection.connect(port: port)
             let codes = [secret, wrong, secret, secret + "0", secret]
             for (index, credential) in codes.enumerated() {

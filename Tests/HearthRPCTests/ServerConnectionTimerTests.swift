@@ -51,7 +51,8 @@ struct ServerConnectionTimerTests {
                     ],
                     forwarder: nil,
                     publicMethods: [ServerConnectionTimerTests.health],
-                    credential: nil
+                    callers: nil,
+                    logger: testLogger
                 ),
                 configuration: configuration,
                 callsInFlight: CallCounter(),

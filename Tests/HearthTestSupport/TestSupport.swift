@@ -106,10 +106,16 @@ public func withServer<T>(
     configuration: ServerConfiguration = ServerConfiguration(),
     services: [any RPCService],
     interceptors: [any ServerInterceptor] = [],
+    logger: Logger? = nil,
     _ body: (RPCServer, Int) async throws -> T
 ) async throws -> T {
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
+    let logger =
+        logger
+        ?? {
+            var quiet = Logger(label: "test")
+            quiet.logLevel = .critical
+            return quiet
+        }()
     let server = RPCServer(configuration: configuration, services: services, interceptors: interceptors, logger: logger)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await server.run() }
@@ -230,4 +236,11 @@ public func withScratchFolder<T>(_ prefix: String, _ body: (URL) async throws ->
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
     return try await body(folder)
+}
+
+extension [Caller] {
+    /// One caller allowed every method: a test's server and the clients it calls it with.
+    public static func anyMethod(_ credential: String) -> [Caller] {
+        [Caller(name: "test", credential: credential, methods: .all)]
+    }
 }

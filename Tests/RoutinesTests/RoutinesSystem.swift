@@ -28,7 +28,7 @@ struct System {
         let clock = ManualClock(start)
         let checkins = try CheckinsService(location: .inMemory, clock: clock)
         return try await withServer(
-            configuration: ServerConfiguration(internalCredential: Self.secret),
+            configuration: ServerConfiguration(callers: .anyMethod(Self.secret)),
             services: [checkins]
         ) { _, port in
             let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))

@@ -83,7 +83,7 @@ struct ForwardingTests {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_773_144_000))
         let safety = try self.safetyService(clock)
         try await self.optIn(safety, "sam", counts: true)
-        try await withServer(configuration: ServerConfiguration(internalCredential: Self.secret), services: [safety]) {
+        try await withServer(configuration: ServerConfiguration(callers: .anyMethod(Self.secret)), services: [safety]) {
             _,
             port in
             let checkins = try CheckinsService(location: .inMemory, clock: clock)
@@ -115,7 +115,7 @@ struct ForwardingTests {
         let sitter = "001234." + String(repeating: "0123456789abcdef", count: 8) + ".1234"
         for user in ["olivia", sitter] { try await self.optIn(safety, user, counts: true) }
         try await withServer(
-            configuration: ServerConfiguration(internalCredential: Self.secret),
+            configuration: ServerConfiguration(callers: .anyMethod(Self.secret)),
             services: [safety, checkins]
         ) { _, port in
             let client = RPCClient(configuration: .init(host: "127.0.0.1", port: port))
@@ -178,7 +178,7 @@ struct ForwardingTests {
         try await eventually("the first attempt failed and waits") { deliverer.passCount >= 2 && deliverer.isSleeping }
         #expect(try await checkins.relay.pending() == 1)
         try await withServer(
-            configuration: ServerConfiguration(port: port, internalCredential: Self.secret),
+            configuration: ServerConfiguration(port: port, callers: .anyMethod(Self.secret)),
             services: [safety]
         ) { _, _ in
             // The relay retries on its clock; the client reconnects after its own (real) backoff.

@@ -159,7 +159,12 @@ struct ErasureLedgerTests {
         let worker = DueTimeScheduler(
             work: ErasureWork(
                 store: store,
-                peers: AccountPeers(checkins: nowhere, routines: nowhere, safety: nowhere, credential: "unused"),
+                peers: AccountPeers(
+                    checkins: nowhere,
+                    routines: nowhere,
+                    safety: nowhere,
+                    credentials: .init(checkins: "unused", routines: "unused", safety: "unused")
+                ),
                 logger: logger
             ),
             clock: clock,

@@ -62,7 +62,8 @@ start_smtp_sink() {
 
 # Confirms COUNT invitations that the sink in DIR received (waiting 30 s at most for them) from
 # their Confirm links, through safety's AnswerContactLink as the contact page does, so that the
-# switches they belong to are armed: confirm_invitations BIN SAFETY_PORT DIR COUNT
+# switches they belong to are armed; SECRET is the credential of the gateway's link to safety
+# (gateway-safety.key): confirm_invitations BIN SAFETY_PORT DIR COUNT SECRET
 confirm_invitations() {
   local tokens=""
   for _ in $(seq 300); do
@@ -79,7 +80,7 @@ PY
   done
   [ "$(printf '%s\n' "$tokens" | grep -c .)" -ge "$4" ] || { echo "fewer than $4 invitations arrived in $3" >&2; return 1; }
   for token in $tokens; do
-    "$1" call --target "127.0.0.1:$2" --internal-secret "$HEARTH_INTERNAL_SECRET" \
+    "$1" call --target "127.0.0.1:$2" --internal-secret "$5" \
       hearth.safety.v1.Safety/AnswerContactLink "{\"token\": \"$token\", \"action\": \"CONFIRM\"}" >/dev/null
   done
 }

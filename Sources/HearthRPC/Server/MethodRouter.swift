@@ -1,3 +1,5 @@
+import Logging
+
 /// The metadata keys that carry trust between Hearth processes. Clients never set them: the
 /// gateway removes every client-supplied `x-hearth-*` key before it adds its own.
 public enum TrustedMetadata {
@@ -5,7 +7,8 @@ public enum TrustedMetadata {
     public static let prefix = "x-hearth-"
     /// The verified user id the call acts for.
     public static let user = "x-hearth-user"
-    /// The internal credential every service requires on every non-health call.
+    /// The credential of the calling process (``Caller``), required by every service on every
+    /// non-health call.
     public static let credential = "x-hearth-internal"
     /// On a RESPONSE: the server ran none of the call (it was draining when the call came, or
     /// the connection already carried all the calls it takes), so the caller may send it to
@@ -21,25 +24,29 @@ enum Route {
     case forwarder(any CallForwarder)
 }
 
-/// Which handler serves a method, and whether the method needs the internal credential.
+/// Which handler serves a method, and whether its caller may call it.
 struct MethodRouter: Sendable {
     private let handlers: [String: RawHandler]
     /// Serves methods with no handler of their own (the gateway forwards them).
     private let forwarder: (any CallForwarder)?
-    /// Methods anyone may call without the credential: health checks.
+    /// Methods anyone may call without a credential: health checks.
     private let publicMethods: Set<String>
-    private let credential: [UInt8]?
+    /// Who may call, each with its own credential; nil: anyone (the gateway's public server).
+    private let callers: [Caller]?
+    private let logger: Logger
 
     init(
         handlers: [String: RawHandler],
         forwarder: (any CallForwarder)?,
         publicMethods: Set<String>,
-        credential: String?
+        callers: [Caller]?,
+        logger: Logger
     ) {
         self.handlers = handlers
         self.forwarder = forwarder
         self.publicMethods = publicMethods
-        self.credential = credential.map { Array($0.utf8) }
+        self.callers = callers
+        self.logger = logger
     }
 
     /// Whether anyone may call `method` without credentials (a health check): such a call
@@ -48,16 +55,35 @@ struct MethodRouter: Sendable {
 
     /// What serves `method` called with `metadata`, or the error to answer instead.
     func route(for method: String, metadata: Metadata) -> Result<Route, RPCError> {
-        if let credential = self.credential, !self.publicMethods.contains(method) {
+        if let callers = self.callers, !self.publicMethods.contains(method) {
             guard let presented = metadata[TrustedMetadata.credential],
-                constantTimeEqual(presented, credential)
+                let caller = Self.caller(presenting: presented, among: callers)
             else {
                 return .failure(RPCError(.unauthenticated, "missing or invalid internal credential"))
+            }
+            guard caller.methods.allows(method) else {
+                // A process calling what its link does not allow is misconfigured, or taken over.
+                self.logger.warning(
+                    "refused a method the caller's credential does not allow",
+                    metadata: ["caller": "\(caller.name)", "method": "\(method)"]
+                )
+                return .failure(RPCError(.permissionDenied, "the \(caller.name) credential may not call \(method)"))
             }
         }
         if let handler = self.handlers[method] { return .success(.handler(handler)) }
         if let forwarder = self.forwarder { return .success(.forwarder(forwarder)) }
         return .failure(RPCError(.unimplemented, "unknown method \(method)"))
+    }
+
+    /// The caller whose credential is `presented`. Every credential is compared, each in time
+    /// that depends only on the lengths: how long it takes tells nothing of which one matched,
+    /// or how nearly.
+    private static func caller(presenting presented: String, among callers: [Caller]) -> Caller? {
+        var found: Caller?
+        for caller in callers where constantTimeEqual(presented, caller.credential) {
+            found = found ?? caller
+        }
+        return found
     }
 }
 

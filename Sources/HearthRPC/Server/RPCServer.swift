@@ -66,7 +66,8 @@ public final class RPCServer: Service, Sendable {
             handlers: handlers,
             forwarder: forwarder,
             publicMethods: [HealthService.checkMethod],
-            credential: configuration.internalCredential
+            callers: configuration.callers,
+            logger: logger
         )
         let loop = group.next()
         self.bound = loop.makePromise()

@@ -56,9 +56,11 @@ public struct ServerConfiguration: Sendable {
     /// How long health checks answer NOT_SERVING after a call failed because its store is at
     /// fault (a full disk, an I/O error): each such failure starts it again.
     public var storageFaultHold: TimeAmount = ServerConfiguration.defaultStorageFaultHold
-    /// When set, every call except health checks must carry it in `x-hearth-internal`, or is
-    /// answered UNAUTHENTICATED. Services set it; the gateway's client-facing server does not.
-    public var internalCredential: String?
+    /// When set, every call except health checks must carry one of these callers' credentials
+    /// in `x-hearth-internal` (else UNAUTHENTICATED), and that caller must be allowed the method
+    /// (else PERMISSION_DENIED, logged). Services set it; the gateway's client-facing server
+    /// does not.
+    public var callers: [Caller]?
 
     public init(
         host: String = "127.0.0.1",
@@ -70,7 +72,7 @@ public struct ServerConfiguration: Sendable {
         maxConnections: Int = 10_000,
         idleTimeout: TimeAmount = .minutes(5),
         drainTimeout: TimeAmount = .seconds(10),
-        internalCredential: String? = nil,
+        callers: [Caller]? = nil,
         connectionSetup: (@Sendable (any Channel) throws -> Void)? = nil
     ) {
         self.host = host
@@ -82,7 +84,7 @@ public struct ServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout
         self.drainTimeout = drainTimeout
-        self.internalCredential = internalCredential
+        self.callers = callers
         self.connectionSetup = connectionSetup
     }
 }

@@ -20,9 +20,16 @@ func withTestServer<T>(
     configuration: ServerConfiguration = ServerConfiguration(),
     services: [any RPCService] = [EchoService(), TestService()],
     interceptors: [any ServerInterceptor] = [],
+    logger: Logger? = nil,
     _ body: (RPCServer, Int) async throws -> T
 ) async throws -> T {
-    try await withServer(configuration: configuration, services: services, interceptors: interceptors, body)
+    try await withServer(
+        configuration: configuration,
+        services: services,
+        interceptors: interceptors,
+        logger: logger,
+        body
+    )
 }
 
 /// A client of the test server on `port`, with quick reconnects.

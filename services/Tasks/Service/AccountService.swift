@@ -49,11 +49,14 @@ public struct AccountService: Hearth_Account_V1_Account.Handler {
         export.exportedAt = Google_Protobuf_Timestamp(millisecondsOf: self.store.now)
         do {
             // Routines exports the routines of the nests the user owns, which checkins knows.
-            async let checkins = self.peers.checkins.exportUser(.init(), options: options)
-            async let owned = self.peers.checkins.listOwnedNests(.init(), options: options)
-            async let safety = self.peers.safety.exportUser(.init(), options: options)
+            async let checkins = self.peers.checkins.exportUser(.init(), options: options.checkins)
+            async let owned = self.peers.checkins.listOwnedNests(.init(), options: options.checkins)
+            async let safety = self.peers.safety.exportUser(.init(), options: options.safety)
             let nests = try await owned.nestIds
-            async let routines = self.peers.routines.exportUser(.with { $0.ownedNestIds = nests }, options: options)
+            async let routines = self.peers.routines.exportUser(
+                .with { $0.ownedNestIds = nests },
+                options: options.routines
+            )
             export.tasks = try await self.tasks.userExport(of: user)
             (export.checkins, export.safety, export.routines) = try await (checkins, safety, routines)
         } catch let error as RPCError where error.code == .resourceExhausted {

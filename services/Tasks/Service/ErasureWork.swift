@@ -8,24 +8,39 @@ import Logging
 import SwiftProtobuf
 
 /// The services the account service calls (for an erasure or an export), and the credential
-/// it calls them with.
+/// of its link to each (``PeerCredentials``).
 public struct AccountPeers: Sendable {
     var checkins: Hearth_Checkins_V1_Checkins.Client
     var routines: Hearth_Routines_V1_Routines.Client
     var safety: Hearth_Safety_V1_Safety.Client
-    var credential: String
+    var credentials: TasksService.PeerCredentials
 
-    public init(checkins: RPCClient, routines: RPCClient, safety: RPCClient, credential: String) {
+    public init(checkins: RPCClient, routines: RPCClient, safety: RPCClient, credentials: TasksService.PeerCredentials)
+    {
         self.checkins = .init(checkins)
         self.routines = .init(routines)
         self.safety = .init(safety)
-        self.credential = credential
+        self.credentials = credentials
     }
 
-    func options(for user: String) -> CallOptions {
-        CallOptions(
-            timeout: .seconds(30),
-            metadata: [TrustedMetadata.credential: self.credential, TrustedMetadata.user: user]
+    /// The options of a call for `user` to each peer.
+    struct Options {
+        var checkins: CallOptions
+        var routines: CallOptions
+        var safety: CallOptions
+    }
+
+    func options(for user: String) -> Options {
+        func options(_ credential: String) -> CallOptions {
+            CallOptions(
+                timeout: .seconds(30),
+                metadata: [TrustedMetadata.credential: credential, TrustedMetadata.user: user]
+            )
+        }
+        return Options(
+            checkins: options(self.credentials.checkins),
+            routines: options(self.credentials.routines),
+            safety: options(self.credentials.safety)
         )
     }
 }
@@ -100,15 +115,18 @@ struct ErasureWork: DueWork {
             // before: their routines go here, in calls of at most 1,000 nests. A failure makes the
             // whole part again, both calls, each idempotent. A nest made after checkins' answer
             // came after the erasure, as anything written once it is done.
-            let erased = try await self.peers.checkins.eraseUser(.init(), options: options)
+            let erased = try await self.peers.checkins.eraseUser(.init(), options: options.checkins)
             for nests in ErasurePlan.routinesCalls(for: erased.erasedNestIds) {
-                _ = try await self.peers.routines.eraseUser(.with { $0.ownedNestIds = nests }, options: options)
+                _ = try await self.peers.routines.eraseUser(
+                    .with { $0.ownedNestIds = nests },
+                    options: options.routines
+                )
             }
         case .checkins:
             // The user's nests go, and checkins remembers them for routines' part.
-            _ = try await self.peers.checkins.eraseUser(.init(), options: options)
+            _ = try await self.peers.checkins.eraseUser(.init(), options: options.checkins)
         case .safety:
-            _ = try await self.peers.safety.eraseUser(.init(), options: options)
+            _ = try await self.peers.safety.eraseUser(.init(), options: options.safety)
         case .tasks:
             // Done in the request's own transaction.
             break

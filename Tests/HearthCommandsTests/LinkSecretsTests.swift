@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import HearthTestSupport
+import Testing
+
+@testable import HearthCommandLine
+@testable import HearthCommands
+
+@Suite("Secrets: one credential per link, at least 32 bytes")
+struct LinkSecretsTests {
+    @Test("a process loads the credentials of its own links only; under the data folder missing ones are made, once")
+    func ownLinksOnly() async throws {
+        try await withScratchFolder("hearth-links") { data in
+            let options = try SecretOptions.parse([])
+            let checkins = try options.load(
+                dataDirectory: data,
+                links: ProcessLink.touching(.checkins),
+                includingJWT: false
+            )
+            #expect(
+                Set(checkins.links.keys) == [
+                    ProcessLink(.gateway, .checkins), ProcessLink(.tasks, .checkins),
+                    ProcessLink(.routines, .checkins), ProcessLink(.checkins, .safety),
+                ]
+            )
+            #expect(checkins.jwtSecret == nil)
+            #expect(throws: CommandFailure.self) { try checkins.credential(.gateway, to: .safety) }
+            // Each link its own, and the same for every process that reads it.
+            #expect(Set(checkins.links.values).count == 4)
+            let safety = try options.load(
+                dataDirectory: data,
+                links: ProcessLink.touching(.safety),
+                includingJWT: false
+            )
+            #expect(try safety.credential(.checkins, to: .safety) == checkins.credential(.checkins, to: .safety))
+            let files = try FileManager.default.contentsOfDirectory(atPath: data.appendingPathComponent("secrets").path)
+            #expect(
+                Set(files) == Set((ProcessLink.touching(.checkins) + ProcessLink.touching(.safety)).map(\.fileName))
+            )
+        }
+    }
+
+    @Test(
+        "in a folder named by --secrets-dir a missing credential is an error naming the link and the file; none is made"
+    )
+    func namedFolderMakesNothing() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let options = try SecretOptions.parse(["--secrets-dir", folder.path])
+            let link = ProcessLink(.routines, .checkins)
+            do {
+                _ = try options.credential(of: link, dataDirectory: folder.appendingPathComponent("data"))
+                Issue.record("a missing credential was taken")
+            } catch let failure as CommandFailure {
+                #expect("\(failure)".contains("routines -> checkins"))
+                #expect("\(failure)".contains(folder.appendingPathComponent(link.fileName).path))
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+    }
+
+    @Test("a secret of 31 bytes is refused at start, naming where it is and how long it is; one of 32 is taken")
+    func minimumLength() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let options = try SecretOptions.parse(["--secrets-dir", folder.path])
+            let link = ProcessLink(.gateway, .safety)
+            let file = folder.appendingPathComponent(link.fileName)
+            // Surrounding whitespace is not part of the secret; multibyte characters count in bytes.
+            try " \(String(repeating: "é", count: 15))a\n".write(to: file, atomically: true, encoding: .utf8)
+            do {
+                _ = try options.credential(of: link, dataDirectory: folder)
+                Issue.record("a 31-byte secret was taken")
+            } catch let failure as CommandFailure {
+                #expect("\(failure)".contains("is 31 bytes; at least 32 are required"))
+                #expect("\(failure)".contains(file.path))
+            }
+            let fit = String(repeating: "é", count: 16)
+            try "\(fit)\n".write(to: file, atomically: true, encoding: .utf8)
+            #expect(try options.credential(of: link, dataDirectory: folder) == fit)
+        }
+    }
+
+    @Test("the token secret is held to 32 bytes too, from a file or the environment")
+    func shortTokenSecret() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let file = folder.appendingPathComponent("jwt.key")
+            try "short-secret\n".write(to: file, atomically: true, encoding: .utf8)
+            let fallback = folder.appendingPathComponent("secrets/jwt.key")
+            #expect(throws: CommandFailure.self) {
+                try SecretOptions.secret(environment: nil, file: file.path, fallback: fallback, creating: true)
+            }
+            #expect(throws: CommandFailure.self) {
+                try SecretOptions.secret(environment: "short", file: nil, fallback: fallback, creating: true)
+            }
+            #expect(!FileManager.default.fileExists(atPath: fallback.path), "nothing made in place of a short one")
+        }
+    }
+
+    @Test("make-secrets writes every link's credential and the token secret, owner-only, keeping what is there")
+    func makeSecrets() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let out = folder.appendingPathComponent("secrets")
+            try MakeSecrets.parse(["--out", out.path]).run()
+            let kept = try String(contentsOf: out.appendingPathComponent("tasks-safety.key"), encoding: .utf8)
+            try FileManager.default.removeItem(at: out.appendingPathComponent("jwt.key"))
+            try MakeSecrets.parse(["--out", out.path]).run()
+            let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
+            #expect(Set(files) == Set(ProcessLink.all.map(\.fileName) + ["jwt.key"]))
+            #expect(try String(contentsOf: out.appendingPathComponent("tasks-safety.key"), encoding: .utf8) == kept)
+            for file in files {
+                let attributes = try FileManager.default.attributesOfItem(atPath: out.appendingPathComponent(file).path)
+                #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file)")
+            }
+            // What a deployment made this way starts with.
+            let options = try SecretOptions.parse([
+                "--secrets-dir", out.path, "--jwt-secret-file", out.appendingPathComponent("jwt.key").path,
+            ])
+            let all = try options.load(dataDirectory: folder, links: ProcessLink.all, includingJWT: true)
+            #expect(Set(all.links.values).count == ProcessLink.all.count && all.jwtSecret?.count == 64)
+        }
+    }
+}
