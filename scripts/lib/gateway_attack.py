@@ -64,35 +64,29 @@ PING = framed(field(1, 7) + field(2, 4))
 ECHO = request(1, "hearth.echo.v1.Echo/Echo", {"authorization": "Bearer " + TOKEN}, field(1, b"hi"))
 
 
+def read_varint(data, i):
+    """The varint at `i` and the index after it (IndexError when it is cut short)."""
+    value, shift = 0, 0
+    while True:
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not byte & 0x80:
+            return value, i
+
+
 def fields(data):
     """The top-level fields of a protobuf message: {number: [value, ...]}."""
     found, i = collections.defaultdict(list), 0
     try:
         while i < len(data):
-            key, shift = 0, 0
-            while True:
-                key |= (data[i] & 0x7F) << shift
-                shift += 7
-                i += 1
-                if not data[i - 1] & 0x80:
-                    break
+            key, i = read_varint(data, i)
             number, kind = key >> 3, key & 7
             if kind == 0:
-                value, shift = 0, 0
-                while True:
-                    value |= (data[i] & 0x7F) << shift
-                    shift += 7
-                    i += 1
-                    if not data[i - 1] & 0x80:
-                        break
+                value, i = read_varint(data, i)
             elif kind == 2:
-                length, shift = 0, 0
-                while True:
-                    length |= (data[i] & 0x7F) << shift
-                    shift += 7
-                    i += 1
-                    if not data[i - 1] & 0x80:
-                        break
+                length, i = read_varint(data, i)
                 value, i = data[i:i + length], i + length
             else:
                 return found
@@ -134,83 +128,66 @@ async def connect(kind, source):
         return None
 
 
-async def holder(kind, source, opening=b"", every=None):
-    """Holds a connection open (sending `every` each second, if given) until the server closes
-    it, then opens another, until the end."""
+async def attacker(kind, source, behave, pause):
+    """Opens a connection from `source`, has `behave(reader, writer)` use it, waits until the
+    server closes it, then `pause` seconds later opens another, until the end."""
     while time.monotonic() < END:
         opened = await connect(kind, source)
         if opened is None:
             continue
         reader, writer = opened
         stats[kind]["opened"] += 1
-        if opening:
-            writer.write(opening)
-
-        async def keep_alive():
-            while every is not None and time.monotonic() < END:
-                await asyncio.sleep(1)
-                writer.write(every)
-
-        pinging = asyncio.ensure_future(keep_alive())
+        alongside = asyncio.ensure_future(behave(reader, writer))
         how = await ending(reader)
-        pinging.cancel()
+        alongside.cancel()
         if how is not None:
             stats[kind]["closed: " + how] += 1
         writer.close()
-        await asyncio.sleep(1)
+        await asyncio.sleep(pause)
 
 
-async def staller(source):
-    """Authenticates with a call, then sends all but the last byte of an 11 MB frame."""
+async def idle(reader, writer):
+    """Sends nothing: a slot held."""
+
+
+async def pinging(reader, writer):
+    """A PING every second, never a call."""
     while time.monotonic() < END:
-        opened = await connect("stalled", source)
-        if opened is None:
-            continue
-        reader, writer = opened
-        stats["stalled"]["opened"] += 1
-        writer.write(ECHO)
-        try:
-            await writer.drain()
-            await asyncio.wait_for(reader.read(1 << 16), timeout=5)
-            size = 11_000_000
-            writer.write(struct.pack(">I", size) + bytes(size - 1))
-            await writer.drain()
-            stats["stalled"]["frames held"] += 1
-        except (asyncio.TimeoutError, OSError):
-            pass
-        how = await ending(reader)
-        if how is not None:
-            stats["stalled"]["closed: " + how] += 1
-        writer.close()
         await asyncio.sleep(1)
+        writer.write(PING)
 
 
-async def garbage(source):
-    while time.monotonic() < END:
-        opened = await connect("garbage", source)
-        if opened is None:
-            continue
-        reader, writer = opened
-        stats["garbage"]["opened"] += 1
-        # Random bytes, or the prefix of a photo-sized frame from a caller not yet known.
-        writer.write(os.urandom(4096) if stats["garbage"]["opened"] % 2 else struct.pack(">I", 11_000_000))
-        how = await ending(reader)
-        if how is not None:
-            stats["garbage"]["closed: " + how] += 1
-        writer.close()
-        await asyncio.sleep(0.1)
+async def stalling(reader, writer):
+    """Authenticates with a call, then sends all but the last byte of an 11 MB frame. The call's
+    answer is read by `ending`, which sees it before anything else."""
+    writer.write(ECHO)
+    try:
+        await writer.drain()
+        await asyncio.sleep(0.5)
+        size = 11_000_000
+        writer.write(struct.pack(">I", size) + bytes(size - 1))
+        await writer.drain()
+        stats["stalled"]["frames held"] += 1
+    except OSError:
+        pass
+
+
+async def garbling(reader, writer):
+    """Random bytes, or the prefix of a photo-sized frame from a caller not yet known."""
+    writer.write(os.urandom(4096) if stats["garbage"]["opened"] % 2 else struct.pack(">I", 11_000_000))
 
 
 async def main():
     # GATEWAY_ATTACKS=cap,ping (say) runs only those: to see what each costs.
     chosen = set(os.environ.get("GATEWAY_ATTACKS", "cap,wide,ping,stalled,garbage").split(","))
-    tasks = [holder("cap", "127.0.0.2") for _ in range(400 if "cap" in chosen else 0)]
+    # The few first, so that each attack holds its connections before the 10,000 fill the cap.
+    tasks = [attacker("stalled", "127.0.0.251", stalling, 1) for _ in range(20 if "stalled" in chosen else 0)]
+    tasks += [attacker("ping", "127.0.0.250", pinging, 1) for _ in range(100 if "ping" in chosen else 0)]
+    tasks += [attacker("garbage", "127.0.0.252", garbling, 0.1) for _ in range(4 if "garbage" in chosen else 0)]
+    tasks += [attacker("cap", "127.0.0.2", idle, 1) for _ in range(400 if "cap" in chosen else 0)]
     for index in range(ADDRESSES if "wide" in chosen else 0):
         source = "127.0.%d.%d" % (1 + index // 200, 3 + index % 200)
-        tasks += [holder("wide", source) for _ in range(250)]
-    tasks += [holder("ping", "127.0.0.250", every=PING) for _ in range(100 if "ping" in chosen else 0)]
-    tasks += [staller("127.0.0.251") for _ in range(20 if "stalled" in chosen else 0)]
-    tasks += [garbage("127.0.0.252") for _ in range(4 if "garbage" in chosen else 0)]
+        tasks += [attacker("wide", source, idle, 1) for _ in range(250)]
     await asyncio.gather(*tasks)
 
 
