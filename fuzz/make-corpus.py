@@ -39,6 +39,9 @@ seeds = {
     "health": frame(7, 1, "hearth.health.v1.Health/Check"),
     "unknown-method": frame(2, 1, "hearth.nowhere.v1.X/Y", secret),
     "fail": frame(3, 1, "hearth.fuzz.v1.Fuzz/Fail", secret),
+    # A caller whose credential allows Echo only: PERMISSION_DENIED for anything else.
+    "echo-only-denied": frame(3, 1, "hearth.fuzz.v1.Fuzz/Fail", {"x-hearth-internal": "fuzz-echo-only"}),
+    "echo-only-echo": frame(1, 1, echo, {"x-hearth-internal": "fuzz-echo-only"}, 0, b"\x0a\x02hi"),
     "user": frame(4, 1, "hearth.fuzz.v1.Fuzz/User", user),
     "pipelined": b"".join(frame(n, 1, echo, secret, 0, bytes([n])) for n in range(1, 6)),
     "cancel": frame(9, 1, echo, secret) + frame(9, 3),

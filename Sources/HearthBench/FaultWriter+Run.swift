@@ -111,7 +111,7 @@ struct CallLog: Sendable {
 }
 
 /// What the check reads with: the gateway, acting as each user, and the service itself with the
-/// internal credential (for what only its Internal methods show).
+/// credential of the gateway's link to it (for what only its Internal methods show).
 struct FaultCheck: Sendable {
     let client: RPCClient
     let direct: RPCClient?

@@ -25,7 +25,7 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         discussion: """
             The check reads as each user through the gateway; safety's heartbeats only its Internal
             ExportUser shows, so --verify of a safety log also calls safety itself (--direct) with the
-            internal credential.
+            credential of the gateway's link to it.
               hearth fault-writer --writers 8 --duration 60s --out writes.jsonl
               hearth fault-writer --verify writes.jsonl
               hearth fault-writer --service safety --duration 60s --out writes.jsonl
@@ -42,7 +42,7 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
     @Option(
         help: """
             HOST:PORT of the service itself, for what only its Internal methods read (with --verify of a \
-            safety log: ExportUser, the heartbeats kept). Called with the internal credential.
+            safety log: ExportUser, the heartbeats kept). Called with the gateway's link credential.
             """
     )
     var direct: Target?

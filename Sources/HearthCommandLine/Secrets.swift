@@ -55,7 +55,7 @@ public struct SecretOptions: ParsableArguments, Sendable {
     /// The token secret as it stands, never a new one: a token signed with a secret made up
     /// now would be refused by every gateway running.
     public func existingJWTSecret(dataDirectory: URL) throws -> String {
-        let fallback = dataDirectory.appendingPathComponent("secrets/jwt.key")
+        let fallback = self.folder(dataDirectory: dataDirectory).appendingPathComponent("jwt.key")
         guard
             let secret = try Self.secret(
                 environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
@@ -66,56 +66,83 @@ public struct SecretOptions: ParsableArguments, Sendable {
         else {
             throw CommandFailure(
                 "no token secret: \(fallback.path) does not exist. Run this where `hearth up` keeps its data "
-                    + "(or pass --data, --jwt-secret-file or $HEARTH_JWT_SECRET)."
+                    + "(or pass --data, --secrets-dir, --jwt-secret-file or $HEARTH_JWT_SECRET)."
             )
         }
         return secret
     }
 
-    /// Reads the credentials of `links`, creating missing ones under `dataDirectory` (never in
-    /// a folder named by `--secrets-dir`); the token secret too when `includingJWT`.
-    public func load(dataDirectory: URL, links: [ProcessLink], includingJWT: Bool) throws -> Secrets {
-        let folder = self.secretsDir.map { URL(fileURLWithPath: $0) } ?? dataDirectory.appendingPathComponent("secrets")
-        var credentials: [ProcessLink: String] = [:]
-        for link in links {
-            let url = folder.appendingPathComponent(link.fileName)
-            guard
-                let credential = try Self.secret(
-                    environment: nil,
-                    file: nil,
-                    fallback: url,
-                    creating: self.secretsDir == nil
-                )
-            else {
-                throw CommandFailure(
-                    "no credential for \(link): \(url.path) does not exist (make one with `openssl rand -hex 32`)"
-                )
-            }
-            credentials[link] = credential
-        }
-        return Secrets(
-            links: credentials,
-            jwtSecret: includingJWT
-                ? try Self.secret(
-                    environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
-                    file: self.jwtSecretFile,
-                    fallback: dataDirectory.appendingPathComponent("secrets/jwt.key")
-                ) : nil
-        )
+    /// Where the link credentials (and, unless named otherwise, the token secret) are: the
+    /// folder `--secrets-dir` names, else DATA/secrets.
+    func folder(dataDirectory: URL) -> URL {
+        self.secretsDir.map { URL(fileURLWithPath: $0) } ?? dataDirectory.appendingPathComponent("secrets")
     }
 
-    /// The credential of one link, read as ``load(dataDirectory:links:includingJWT:)`` reads it
-    /// (made when missing under DATA/secrets): what operators' tools call a service with.
+    /// Reads the credentials of `links`, and the token secret when `includingJWT`. Under
+    /// DATA/secrets missing ones are made when `creating` (a process starting); in a folder
+    /// `--secrets-dir` names, never. Refuses the old shared secret, and two links with one
+    /// credential: the first link to match would take the other's calls, and the gateway's
+    /// may call every method.
+    public func load(
+        dataDirectory: URL,
+        links: [ProcessLink],
+        includingJWT: Bool,
+        creating: Bool = true
+    ) throws -> Secrets {
+        if let old = ProcessInfo.processInfo.environment["HEARTH_INTERNAL_SECRET"], !old.isEmpty {
+            throw CommandFailure(
+                "HEARTH_INTERNAL_SECRET is no longer read: each link between processes has a credential of its "
+                    + "own. Make them with `hearth make-secrets --out DIR`, give each process its links' files "
+                    + "with --secrets-dir DIR, and unset HEARTH_INTERNAL_SECRET."
+            )
+        }
+        let folder = self.folder(dataDirectory: dataDirectory)
+        let makes = creating && self.secretsDir == nil
+        var credentials: [ProcessLink: String] = [:]
+        var linkOf: [String: ProcessLink] = [:]
+        for link in links {
+            let url = folder.appendingPathComponent(link.fileName)
+            guard let credential = try Self.secret(environment: nil, file: nil, fallback: url, creating: makes) else {
+                throw CommandFailure(
+                    "no credential for \(link): \(url.path) does not exist. Both ends of a link need the same "
+                        + "file: make a deployment's with `hearth make-secrets --out DIR` and pass --secrets-dir DIR "
+                        + "(or run where `hearth up` keeps its data)."
+                )
+            }
+            if let other = linkOf[credential] {
+                throw CommandFailure(
+                    "\(folder.appendingPathComponent(other.fileName).path) and \(url.path) hold the same credential: "
+                        + "each link needs its own (`hearth make-secrets` makes them)"
+                )
+            }
+            linkOf[credential] = link
+            credentials[link] = credential
+        }
+        guard includingJWT else { return Secrets(links: credentials) }
+        let jwtFile = folder.appendingPathComponent("jwt.key")
+        guard
+            let jwt = try Self.secret(
+                environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
+                file: self.jwtSecretFile,
+                fallback: jwtFile,
+                creating: makes
+            )
+        else {
+            throw CommandFailure(
+                "no token secret: \(jwtFile.path) does not exist (pass --jwt-secret-file, or make it with "
+                    + "`hearth make-secrets`)"
+            )
+        }
+        return Secrets(links: credentials, jwtSecret: jwt)
+    }
+
+    /// The credential of one link, as it stands (never made up now: a new one would match no
+    /// running process): what operators' tools call a service with.
     public func credential(of link: ProcessLink, dataDirectory: URL) throws -> String {
-        try self.load(dataDirectory: dataDirectory, links: [link], includingJWT: false).credential(
+        try self.load(dataDirectory: dataDirectory, links: [link], includingJWT: false, creating: false).credential(
             link.caller,
             to: link.callee
         )
-    }
-
-    private static func secret(environment: String?, file: String?, fallback: URL) throws -> String {
-        // Created when missing: never nil.
-        try Self.secret(environment: environment, file: file, fallback: fallback, creating: true)!
     }
 
     /// A file named by a flag wins over the environment (an operator who names one means it),
@@ -195,8 +222,11 @@ public struct SecretOptions: ParsableArguments, Sendable {
     public static func create(at url: URL, contents: String) throws -> Bool {
         if FileManager.default.fileExists(atPath: url.path) { return false }
         let folder = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
+        if !FileManager.default.fileExists(atPath: folder.path) {
+            // A folder made here is the owner's alone; one that was there keeps its mode.
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
+        }
         let draft = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString)")
         defer { unlink(draft.path) }
         guard

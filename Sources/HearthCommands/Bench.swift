@@ -12,7 +12,7 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             Through the gateway each user may make 50 calls a second (bursts of 100) with at most
             100 in flight (keep --concurrency at or under it); one process called directly with the
-            internal credential has no limit. Exits 1 if no call succeeded.
+            credential of the gateway's link to it has no limit. Exits 1 if no call succeeded.
               hearth bench --target 127.0.0.1:7100 --rps 40 --concurrency 4 hearth.echo.v1.Echo/Echo '{"text": "hi"}'
               hearth bench --target 127.0.0.1:7105 --internal-secret "$(cat data/secrets/gateway-echo.key)" \
                 --concurrency 1 --total 20000 hearth.echo.v1.Echo/Echo '{}'

@@ -228,13 +228,13 @@ struct GatewaySettings: ParsableArguments {
     /// Where `hearth up` serves the contact page (safety's default links point there).
     static let localContactPagePort = 7180
 
-    /// The methods whose contracts say "Internal": ForwardActivity (a service reports a user's
-    /// activity to safety) and GetNestRole (routines asks checkins who may do what).
+    /// The methods whose contracts say "Internal" (ForwardActivity, GetNestRole, each service's
+    /// ExportUser and EraseUser, ...): for Hearth's own processes, refused to clients.
     static let servicesOnly = Set(Contracts.services.flatMap(\.methods).filter(\.servicesOnly).map(\.name))
 
     /// Each route's request frame limit: that of the service whose package it falls under
-    /// (checkins takes photos). A route broader than one package, or of another service, is not
-    /// named: it gets DESIGN's 4 MiB, which every Hearth server takes.
+    /// (checkins takes photos). (A route no Hearth process serves is refused before this: there
+    /// is no link to call it with.)
     static func requestFrameSizes(of prefixes: some Sequence<String>) -> [String: Int] {
         var sizes: [String: Int] = [:]
         for prefix in prefixes {

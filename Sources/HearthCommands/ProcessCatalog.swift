@@ -185,8 +185,8 @@ func serviceGroup(for processes: [HearthProcess], host: String, metricsPort: Int
     return ServiceGroup(configuration: configuration)
 }
 
-/// Builds one process: a service's server requires the internal credential on every
-/// non-health call; the gateway's server faces clients and forwards what it does not serve.
+/// Builds one process: a service's server requires, on every non-health call, the credential
+/// of a link into it that allows the method; the gateway's server faces clients and forwards what it does not serve.
 func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws -> HearthProcess {
     var logger = settings.logger
     logger[metadataKey: "process"] = "\(name.rawValue)"

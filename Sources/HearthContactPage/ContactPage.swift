@@ -14,7 +14,7 @@ public protocol ContactLinkAnswers: Sendable {
     func answer(token: String, action: Hearth_Safety_V1_ContactAction) async throws -> Hearth_Safety_V1_ContactLink
 }
 
-/// Safety over RPC, with the caller's internal credential (the page's process is the gateway).
+/// Safety over RPC, with the credential of the gateway's link to it (the page runs in the gateway).
 public struct SafetyContactLinks: ContactLinkAnswers {
     let client: Hearth_Safety_V1_Safety.Client
     let options: CallOptions

@@ -79,7 +79,7 @@ struct LinkSecretsTests {
         }
     }
 
-    @Test("the token secret is held to 32 bytes too, from a file or the environment")
+    @Test("the token secret is held to 32 bytes too: from a flag's file, the environment or DATA/secrets")
     func shortTokenSecret() async throws {
         try await withScratchFolder("hearth-links") { folder in
             let file = folder.appendingPathComponent("jwt.key")
@@ -91,7 +91,63 @@ struct LinkSecretsTests {
             #expect(throws: CommandFailure.self) {
                 try SecretOptions.secret(environment: "short", file: nil, fallback: fallback, creating: true)
             }
-            #expect(!FileManager.default.fileExists(atPath: fallback.path), "nothing made in place of a short one")
+            // One already in the data folder, as a process starting reads it.
+            try FileManager.default.createDirectory(
+                at: fallback.deletingLastPathComponent(),
+                withIntermediateDirectories: true
+            )
+            try "short-secret\n".write(to: fallback, atomically: true, encoding: .utf8)
+            #expect(throws: CommandFailure.self) {
+                try SecretOptions.parse([]).load(dataDirectory: folder, links: [], includingJWT: true)
+            }
+        }
+    }
+
+    @Test(
+        "two links with one credential are refused at start, naming both files: the first would take the other's calls"
+    )
+    func sharedCredentialRefused() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let shared = String(repeating: "s", count: 64)
+            for link in ProcessLink.touching(.safety) {
+                let value =
+                    link == ProcessLink(.gateway, .safety) || link == ProcessLink(.checkins, .safety)
+                    ? shared : "\(link.fileName)-" + String(repeating: "x", count: 40)
+                try "\(value)\n".write(
+                    to: folder.appendingPathComponent(link.fileName),
+                    atomically: true,
+                    encoding: .utf8
+                )
+            }
+            let options = try SecretOptions.parse(["--secrets-dir", folder.path])
+            do {
+                _ = try options.load(dataDirectory: folder, links: ProcessLink.touching(.safety), includingJWT: false)
+                Issue.record("a credential shared by two links was taken")
+            } catch let failure as CommandFailure {
+                #expect("\(failure)".contains("gateway-safety.key") && "\(failure)".contains("checkins-safety.key"))
+                #expect("\(failure)".contains("hold the same credential"))
+            }
+        }
+    }
+
+    @Test("with --secrets-dir the token secret is DIR/jwt.key, never made; operators' tools make no credential")
+    func nothingMadeUpForOthers() async throws {
+        try await withScratchFolder("hearth-links") { folder in
+            let named = folder.appendingPathComponent("named")
+            try FileManager.default.createDirectory(at: named, withIntermediateDirectories: true)
+            let options = try SecretOptions.parse(["--secrets-dir", named.path])
+            #expect(throws: CommandFailure.self) {
+                try options.load(dataDirectory: folder, links: [], includingJWT: true)
+            }
+            let jwt = String(repeating: "j", count: 40)
+            try "\(jwt)\n".write(to: named.appendingPathComponent("jwt.key"), atomically: true, encoding: .utf8)
+            #expect(try options.load(dataDirectory: folder, links: [], includingJWT: true).jwtSecret == jwt)
+            #expect(try options.existingJWTSecret(dataDirectory: folder) == jwt)
+            // A tool run where no deployment keeps its secrets: an error, not a key no process has.
+            #expect(throws: CommandFailure.self) {
+                try SecretOptions.parse([]).credential(of: ProcessLink(.gateway, .safety), dataDirectory: folder)
+            }
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("secrets").path))
         }
     }
 

@@ -12,7 +12,7 @@ public struct RPCContext: Sendable {
     /// The remote address of the connection the call came on.
     public let peer: String
     /// The user the call acts for, as the gateway verified it (`x-hearth-user`); nil when the
-    /// caller named none. Trust it only on a server that requires the internal credential.
+    /// caller named none. Trust it only on a server that requires its callers' credentials.
     public var userID: String? { self.metadata[TrustedMetadata.user] }
     /// The call's request id: `x-request-id` when the caller sent one that is
     /// ``isUsableRequestID(_:)``, else made up by the server. It goes into log lines and on to

@@ -41,7 +41,7 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int?
     /// A connection that has not completed an authenticated call this long after it opened gets
     /// GOAWAY (UNAUTHENTICATED) and is closed; health checks do not count. Nil: no such window
-    /// (the services, whose callers authenticate every call with the internal credential).
+    /// (the services, whose callers authenticate every call with their link's credential).
     public var authenticationWindow: TimeAmount?
     /// A connection with no traffic and no call in flight this long gets GOAWAY and is closed.
     public var idleTimeout: TimeAmount

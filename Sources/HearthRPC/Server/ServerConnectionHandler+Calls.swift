@@ -140,7 +140,7 @@ extension ServerConnectionHandler {
 
     /// Whether a call was refused for who is calling. Any other answer proves they are who
     /// they say (the gateway checks the token before anything else; a service's router checks
-    /// the internal credential before a call starts), PERMISSION_DENIED included.
+    /// the caller's credential before a call starts), PERMISSION_DENIED included.
     static func failedAuthentication(_ result: Result<Data, any Error>) -> Bool {
         guard case .failure(let error) = result else { return false }
         return RPCError(answering: error).code == .unauthenticated

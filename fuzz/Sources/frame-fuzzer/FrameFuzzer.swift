@@ -19,11 +19,18 @@ enum FrameFuzzer {
     }()
 
     static let configuration: ServerConfiguration = {
-        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0, internalCredential: "fuzz-secret")
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0, callers: Self.callers)
         configuration.maxFrameSize = 64 * 1024
         configuration.maxConcurrentCallsPerConnection = 8
         return configuration
     }()
+
+    /// A caller allowed every method, and one allowed only Echo: the fuzzer reaches both refusals
+    /// (UNAUTHENTICATED and PERMISSION_DENIED).
+    static let callers = [
+        Caller(name: "fuzz", credential: "fuzz-secret", methods: .all),
+        Caller(name: "echo-only", credential: "fuzz-echo-only", methods: .only(["hearth.echo.v1.Echo/Echo"])),
+    ]
 
     /// Serves every method without a handler, as the gateway does.
     static let forwarder = FuzzForwarder()
@@ -37,7 +44,8 @@ enum FrameFuzzer {
         ],
         forwarder: forwarder,
         publicMethods: ["hearth.health.v1.Health/Check"],
-        credential: "fuzz-secret"
+        callers: Self.callers,
+        logger: Self.logger
     )
 
     static func run(_ bytes: UnsafeRawBufferPointer) {
