@@ -36,7 +36,10 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
     @Option(help: "HOST:PORT of the checkins process.")
     var target = Target(host: "127.0.0.1", port: ProcessName.checkins.defaultPort)
 
-    @Option(help: "The credential of the gateway's link to the service (DATA/secrets/gateway-checkins.key): the benchmark calls it directly.")
+    @Option(
+        help:
+            "The gateway's link credential (DATA/secrets/gateway-checkins.key): the benchmark calls the service directly."
+    )
     var internalSecret: String
 
     @Option(help: "With create: a JPEG or PNG file that every check-in carries.")

@@ -24,7 +24,10 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
     @Option(help: "HOST:PORT of the safety process.")
     var target = Target(host: "127.0.0.1", port: ProcessName.safety.defaultPort)
 
-    @Option(help: "The credential of the gateway's link to the service (DATA/secrets/gateway-safety.key): the benchmark calls it directly.")
+    @Option(
+        help:
+            "The gateway's link credential (DATA/secrets/gateway-safety.key): the benchmark calls the service directly."
+    )
     var internalSecret: String
 
     @Option(help: "Armed users to check in for, round-robin.")

@@ -33,7 +33,10 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
     @Option(help: "HOST:PORT of the tasks process.")
     var target = Target(host: "127.0.0.1", port: ProcessName.tasks.defaultPort)
 
-    @Option(help: "The credential of the gateway's link to the service (DATA/secrets/gateway-tasks.key): the benchmark calls it directly.")
+    @Option(
+        help:
+            "The gateway's link credential (DATA/secrets/gateway-tasks.key): the benchmark calls the service directly."
+    )
     var internalSecret: String
 
     @Option(help: "The user who calls. Default: a new one each run.")

@@ -55,21 +55,26 @@ public struct SecretOptions: ParsableArguments, Sendable {
     /// The token secret as it stands, never a new one: a token signed with a secret made up
     /// now would be refused by every gateway running.
     public func existingJWTSecret(dataDirectory: URL) throws -> String {
-        let fallback = self.folder(dataDirectory: dataDirectory).appendingPathComponent("jwt.key")
-        guard
-            let secret = try Self.secret(
-                environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
-                file: self.jwtSecretFile,
-                fallback: fallback,
-                creating: false
-            )
-        else {
+        let folder = self.folder(dataDirectory: dataDirectory)
+        guard let secret = try self.jwtSecret(in: folder, creating: false) else {
             throw CommandFailure(
-                "no token secret: \(fallback.path) does not exist. Run this where `hearth up` keeps its data "
+                "no token secret: \(folder.appendingPathComponent("jwt.key").path) does not exist. Run this "
+                    + "where `hearth up` keeps its data "
                     + "(or pass --data, --secrets-dir, --jwt-secret-file or $HEARTH_JWT_SECRET)."
             )
         }
         return secret
+    }
+
+    /// The token secret: from --jwt-secret-file, else $HEARTH_JWT_SECRET, else FOLDER/jwt.key
+    /// (made when missing and `creating`).
+    private func jwtSecret(in folder: URL, creating: Bool) throws -> String? {
+        try Self.secret(
+            environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
+            file: self.jwtSecretFile,
+            fallback: folder.appendingPathComponent("jwt.key"),
+            creating: creating
+        )
     }
 
     /// Where the link credentials (and, unless named otherwise, the token secret) are: the
@@ -119,17 +124,10 @@ public struct SecretOptions: ParsableArguments, Sendable {
             credentials[link] = credential
         }
         guard includingJWT else { return Secrets(links: credentials) }
-        let jwtFile = folder.appendingPathComponent("jwt.key")
-        guard
-            let jwt = try Self.secret(
-                environment: ProcessInfo.processInfo.environment["HEARTH_JWT_SECRET"],
-                file: self.jwtSecretFile,
-                fallback: jwtFile,
-                creating: makes
-            )
-        else {
+        guard let jwt = try self.jwtSecret(in: folder, creating: makes) else {
             throw CommandFailure(
-                "no token secret: \(jwtFile.path) does not exist (pass --jwt-secret-file, or make it with "
+                "no token secret: \(folder.appendingPathComponent("jwt.key").path) does not exist (pass "
+                    + "--jwt-secret-file, or make it with "
                     + "`hearth make-secrets`)"
             )
         }
