@@ -433,6 +433,7 @@ let package = Package(
             name: "CheckinsTests",
             dependencies: [
                 "CheckinsService",
+                "HearthBench",
                 "HearthContracts",
                 "VipsShim",
                 "HearthTestSupport",

@@ -147,7 +147,8 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
 
     private func write(to path: String, run: FaultRun) async throws {
         // A check-in's photo, made once: every check-in carries the same bytes.
-        let photo = FaultPhoto.png()
+        // A 32x32 colour gradient: a real PNG, decoded and stored like any upload.
+        let photo = PNGFile.rgb(width: 32, height: 32) { x, y in (UInt8(x * 255 / 31), UInt8(y * 255 / 31), 0x80) }
         let service = self.service
         let entries = try await withThrowingTaskGroup(of: [Entry].self) { group in
             for writer in 0..<self.writers {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HearthBench
 import HearthContracts
 import HearthCore
 import HearthRPC
@@ -15,35 +16,7 @@ import VipsShim
 /// JPEG made from it by libvips, then tagged by exiftool.
 enum Images {
     static func png(width: Int, height: Int, pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> Data {
-        var raw = Data()
-        for y in 0..<height {
-            raw.append(0)  // filter: none
-            for x in 0..<width {
-                let (r, g, b) = pixel(x, y)
-                raw.append(contentsOf: [r, g, b])
-            }
-        }
-        return self.png(raw: raw, width: width, height: height)
-    }
-
-    /// A PNG of filtered rows `raw` (8-bit RGB), stored in zlib blocks without compression.
-    private static func png(raw: Data, width: Int, height: Int) -> Data {
-        var zlib = Data([0x78, 0x01])
-        var offset = 0
-        repeat {
-            let block = raw[offset..<min(offset + 65_535, raw.count)]
-            offset += block.count
-            let length = UInt16(block.count)
-            zlib.append(offset >= raw.count ? 1 : 0)
-            zlib.append(contentsOf: [
-                UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8),
-            ])
-            zlib.append(contentsOf: block)
-        } while offset < raw.count
-        zlib.append(contentsOf: bigEndian(adler32(raw)))
-        var ihdr = Data(bigEndian(UInt32(width)) + bigEndian(UInt32(height)))
-        ihdr.append(contentsOf: [8, 2, 0, 0, 0])  // 8-bit RGB
-        return self.pngFile(chunks: [("IHDR", ihdr), ("IDAT", zlib), ("IEND", Data())])
+        PNGFile.rgb(width: width, height: height, pixel: pixel)
     }
 
     /// A PNG of one colour, stored without compression: about `width` x `height` x 3 bytes.
@@ -52,27 +25,15 @@ enum Images {
         row.append(Data(repeating: 0x80, count: width * 3))
         var raw = Data(capacity: row.count * height)
         for _ in 0..<height { raw.append(row) }
-        return self.png(raw: raw, width: width, height: height)
+        return PNGFile.rgb(rows: raw, width: width, height: height)
     }
 
     /// Only a PNG header claiming `width` x `height`: enough for the size check, nothing to decode.
     static func pngHeader(width: Int, height: Int) -> Data {
-        var ihdr = Data(bigEndian(UInt32(width)) + bigEndian(UInt32(height)))
-        ihdr.append(contentsOf: [8, 2, 0, 0, 0])
-        return self.pngFile(chunks: [
-            ("IHDR", ihdr), ("IDAT", Data([0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF])), ("IEND", Data()),
+        PNGFile.file(chunks: [
+            ("IHDR", PNGFile.header(width: width, height: height)),
+            ("IDAT", Data([0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF])), ("IEND", Data()),
         ])
-    }
-
-    private static func pngFile(chunks: [(String, Data)]) -> Data {
-        var file = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
-        for (type, body) in chunks {
-            file.append(contentsOf: bigEndian(UInt32(body.count)))
-            let typed = Data(type.utf8) + body
-            file.append(typed)
-            file.append(contentsOf: bigEndian(crc32(typed)))
-        }
-        return file
     }
 
     /// A JPEG of the PNG, re-encoded by libvips.
@@ -107,29 +68,6 @@ enum Images {
         }
         defer { hearth_image_free(out) }
         return Data(bytes: out, count: length)
-    }
-
-    private static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    private static func crc32(_ data: Data) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in data {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return ~crc
-    }
-
-    private static func adler32(_ data: Data) -> UInt32 {
-        var a: UInt32 = 1
-        var b: UInt32 = 0
-        for byte in data {
-            a = (a + UInt32(byte)) % 65_521
-            b = (b + a) % 65_521
-        }
-        return b << 16 | a
     }
 
     /// The APPn markers of a JPEG (our own parser: walks the segments up to the scan).

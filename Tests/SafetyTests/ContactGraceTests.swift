@@ -119,6 +119,13 @@ extension SafetySystem {
     /// nothing remembered of it), then starts safety again at `startedAt`, which invites them
     /// (``SafetyStore/inviteContactsStoredBefore()``) with a week's grace.
     func storeContactsAsBeforeInvitations(restartingAt startedAt: Date) async throws {
+        try await self.storeContactsAsBeforeInvitations()
+        try await self.restart { self.clock.set(startedAt) }
+        try await self.settle()
+    }
+
+    /// Makes every contact as version 5 left it, in the store only.
+    func storeContactsAsBeforeInvitations() async throws {
         try await self.settle()
         try await self.service.store.base.writer.write { db in
             try db.execute(
@@ -132,8 +139,6 @@ extension SafetySystem {
                     """
             )
         }
-        try await self.restart { self.clock.set(startedAt) }
-        try await self.settle()
     }
 
     /// The pushes telling a user that a contact's grace ended, as the webhook received them.

@@ -202,19 +202,7 @@ struct ContactInvitationLimitTests {
             // contact without a state, never invited, nothing remembered of it.
             try await system.profile("mei", contacts: ["brother@example.com"], confirmedByEmail: false)
             try await system.profile("kai", name: "Kai Lin", contacts: ["friend@example.com"], confirmedByEmail: false)
-            try await system.settle()
-            try await system.service.store.base.writer.write { db in
-                try db.execute(
-                    sql: """
-                        UPDATE contact SET state = 'invited', invitations_sent = 0, invited_at = NULL,
-                            invitation_expires_at = NULL, answered_at = NULL, alarms_until = NULL;
-                        DELETE FROM alert WHERE kind = 'invitation' OR kind LIKE 'contact_%';
-                        DELETE FROM contact_token;
-                        DELETE FROM contact_address;
-                        DELETE FROM invitation_sent;
-                        """
-                )
-            }
+            try await system.storeContactsAsBeforeInvitations()
             let invitationsBefore = try system.invitationTokens().count
             let startedAt = t0 + self.hour
             try await system.restart { system.clock.set(startedAt) }

@@ -1,24 +1,40 @@
-import Foundation
+public import Foundation
 
-/// The photo every check-in of a fault run carries: a real PNG (8-bit RGB, a colour gradient),
-/// made here without zlib, its rows kept in stored (uncompressed) deflate blocks. Checkins
-/// decodes it with libvips' PNG loader and stores it, and its thumbnail, like any upload.
-enum FaultPhoto {
-    /// A `width` x `height` PNG: about 3 bytes a pixel.
-    static func png(width: Int = 32, height: Int = 32) -> Data {
+/// Small real PNG files (8-bit RGB), made without zlib: rows kept in stored (uncompressed)
+/// deflate blocks, about 3 bytes a pixel. libvips' PNG loader reads them like any upload. The
+/// fault writer's check-ins carry one; the photo tests build theirs with it.
+public enum PNGFile {
+    /// A `width` x `height` image, each pixel's red, green and blue from `pixel(x, y)`.
+    public static func rgb(width: Int, height: Int, pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> Data {
         var rows = Data(capacity: (1 + width * 3) * height)
         for y in 0..<height {
             rows.append(0)  // filter: none
             for x in 0..<width {
-                rows.append(contentsOf: [
-                    UInt8(x * 255 / max(1, width - 1)), UInt8(y * 255 / max(1, height - 1)), 0x80,
-                ])
+                let (r, g, b) = pixel(x, y)
+                rows.append(contentsOf: [r, g, b])
             }
         }
+        return Self.rgb(rows: rows, width: width, height: height)
+    }
+
+    /// An image of filtered rows `rows` (each a filter byte, then 3 bytes a pixel).
+    public static func rgb(rows: Data, width: Int, height: Int) -> Data {
+        Self.file(chunks: [
+            ("IHDR", Self.header(width: width, height: height)), ("IDAT", Self.zlibStored(rows)), ("IEND", Data()),
+        ])
+    }
+
+    /// The IHDR chunk's body: `width` x `height`, 8-bit RGB, not interlaced.
+    public static func header(width: Int, height: Int) -> Data {
         var header = Self.bigEndian(UInt32(width)) + Self.bigEndian(UInt32(height))
         header.append(contentsOf: [8, 2, 0, 0, 0])  // 8 bits, RGB, deflate, no filter method, not interlaced
+        return header
+    }
+
+    /// The PNG signature, then each chunk with its length and CRC.
+    public static func file(chunks: [(type: String, body: Data)]) -> Data {
         var file = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
-        for (type, body) in [("IHDR", header), ("IDAT", Self.zlibStored(rows)), ("IEND", Data())] {
+        for (type, body) in chunks {
             file.append(Self.bigEndian(UInt32(body.count)))
             let typed = Data(type.utf8) + body
             file.append(typed)
