@@ -15,21 +15,22 @@ struct DurabilityTests {
 
         for round in 1...5 {
             let path = folder.appendingPathComponent("round\(round).sqlite").path
-            let process = Process()
-            process.executableURL = try builtProduct(named: "hearth-store-probe")
-            process.arguments = [path, "1000000"]
             let output = Pipe()
-            process.standardOutput = output
-            try process.run()
+            let process = try ChildProcess(
+                try builtProduct(named: "hearth-store-probe"),
+                [path, "1000000"],
+                output: .pipe(output),
+                error: .inherit
+            )
 
             // Read acknowledgements until a round-dependent number, then kill without warning.
             let killAfter = 50 * round
             let reader = output.fileHandleForReading
             let acknowledged = try await offThePool { Self.readAcknowledgements(from: reader, atLeast: killAfter) }
             try #require(acknowledged >= killAfter, "the probe stopped early")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal)
+            process.send(SIGKILL)
+            let ended = try await offThePool { process.waitUntilExit() }
+            #expect(ended == .signalled(SIGKILL))
 
             let queue = try DatabaseQueue(path: path)
             let (count, maxID) = try await queue.read { db in

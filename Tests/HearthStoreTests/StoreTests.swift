@@ -108,19 +108,19 @@ struct StoreGuardTests {
         let mine = folder.appendingPathComponent("mine.sqlite").path
 
         // Another process (python) holds the first file's lock.
-        let other = Process()
-        other.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        other.arguments = [
-            "-c",
-            "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
-                + "f.write('4242'); f.flush()\nprint('locked', flush=True)\ntime.sleep(60)",
-            held + ".lock",
-        ]
         let out = Pipe()
-        other.standardOutput = out
-        try other.run()
-        // SIGKILL: a child of this test process may inherit a mask that blocks SIGTERM.
-        defer { kill(other.processIdentifier, SIGKILL) }
+        let other = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+                    + "f.write('4242'); f.flush()\nprint('locked', flush=True)\ntime.sleep(60)",
+                held + ".lock",
+            ],
+            output: .pipe(out),
+            error: .inherit
+        )
+        defer { other.send(SIGKILL) }
         let line = out.fileHandleForReading.availableData
         #expect(String(decoding: line, as: UTF8.self).hasPrefix("locked"))
         do {
@@ -137,8 +137,8 @@ struct StoreGuardTests {
             try await offThePool { try Store(location: .file(held), migrator: migrator, lockWait: 30) }
         }
         try await Task.sleep(for: .milliseconds(300))
-        kill(other.processIdentifier, SIGKILL)
-        other.waitUntilExit()
+        other.send(SIGKILL)
+        _ = try await offThePool { other.waitUntilExit() }
         _ = try await waiting.value
 
         // This process holds the second file: another process cannot take its lock.

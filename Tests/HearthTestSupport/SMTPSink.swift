@@ -5,7 +5,7 @@ public import Foundation
 public final class SMTPSink: Sendable {
     public let port: Int
     public let folder: URL
-    private let process: Process
+    private let process: ChildProcess
     /// The sink's standard input: it exits when this closes, even if the test process dies.
     private let lifeline = Pipe()
 
@@ -13,15 +13,14 @@ public final class SMTPSink: Sendable {
         self.folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-smtp-\(UUID())")
         try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("smtp_sink.py")
-        self.process = Process()
-        self.process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        self.process.arguments = [script.path, self.folder.path] + arguments
         let output = Pipe()
-        self.process.standardOutput = output
         // Not the test's own stderr: a child holding it open would keep `swift test` waiting.
-        self.process.standardError = FileHandle.nullDevice
-        self.process.standardInput = self.lifeline
-        try self.process.run()
+        self.process = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [script.path, self.folder.path] + arguments,
+            input: .pipe(self.lifeline),
+            output: .pipe(output)
+        )
         // The first line is "PORT n" once it listens (or nothing, if it failed to start).
         let reader = output.fileHandleForReading
         let line = try await offThePool {
@@ -35,7 +34,7 @@ public final class SMTPSink: Sendable {
         }
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
-            self.process.terminate()
+            self.process.send(SIGTERM)
             throw SinkFailed()
         }
         self.port = port
@@ -48,9 +47,8 @@ public final class SMTPSink: Sendable {
 
     /// Ends the server: its open connections close (the messages it kept stay readable).
     public func stop() {
-        // Not waitUntilExit: it spins a run loop that a test's thread does not have.
         try? self.lifeline.fileHandleForWriting.close()
-        if self.process.isRunning { self.process.terminate() }
+        self.process.send(SIGTERM)
     }
 
     /// The messages received so far, oldest first.

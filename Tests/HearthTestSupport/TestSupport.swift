@@ -72,16 +72,15 @@ public func runProcess(_ executable: URL, _ arguments: [String], environment: [S
 private func runToCompletion(_ executable: URL, _ arguments: [String], environment: [String: String]?) throws
     -> ProcessOutput
 {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    if let environment { process.environment = environment }
     let out = Pipe()
     let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
+    let process = try ChildProcess(
+        executable,
+        arguments,
+        environment: environment,
+        output: .pipe(out),
+        error: .pipe(err)
+    )
     // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
     let group = DispatchGroup()
     nonisolated(unsafe) var errData = Data()
@@ -92,9 +91,8 @@ private func runToCompletion(_ executable: URL, _ arguments: [String], environme
     }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     group.wait()
-    process.waitUntilExit()
     return ProcessOutput(
-        status: process.terminationStatus,
+        status: process.waitUntilExit().status,
         stdout: String(decoding: outData, as: UTF8.self),
         stderr: String(decoding: errData, as: UTF8.self)
     )

@@ -22,26 +22,20 @@ struct SafetyKillTests {
         let seeded = try await runProcess(probe, ["seed", path, "\(Self.users)"])
         try #require(seeded.status == 0, "\(seeded.stderr)")
 
-        func start() throws -> Process {
-            let process = Process()
-            process.executableURL = probe
-            process.arguments = ["run", path, "\(sink.port)"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+        func start() throws -> ChildProcess {
+            try ChildProcess(probe, ["run", path, "\(sink.port)"])
         }
         for _ in 0..<Self.kills {
             let process = try start()
             try await Task.sleep(for: .milliseconds(Int.random(in: 30...400)))
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             try await eventually("the probe is gone") { !process.isRunning }
         }
         let last = try start()
         try await eventually("every alert arrived", within: .seconds(60)) {
             Set(try sink.messages().map { $0["message_id"] as? String ?? "" }).count >= Self.users
         }
-        kill(last.processIdentifier, SIGKILL)
+        last.send(SIGKILL)
 
         let messages = try sink.messages()
         let ids = messages.map { $0["message_id"] as? String ?? "" }
