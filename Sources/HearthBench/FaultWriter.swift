@@ -109,7 +109,9 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
             includingJWT: true
         )
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
-        let client = RPCClient(configuration: .init(host: self.target.host, port: self.target.port))
+        var gateway = RPCClient.Configuration(host: self.target.host, port: self.target.port)
+        gateway.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
+        let client = RPCClient(configuration: gateway)
         let direct = self.direct.map { RPCClient(configuration: .init(host: $0.host, port: $0.port)) }
         let outcome: Result<Void, any Error>
         do {

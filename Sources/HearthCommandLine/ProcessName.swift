@@ -24,7 +24,7 @@ public enum ProcessName: String, CaseIterable, ExpressibleByArgument, Sendable {
     /// The RPC packages it serves; the gateway routes these to it.
     public var packages: [String] {
         switch self {
-        case .gateway: []
+        case .gateway: ["hearth.gateway."]
         case .checkins: ["hearth.checkins."]
         case .tasks: ["hearth.tasks.", "hearth.account."]
         case .safety: ["hearth.safety."]

@@ -85,14 +85,18 @@ struct Bench: AsyncParsableCommand {
         let payloads = try ([self.request] + self.followingRequests).map {
             try descriptor.requestType.init(jsonString: $0).serializedData()
         }
-        let (client, executor) = BenchRunner.makeClient(
-            .init(
-                host: self.target.host,
-                port: self.target.port,
-                connections: self.connections,
-                connectionSetup: try self.tls.connectionSetup(host: self.target.host)
-            )
+        let metadata = try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
+        var configuration = RPCClient.Configuration(
+            host: self.target.host,
+            port: self.target.port,
+            connections: self.connections,
+            connectionSetup: try self.tls.connectionSetup(host: self.target.host)
         )
+        if metadata["authorization"] != nil {
+            // A token: the gateway, which takes large frames once a call has authenticated the connection.
+            configuration.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
+        }
+        let (client, executor) = BenchRunner.makeClient(configuration)
         let runner = BenchRunner(
             client: client,
             executor: executor,
@@ -100,7 +104,7 @@ struct Bench: AsyncParsableCommand {
             request: { index in payloads[index % payloads.count] },
             options: CallOptions(
                 timeout: self.timeout.duration,
-                metadata: try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
+                metadata: metadata
             ),
             concurrency: self.concurrency,
             limit: self.total.map { .total($0) } ?? .duration(self.duration?.duration ?? .seconds(10)),

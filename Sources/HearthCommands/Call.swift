@@ -65,18 +65,21 @@ struct Call: AsyncParsableCommand {
             )
         }
 
-        let client = RPCClient(
-            configuration: .init(
-                host: target.host,
-                port: target.port,
-                // A photo upload may be sent; a server that takes less answers with GOAWAY.
-                maxFrameSize: ProcessName.largestFrameSize,
-                connectionSetup: try self.tls.connectionSetup(host: target.host)
-            )
+        let metadata = try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
+        var configuration = RPCClient.Configuration(
+            host: target.host,
+            port: target.port,
+            // A photo upload may be sent; a server that takes less answers with GOAWAY.
+            maxFrameSize: ProcessName.largestFrameSize,
+            connectionSetup: try self.tls.connectionSetup(host: target.host)
         )
+        if metadata["authorization"] != nil {
+            // A token: the gateway, which takes a photo once a call has authenticated the connection.
+            configuration.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
+        }
+        let client = RPCClient(configuration: configuration)
         let result: Result<Data, any Error>
         do {
-            let metadata = try parseMetadata(self.metadata).merging(self.caller.metadata) { _, trusted in trusted }
             let options = CallOptions(timeout: self.timeout.duration, metadata: metadata)
             result = .success(try await client.callRaw(self.method, payload: payload, options: options))
         } catch {

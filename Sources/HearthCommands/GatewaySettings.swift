@@ -64,6 +64,19 @@ struct GatewaySettings: ParsableArguments {
 
     @Option(
         help: """
+            KiB a frame may have on a connection until a call on it has passed authentication; a larger one \
+            closes the connection (RESOURCE_EXHAUSTED). Clients call hearth.gateway.v1.Gateway/Authenticate first.
+            """
+    )
+    var frameKibBeforeAuthentication = GatewaySettings.defaultFrameKibBeforeAuthentication
+
+    /// Room for the largest token (8 KiB) and the rest of a call's metadata; what Hearth's
+    /// clients of the gateway assume.
+    static let minimumFrameKibBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication / 1024
+    static let defaultFrameKibBeforeAuthentication = 64
+
+    @Option(
+        help: """
             Serve the contact page (the links in emails to emergency contacts) over HTTP on this port, \
             on the gateway's host. Default: not served. Behind TLS in production (an ingress or proxy).
             """
@@ -200,6 +213,13 @@ struct GatewaySettings: ParsableArguments {
         }
         guard self.authenticationWindow.duration > .zero else {
             throw ValidationError("--authentication-window must be longer than 0")
+        }
+        let largest = ProcessName.gateway.maxFrameSize / 1024
+        guard (Self.minimumFrameKibBeforeAuthentication...largest).contains(self.frameKibBeforeAuthentication) else {
+            throw ValidationError(
+                "--frame-kib-before-authentication must be from \(Self.minimumFrameKibBeforeAuthentication) "
+                    + "(a call with the largest token) to \(largest) (the gateway's frame limit)"
+            )
         }
         // Each route is called with the credential of the gateway's link to the process that
         // serves its package.

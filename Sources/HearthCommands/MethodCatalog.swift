@@ -5,7 +5,8 @@ import HearthRPC
 /// tools can speak JSON (`hearth call`, `hearth bench`) and explain them (`hearth list`,
 /// `hearth describe`).
 enum MethodCatalog {
-    static let services: [RPCServiceInfo] = Contracts.services + [Hearth_Health_V1_Health.info]
+    static let services: [RPCServiceInfo] =
+        Contracts.services + [Hearth_Health_V1_Health.info, Hearth_Gateway_V1_Gateway.info]
 
     static let all: [String: RPCMethodInfo] = Dictionary(
         uniqueKeysWithValues: Self.services.flatMap(\.methods).map { ($0.name, $0) }

@@ -227,11 +227,12 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         configuration.authenticationWindow = .nanoseconds(
             Int64(settings.gateway.authenticationWindow.seconds * 1e9)
         )
+        configuration.maxFrameSizeBeforeAuthentication = settings.gateway.frameKibBeforeAuthentication * 1024
         let server = RPCServer(
             configuration: configuration,
-            services: [],
+            services: [gateway],
             forwarder: gateway,
-            // The gateway's own methods (health); the gateway counts what it forwards.
+            // The gateway's own methods (health, Authenticate); the gateway counts what it forwards.
             interceptors: [ServerObservabilityInterceptor(metrics: metrics)],
             group: gatewayLoops,
             logger: logger

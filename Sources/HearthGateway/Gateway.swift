@@ -85,8 +85,8 @@ public final class Gateway: Service, CallForwarder, Sendable {
 
     private let configuration: Configuration
     private let pools: [BackendPool]
-    private let verifier: TokenVerifier
-    private let limiter: RateLimiter
+    let verifier: TokenVerifier
+    let limiter: RateLimiter
     private let metrics: MethodMetrics
     private let logger: Logger
 
@@ -231,6 +231,22 @@ public final class Gateway: Service, CallForwarder, Sendable {
         guard !self.configuration.internalMethods.contains(context.method) else {
             throw RPCError(.permissionDenied, "\(context.method) is for Hearth's own services, not for clients")
         }
+        try self.admit(user)
+        let request: ForwardedRequest
+        do {
+            request = try self.request(payload, context: context, user: user, credential: pool.credential)
+        } catch {
+            self.limiter.finished(user)
+            throw error
+        }
+        let call = pool.startOnReplica(request, on: loop)
+        call.response.whenComplete { _ in self.limiter.finished(user) }
+        return call
+    }
+
+    /// Counts a call of `user`'s in flight, if their limits (rate, calls in flight) allow one
+    /// more; ``RateLimiter/finished(_:)`` ends it.
+    func admit(_ user: String) throws {
         let limit = self.configuration.rateLimit
         switch self.limiter.admit(user) {
         case nil:
@@ -247,16 +263,6 @@ public final class Gateway: Service, CallForwarder, Sendable {
                 "too many calls in flight: at most \(limit.maxInFlight) at once; wait for an answer before the next"
             )
         }
-        let request: ForwardedRequest
-        do {
-            request = try self.request(payload, context: context, user: user, credential: pool.credential)
-        } catch {
-            self.limiter.finished(user)
-            throw error
-        }
-        let call = pool.startOnReplica(request, on: loop)
-        call.response.whenComplete { _ in self.limiter.finished(user) }
-        return call
     }
 
     /// The call as it goes to a replica: the route's deadline, the verified user and the

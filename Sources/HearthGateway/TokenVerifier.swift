@@ -100,13 +100,19 @@ public struct TokenVerifier: Sendable {
     ///   unsupported algorithm (including `none`, and HS256 beside an EdDSA key unless accepted),
     ///   bad signature, another issuer or audience, too long a lifetime, expired, not yet valid.
     public func userID(authorization: String?) async throws -> String {
+        try await self.verifiedToken(authorization: authorization).userID
+    }
+
+    /// The verified user id of an `authorization` metadata value, and when its token expires.
+    /// - Throws: ``RPCError`` UNAUTHENTICATED as ``userID(authorization:)`` does.
+    public func verifiedToken(authorization: String?) async throws -> (userID: String, expiresAt: Date) {
         let key = try Self.canonical(authorization)
         let claims = try await self.verified.claims(of: key) {
             try await self.verify(
                 String(decoding: key.utf8.dropFirst(Self.scheme.utf8.count), as: UTF8.self)
             )
         }
-        return try self.userID(of: claims)
+        return (try self.userID(of: claims), claims.exp.value)
     }
 
     /// The verified user id, without awaiting, when this token's signature checked out before;

@@ -239,6 +239,25 @@ struct OptionsTests {
         }
     }
 
+    @Test(
+        "64 KiB frames until authenticated unless told; from 16 KiB (what clients assume) to the gateway's frame limit"
+    )
+    func gatewayFramesBeforeAuthentication() throws {
+        #expect(try GatewaySettings.parse([]).frameKibBeforeAuthentication == 64)
+        #expect(
+            GatewaySettings.minimumFrameKibBeforeAuthentication * 1024 == RPCClient.gatewayFrameSizeBeforeAuthentication
+        )
+        let largest = ProcessName.gateway.maxFrameSize / 1024
+        for (kib, valid) in [(15, false), (16, true), (largest, true), (largest + 1, false)] {
+            let settings = try GatewaySettings.parse(["--frame-kib-before-authentication", "\(kib)"])
+            if valid {
+                #expect(throws: Never.self) { try settings.configuration(secrets: .forTests) }
+            } else {
+                #expect(throws: ValidationError.self, "\(kib) KiB") { try settings.configuration(secrets: .forTests) }
+            }
+        }
+    }
+
     @Test("one address may open 50 connections a second in bursts of 256 unless told; more than 0 and at least 1")
     func gatewayAcceptRate() throws {
         let defaults = try GatewaySettings.parse([])

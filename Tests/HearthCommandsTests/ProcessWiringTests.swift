@@ -63,8 +63,10 @@ struct ProcessWiringTests {
             #expect(gateway.authenticationWindow == .seconds(10))
             #expect(gateway.maxPartialFrameBytesPerAddress == 128 * 1024 * 1024)
             #expect(gateway.acceptRatePerAddress == AcceptRate(perSecond: 50, burst: 256))
+            #expect(gateway.maxFrameSizeBeforeAuthentication == 64 * 1024)
             let echo = try await configuration(of: .echo)
             #expect(echo.maxConnectionsPerAddress == nil && echo.authenticationWindow == nil)
+            #expect(echo.maxFrameSizeBeforeAuthentication == nil)
             #expect(echo.maxPartialFrameBytesPerAddress == nil && echo.acceptRatePerAddress == nil)
         }
     }

@@ -197,6 +197,7 @@ struct GatewayHarness {
         connectTimeout: Duration = .seconds(30),
         unservedPorts: [Int] = [],
         gatewayFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
+        frameSizeBeforeAuthentication: Int? = nil,
         internalMethods: Set<String> = [],
         backendConnections: (calls: Int, extra: Int) = (ServerConfiguration.defaultMaxConcurrentCallsPerConnection, 15),
         _ body: (GatewayHarness) async throws -> Void
@@ -230,21 +231,23 @@ struct GatewayHarness {
             metrics: metrics,
             logger: quietLogger
         )
+        var serverConfiguration = ServerConfiguration(maxFrameSize: gatewayFrameSize)
+        serverConfiguration.maxFrameSizeBeforeAuthentication = frameSizeBeforeAuthentication
         let server = RPCServer(
-            configuration: ServerConfiguration(maxFrameSize: gatewayFrameSize),
-            services: [],
+            configuration: serverConfiguration,
+            services: [gateway],
             forwarder: gateway,
             logger: quietLogger
         )
         let gatewayRun = Task { try await gateway.run() }
         let serverRun = Task { try await server.run() }
-        let client = RPCClient(
-            configuration: .init(
-                host: "127.0.0.1",
-                port: try await server.localAddress.port!,
-                maxFrameSize: gatewayFrameSize
-            )
+        var clientConfiguration = RPCClient.Configuration(
+            host: "127.0.0.1",
+            port: try await server.localAddress.port!,
+            maxFrameSize: gatewayFrameSize
         )
+        clientConfiguration.maxFrameSizeBeforeAuthentication = frameSizeBeforeAuthentication
+        let client = RPCClient(configuration: clientConfiguration)
         let harness = GatewayHarness(
             replicas: replicas,
             gateway: gateway,

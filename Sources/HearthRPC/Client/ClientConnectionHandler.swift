@@ -6,11 +6,15 @@ import Synchronization
 /// One call waiting for its response payload. Touched only on its connection's event loop.
 final class PendingCall: @unchecked Sendable {
     let promise: EventLoopPromise<Data>
+    /// Whether an answer other than UNAUTHENTICATED proves who is calling, as the server counts
+    /// it: any call but a health check.
+    let provesIdentity: Bool
     var callID: UInt64 = 0
     var cancelled = false
 
-    init(promise: EventLoopPromise<Data>) {
+    init(promise: EventLoopPromise<Data>, method: String) {
         self.promise = promise
+        self.provesIdentity = !method.hasPrefix(Hearth_Health_V1_Health.name + "/")
     }
 }
 
@@ -44,6 +48,7 @@ public struct ConnectionFull: Error {}
 final class ConnectionAvailability: Sendable {
     private let accepting = Atomic<Bool>(true)
     private let answered = Atomic<Bool>(false)
+    private let authenticated = Atomic<Bool>(false)
     private let inFlight = Atomic<Int>(0)
     private let refusedAsFull = Atomic<Bool>(false)
 
@@ -69,6 +74,14 @@ final class ConnectionAvailability: Sendable {
 
     func noteAnswer() {
         if !self.hasAnswered { self.answered.store(true, ordering: .relaxed) }
+    }
+
+    /// Whether a call here passed the server's authentication (its answer was not
+    /// UNAUTHENTICATED): the server then takes frames up to its full limit.
+    var hasAuthenticated: Bool { self.authenticated.load(ordering: .relaxed) }
+
+    func noteAuthenticated() {
+        if !self.hasAuthenticated { self.authenticated.store(true, ordering: .relaxed) }
     }
 
     func stopAcceptingCalls() {
@@ -209,6 +222,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .response:
             self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
+            if call.provesIdentity, !frame.hasStatus || frame.status.code != .unauthenticated {
+                self.availability.noteAuthenticated()
+            }
             if frame.hasStatus, frame.status.code != .ok {
                 var error = RPCError(status: frame.status)
                 let notRun = Metadata(entries: frame.metadata)[TrustedMetadata.notRun] != nil
@@ -244,7 +260,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.failAll(RPCError(.unavailable, "connection closed"))
+        // After a GOAWAY, its reason is why the calls still in flight end.
+        let goAway = self.refusal.map { ": \($0.message)" } ?? ""
+        self.failAll(RPCError(.unavailable, "connection closed\(goAway)"))
         context.fireChannelInactive()
     }
 

@@ -61,6 +61,14 @@ final class ConnectionSlot: Sendable {
         }
     }
 
+    /// Whether the connection a call started now would use has had a call pass the server's
+    /// authentication (false while there is none).
+    var hasAuthenticatedConnection: Bool {
+        self.state.withLock { state in
+            if case .ready(let connection, _, _) = state { connection.hasAuthenticated } else { false }
+        }
+    }
+
     /// Whether a call started now goes out at once. When it would have to wait, the connection
     /// is started (unless it is backing off after a failure) with no call waiting for it: the
     /// connect started, if this started one. `refused`: a connection the server closed (or

@@ -52,6 +52,12 @@ public final class RPCClient: Sendable {
         /// request is answered RESOURCE_EXHAUSTED and never sent, since the server would close
         /// the connection that other calls share.
         public var maxRequestFrameSize: Int?
+        /// The largest request frame the server takes on a connection until a call on it has
+        /// passed authentication (the gateway's, 64 KiB by default). A larger request on a
+        /// connection with no such call first calls `hearth.gateway.v1.Gateway/Authenticate`
+        /// there, with the request's metadata (its token). Nil: the server has no such limit
+        /// (Hearth's services).
+        public var maxFrameSizeBeforeAuthentication: Int?
         public var connectTimeout: TimeAmount
         public var backoff: Backoff
         /// A connection the server closes (or refuses new calls on) this soon after it was made,
@@ -91,6 +97,9 @@ public final class RPCClient: Sendable {
     }
 
     public let configuration: Configuration
+    /// What a client of Hearth's gateway sets as ``Configuration/maxFrameSizeBeforeAuthentication``:
+    /// the smallest limit the gateway can be given (16 KiB), so that it need not know the setting.
+    public static let gatewayFrameSizeBeforeAuthentication = 16 * 1024
     let slots: ConnectionSlots
     private let invoke: @Sendable (String, Data, CallOptions) async throws -> Data
 
@@ -114,7 +123,20 @@ public final class RPCClient: Sendable {
                     throw RPCError(.deadlineExceeded, "deadline exceeded", cause: CallNotSent())
                 }
                 // The retry picks again: a connection the server said was full is passed over.
-                return try await slots.next().start(
+                let slot = slots.next()
+                if let limit = configuration.maxFrameSizeBeforeAuthentication,
+                    Self.frameSize(method, payload: payload, metadata: metadata) > limit,
+                    !slot.hasAuthenticatedConnection
+                {
+                    _ = try await slot.start(
+                        Hearth_Gateway_V1_Gateway.Method.authenticate.name,
+                        payload: Data(),
+                        metadata: metadata,
+                        timeout: timeout,
+                        on: nil
+                    ).value
+                }
+                return try await slot.start(
                     method,
                     payload: payload,
                     metadata: metadata,
@@ -133,6 +155,14 @@ public final class RPCClient: Sendable {
                 try await interceptor.intercept(method: method, payload: payload, options: options, next: next)
             }
         }
+    }
+
+    /// At least the size of a REQUEST frame for a call: its payload, method and metadata, and
+    /// room for the fields around them.
+    static func frameSize(_ method: String, payload: Data, metadata: Metadata) -> Int {
+        let perEntry = 8
+        let entries = metadata.entries.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + perEntry }
+        return payload.count + method.utf8.count + entries + 64
     }
 
     /// A convenience for `host:port` with defaults.

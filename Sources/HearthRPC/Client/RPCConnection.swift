@@ -62,6 +62,9 @@ public final class RPCConnection: Sendable {
     /// Whether the server has answered any call on this connection.
     var hasAnswered: Bool { self.availability.hasAnswered }
 
+    /// Whether a call on this connection passed the server's authentication.
+    var hasAuthenticated: Bool { self.availability.hasAuthenticated }
+
     /// Whether `limit` calls or more are in flight here, or the server's last answer refused a
     /// call because this connection was full (read from any thread: a call started from
     /// another thread counts once its loop has sent it).
@@ -101,7 +104,7 @@ public final class RPCConnection: Sendable {
             frame.timeoutMs = UInt32(clamping: (nanos + 999_999) / 1_000_000)
         }
         let loop = self.channel.eventLoop
-        let call = PendingCall(promise: loop.makePromise())
+        let call = PendingCall(promise: loop.makePromise(), method: method)
         let handler = self.handler
         if loop.inEventLoop {
             handler.value.start(call, request: frame, timeout: localDeadline)

@@ -43,6 +43,10 @@ public struct ServerConfiguration: Sendable {
     /// GOAWAY (UNAUTHENTICATED) and is closed; health checks do not count. Nil: no such window
     /// (the services, whose callers authenticate every call with their link's credential).
     public var authenticationWindow: TimeAmount?
+    /// The largest frame a connection takes until a call on it has passed authentication (health
+    /// checks do not count); a larger one gets GOAWAY (RESOURCE_EXHAUSTED) and the connection
+    /// closes. Nil: `maxFrameSize` from the start (the services).
+    public var maxFrameSizeBeforeAuthentication: Int?
     /// A connection with no traffic and no call in flight this long gets GOAWAY and is closed.
     public var idleTimeout: TimeAmount
     /// After a graceful shutdown begins, how long in-flight calls may still run.

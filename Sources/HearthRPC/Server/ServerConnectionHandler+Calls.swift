@@ -75,8 +75,7 @@ extension ServerConnectionHandler {
         self.nextGeneration &+= 1
         self.calls[callID] = InFlightCall(
             generation: generation,
-            mayAuthenticate: self.configuration.authenticationWindow != nil && !self.lifecycle.authenticated
-                && !self.router.isPublic(frame.method)
+            mayAuthenticate: !self.lifecycle.authenticated && !self.router.isPublic(frame.method)
         )
         if let deadline {
             self.addDeadline(deadline, for: CallKey(callID: callID, generation: generation))
@@ -131,6 +130,7 @@ extension ServerConnectionHandler {
         guard let call = self.removeCall(callID, generation: generation) else { return }
         if call.mayAuthenticate, !Self.failedAuthentication(result) {
             self.lifecycle.callAuthenticated()
+            self.frameLimitUntilAuthenticated?.lift()
             self.authenticationCheck?.cancel()
             self.authenticationCheck = nil
         }

@@ -82,4 +82,20 @@ extension ServerConnectionHandler {
 
     /// How long a closing connection may take to write its last frames.
     static let closeWriteBound = TimeAmount.seconds(5)
+
+    /// Closes a connection whose peer broke the protocol or a limit, most often in the middle of
+    /// sending a frame: the GOAWAY goes out and the write side closes behind it (FIN), then what
+    /// the peer still sends is read and dropped (the frame decoder has stopped) until it closes
+    /// too, for at most `lingerBound`. Closed at once, a socket with unread bytes is reset, and
+    /// the reset discards the GOAWAY before the peer reads why.
+    func lingeringClose(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let flushed = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(NIOAny(ByteBuffer()), promise: flushed)
+        flushed.futureResult.whenComplete { _ in channel.close(mode: .output, promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.lingerBound) { channel.close(promise: nil) }
+    }
+
+    /// How long a connection closed for a protocol error keeps reading what its peer still sends.
+    static let lingerBound = TimeAmount.seconds(2)
 }

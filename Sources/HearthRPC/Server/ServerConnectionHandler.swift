@@ -38,8 +38,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         /// Tells this call from a later one that reuses its call_id.
         var generation: UInt64
         var work: Work?
-        /// Whether its completion would prove who is calling, while the connection's
-        /// authentication window still waits for that (a health check proves nothing).
+        /// Whether its completion would prove who is calling, while the connection has no call
+        /// that did (a health check proves nothing): that ends its authentication window and
+        /// lifts its frame limit until authenticated.
         var mayAuthenticate = false
     }
 
@@ -68,6 +69,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let configuration: ServerConfiguration
     /// Stopped while reads are held back, so that a frame's pace does not count our pause.
     let readingTime: ReadingTime
+    /// Lifted once a call has passed authentication; nil: the server's limit from the start.
+    let frameLimitUntilAuthenticated: FrameLimitUntilAuthenticated?
     let logger: Logger
     var calls: [UInt64: InFlightCall] = [:]
     var nextGeneration: UInt64 = 0
@@ -104,6 +107,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         configuration: ServerConfiguration,
         callsInFlight: CallCounter,
         readingTime: ReadingTime,
+        frameLimitUntilAuthenticated: FrameLimitUntilAuthenticated? = nil,
         health: HealthState?,
         logger: Logger
     ) {
@@ -112,6 +116,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         self.router = router
         self.configuration = configuration
         self.readingTime = readingTime
+        self.frameLimitUntilAuthenticated = frameLimitUntilAuthenticated
         self.logger = logger
     }
 
@@ -215,7 +220,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
-        case is FrameTooLargeError, is PartialFramesOverBudgetError:
+        case is FrameTooLargeError, is FrameTooLargeBeforeAuthenticationError, is PartialFramesOverBudgetError:
             self.perform(self.lifecycle.protocolError(.resourceExhausted, "\(error)"))
         case is FrameTooSlowError:
             self.perform(self.lifecycle.protocolError(.deadlineExceeded, "\(error)"))
@@ -289,7 +294,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             frame.status = RPCError(code, reason).wireStatus
             self.write(frame)
             _ = self.flushes.takeUnflushed()
-            self.closeAfterFlush(context: context)
+            self.lingeringClose(context: context)
         case .close(.drainTimedOut):
             // Each REQUEST still gets its one RESPONSE: a call cut off is answered, not dropped
             // with the connection, so its client learns why. Not marked as not run: it may have
@@ -321,6 +326,9 @@ extension ChannelPipeline.SynchronousOperations {
         health: HealthState? = nil,
         logger: Logger
     ) throws {
+        let untilAuthenticated = configuration.maxFrameSizeBeforeAuthentication.map {
+            FrameLimitUntilAuthenticated(limit: $0)
+        }
         try self.addHandler(
             ByteToMessageHandler(
                 LengthPrefixedFrameDecoder(
@@ -328,7 +336,8 @@ extension ChannelPipeline.SynchronousOperations {
                     budget: partialFrames,
                     peerAddress: peerAddress,
                     pace: configuration.framePace,
-                    readingTime: readingTime
+                    readingTime: readingTime,
+                    untilAuthenticated: untilAuthenticated
                 )
             )
         )
@@ -338,6 +347,7 @@ extension ChannelPipeline.SynchronousOperations {
                 configuration: configuration,
                 callsInFlight: callsInFlight,
                 readingTime: readingTime,
+                frameLimitUntilAuthenticated: untilAuthenticated,
                 health: health,
                 logger: logger
             )

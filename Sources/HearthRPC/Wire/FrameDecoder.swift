@@ -20,6 +20,8 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     private let peerAddress: String?
     /// Keeps the frame still arriving to its pace; nil without one (a client).
     private let paceWatch: FramePaceWatch?
+    /// The smaller limit until a call on the connection has passed authentication; nil: none.
+    private let untilAuthenticated: FrameLimitUntilAuthenticated?
     /// What this connection holds of the budget: the bytes of its frame still arriving.
     private var held = 0
 
@@ -30,14 +32,17 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
     ///   - pace: how fast a frame must arrive once begun; nil: no limit (a client).
     ///   - readingTime: the clock the pace is measured by: the connection's time spent
     ///     reading, which its handler stops while it holds reads back.
+    ///   - untilAuthenticated: a smaller limit until a call has passed authentication.
     public init(
         maxFrameSize: Int,
         budget: PartialFrameBudget? = nil,
         peerAddress: String? = nil,
         pace: FramePace? = nil,
-        readingTime: ReadingTime = ReadingTime()
+        readingTime: ReadingTime = ReadingTime(),
+        untilAuthenticated: FrameLimitUntilAuthenticated? = nil
     ) {
         self.maxFrameSize = maxFrameSize
+        self.untilAuthenticated = untilAuthenticated
         self.budget = budget
         self.peerAddress = peerAddress
         self.paceWatch = pace.map { FramePaceWatch(pace: $0, budget: budget, readingTime: readingTime) }
@@ -58,6 +63,9 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder {
         }
         guard Int(length) <= self.maxFrameSize else {
             throw FrameTooLargeError(declaredSize: Int(length), limit: self.maxFrameSize)
+        }
+        if let early = self.untilAuthenticated, !early.lifted, Int(length) > early.limit {
+            throw FrameTooLargeBeforeAuthenticationError(declaredSize: Int(length), limit: early.limit)
         }
         guard buffer.readableBytes >= 4 + Int(length) else {
             if holding { try self.stillArriving(length: Int(length), received: buffer.readableBytes, context: context) }
