@@ -106,7 +106,9 @@ public struct FaultWriter: AsyncParsableCommand, Sendable {
         let secrets = try self.secrets.load(
             dataDirectory: URL(fileURLWithPath: self.data),
             links: [ProcessLink(.gateway, self.service.process)],
-            includingJWT: true
+            includingJWT: true,
+            // The deployment's own, made by its processes: an operator's tool makes none.
+            creating: false
         )
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
         var gateway = RPCClient.Configuration(host: self.target.host, port: self.target.port)

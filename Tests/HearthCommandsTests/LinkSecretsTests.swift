@@ -151,6 +151,24 @@ struct LinkSecretsTests {
         }
     }
 
+    @Test("HEARTH_INTERNAL_SECRET, the one secret every link shared, is refused at start, saying what replaced it")
+    func oldSharedSecretRefused() async throws {
+        try await withScratchFolder("hearth-old-secret") { data in
+            var environment = ProcessInfo.processInfo.environment
+            environment["HEARTH_INTERNAL_SECRET"] = String(repeating: "s", count: 40)
+            let started = try await runProcess(
+                try builtProduct(named: "hearth"),
+                ["serve", "echo", "--port", "0", "--data", data.path],
+                environment: environment
+            )
+            #expect(started.status != 0)
+            #expect(started.stderr.contains("HEARTH_INTERNAL_SECRET is no longer read"), "\(started.stderr)")
+            #expect(started.stderr.contains("hearth make-secrets"))
+            // Refused before anything is made.
+            #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("secrets").path))
+        }
+    }
+
     @Test("make-secrets writes every link's credential and the token secret, owner-only, keeping what is there")
     func makeSecrets() async throws {
         try await withScratchFolder("hearth-links") { folder in

@@ -35,12 +35,15 @@ public final class ChildProcess: Sendable {
     public enum Termination: Equatable, Sendable {
         case exited(Int32)
         case signalled(Int32)
+        /// Reaped by something else in this process: how it ended is not known.
+        case unknown
 
         /// The exit status as a shell reports it: the code, or 128 + the signal.
         public var status: Int32 {
             switch self {
             case .exited(let code): code
             case .signalled(let signal): 128 + signal
+            case .unknown: -1
             }
         }
     }
@@ -48,8 +51,9 @@ public final class ChildProcess: Sendable {
     public let pid: pid_t
     private let termination = Mutex<Termination?>(nil)
 
-    /// Starts `executable` with `arguments`, in a process group of its own, with every signal at
-    /// its default and none blocked. `environment` nil: this process's own.
+    /// Starts `executable` with `arguments`, in a process group of its own (a Ctrl-C of the test
+    /// run does not reach it: the run's end does, see `deinit`), with every signal at its
+    /// default and none blocked. `environment` nil: this process's own.
     public init(
         _ executable: URL,
         _ arguments: [String],
@@ -62,18 +66,31 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         switch input {
-        case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        case .pipe(let pipe): posix_spawn_file_actions_adddup2(&actions, pipe.fileHandleForReading.fileDescriptor, 0)
+        case .null:
+            try check(posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0), "opening /dev/null")
+        case .pipe(let pipe):
+            let end = pipe.fileHandleForReading.fileDescriptor
+            try check(posix_spawn_file_actions_adddup2(&actions, end, 0), "passing a pipe")
         }
         for (target, choice) in [(Int32(1), output), (2, error)] {
             switch choice {
-            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .null:
+                try check(
+                    posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0),
+                    "opening /dev/null"
+                )
             case .inherit: break
             case .pipe(let pipe):
-                posix_spawn_file_actions_adddup2(&actions, pipe.fileHandleForWriting.fileDescriptor, target)
+                let end = pipe.fileHandleForWriting.fileDescriptor
+                try check(posix_spawn_file_actions_adddup2(&actions, end, target), "passing a pipe")
             }
         }
-        try check(Self.addCloseFrom(&actions, 3), "closing inherited descriptors")
+        guard let addCloseFrom = Self.addCloseFrom else {
+            throw ChildProcessFailed(
+                description: "glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np is missing"
+            )
+        }
+        try check(addCloseFrom(&actions, 3), "closing inherited descriptors")
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -106,8 +123,13 @@ public final class ChildProcess: Sendable {
         for case .pipe(let pipe) in [output, error] { try? pipe.fileHandleForWriting.close() }
     }
 
+    /// A child still running when nothing refers to it any more is killed and reaped: no test
+    /// leaves a process or a zombie behind.
     deinit {
-        _ = self.poll()
+        guard self.poll() == nil else { return }
+        kill(self.pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(self.pid, &status, 0) == -1, errno == EINTR {}
     }
 
     /// Sends `signal` to the child (unless it has been reaped: its pid may be another's by then).
@@ -133,7 +155,13 @@ public final class ChildProcess: Sendable {
         self.termination.withLock { ended in
             if let ended { return ended }
             var status: Int32 = 0
-            guard waitpid(self.pid, &status, WNOHANG) == self.pid else { return nil }
+            switch waitpid(self.pid, &status, WNOHANG) {
+            case self.pid: break
+            case -1 where errno != EINTR:
+                ended = .unknown
+                return ended
+            default: return nil
+            }
             let signal = status & 0x7f
             ended = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
             return ended
@@ -141,17 +169,12 @@ public final class ChildProcess: Sendable {
     }
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
-    /// module does not declare.
-    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 =
-        {
-            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-                fatalError("glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np is missing")
-            }
-            return unsafeBitCast(
-                symbol,
-                to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self
-            )
-        }()
+    /// module does not declare; nil before 2.34.
+    private static let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 }
 
 private func check(_ result: Int32, _ doing: String) throws {

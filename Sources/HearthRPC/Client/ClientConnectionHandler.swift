@@ -6,8 +6,9 @@ import Synchronization
 /// One call waiting for its response payload. Touched only on its connection's event loop.
 final class PendingCall: @unchecked Sendable {
     let promise: EventLoopPromise<Data>
-    /// Whether an answer other than UNAUTHENTICATED proves who is calling, as the server counts
-    /// it: any call but a health check.
+    /// Whether an OK answer proves who is calling: any call but a health check. (The server
+    /// counts more answers than OK, but not every refusal: OK is the one the client can be
+    /// sure of.)
     let provesIdentity: Bool
     var callID: UInt64 = 0
     var cancelled = false
@@ -76,8 +77,8 @@ final class ConnectionAvailability: Sendable {
         if !self.hasAnswered { self.answered.store(true, ordering: .relaxed) }
     }
 
-    /// Whether a call here passed the server's authentication (its answer was not
-    /// UNAUTHENTICATED): the server then takes frames up to its full limit.
+    /// Whether a call here (not a health check) was answered OK, so that it passed the
+    /// server's authentication: the server then takes frames up to its full limit.
     var hasAuthenticated: Bool { self.authenticated.load(ordering: .relaxed) }
 
     func noteAuthenticated() {
@@ -222,7 +223,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .response:
             self.availability.noteAnswer()
             guard let call = self.pending.removeValue(forKey: frame.callID) else { return }
-            if call.provesIdentity, !frame.hasStatus || frame.status.code != .unauthenticated {
+            if call.provesIdentity, !frame.hasStatus || frame.status.code == .ok {
                 self.availability.noteAuthenticated()
             }
             if frame.hasStatus, frame.status.code != .ok {
@@ -273,7 +274,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 RPCError(.unavailable, "the server did not answer in Hearth frames (a TLS listener? try --tls)")
             )
         } else {
-            self.failAll(RPCError(.unavailable, "connection failed: \(error)"))
+            // After a GOAWAY (a server closing on a refused frame resets the connection while
+            // the rest of it arrives), its reason is why the calls still in flight end.
+            let goAway = self.refusal.map { " (\($0.message))" } ?? ""
+            self.failAll(RPCError(.unavailable, "connection failed: \(error)\(goAway)"))
         }
         context.close(promise: nil)
     }

@@ -62,11 +62,36 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Whether the connection a call started now would use has had a call pass the server's
-    /// authentication (false while there is none).
-    var hasAuthenticatedConnection: Bool {
+    /// authentication (false while there is none, or it takes no more calls).
+    var hasAuthenticatedConnection: Bool { self.authenticatedConnection != nil }
+
+    private var authenticatedConnection: RPCConnection? {
         self.state.withLock { state in
-            if case .ready(let connection, _, _) = state { connection.hasAuthenticated } else { false }
+            guard case .ready(let connection, _, _) = state, connection.isAcceptingCalls, connection.hasAuthenticated
+            else { return nil }
+            return connection
         }
+    }
+
+    /// Starts a call only on a connection that a call has authenticated (see
+    /// ``hasAuthenticatedConnection``): one whose server takes no large frame until then. When
+    /// it was lost since, the call fails as never sent (UNAVAILABLE), so it may be tried again
+    /// at once on a new one, authenticated first.
+    func startOnAuthenticatedConnection(
+        _ method: String,
+        payload: Data,
+        metadata: Metadata,
+        timeout: Duration?
+    ) -> StartedCall {
+        guard let connection = self.authenticatedConnection else {
+            let lost = RPCError(
+                .unavailable,
+                "the connection to \(self.target) closed after it authenticated",
+                cause: CallNotSent()
+            )
+            return .answered(.failure(lost), on: self.group.next())
+        }
+        return connection.start(method: method, payload: payload, metadata: metadata, timeout: timeout)
     }
 
     /// Whether a call started now goes out at once. When it would have to wait, the connection

@@ -125,16 +125,15 @@ public final class RPCClient: Sendable {
                 // The retry picks again: a connection the server said was full is passed over.
                 let slot = slots.next()
                 if let limit = configuration.maxFrameSizeBeforeAuthentication,
-                    Self.frameSize(method, payload: payload, metadata: metadata) > limit,
-                    !slot.hasAuthenticatedConnection
+                    Self.frameSize(method, payload: payload, metadata: metadata) > limit
                 {
-                    _ = try await slot.start(
-                        Hearth_Gateway_V1_Gateway.Method.authenticate.name,
-                        payload: Data(),
+                    return try await Self.callAuthenticated(
+                        on: slot,
+                        method,
+                        payload: payload,
                         metadata: metadata,
-                        timeout: timeout,
-                        on: nil
-                    ).value
+                        deadline: deadline
+                    )
                 }
                 return try await slot.start(
                     method,
@@ -155,6 +154,40 @@ public final class RPCClient: Sendable {
                 try await interceptor.intercept(method: method, payload: payload, options: options, next: next)
             }
         }
+    }
+
+    /// A call whose frame is larger than the server takes before authentication: on a
+    /// connection that a call has authenticated, after `Gateway/Authenticate` when the slot's
+    /// connection has had none.
+    private static func callAuthenticated(
+        on slot: ConnectionSlot,
+        _ method: String,
+        payload: Data,
+        metadata: Metadata,
+        deadline: ContinuousClock.Instant?
+    ) async throws -> Data {
+        func remaining() throws -> Duration? {
+            let left = deadline.map { $0 - ContinuousClock.now }
+            if let left, left <= .zero { throw RPCError(.deadlineExceeded, "deadline exceeded", cause: CallNotSent()) }
+            return left
+        }
+        if !slot.hasAuthenticatedConnection {
+            // Only the token: the rest of the call's metadata is for its method.
+            _ = try await slot.start(
+                Hearth_Gateway_V1_Gateway.Method.authenticate.name,
+                payload: Data(),
+                metadata: Metadata(metadata["authorization"].map { ["authorization": $0] } ?? [:]),
+                timeout: try remaining(),
+                on: nil
+            ).value
+        }
+        // On that same connection: a new one would take no large frame yet.
+        return try await slot.startOnAuthenticatedConnection(
+            method,
+            payload: payload,
+            metadata: metadata,
+            timeout: try remaining()
+        ).value
     }
 
     /// At least the size of a REQUEST frame for a call: its payload, method and metadata, and

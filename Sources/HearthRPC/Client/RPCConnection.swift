@@ -62,7 +62,8 @@ public final class RPCConnection: Sendable {
     /// Whether the server has answered any call on this connection.
     var hasAnswered: Bool { self.availability.hasAnswered }
 
-    /// Whether a call on this connection passed the server's authentication.
+    /// Whether a call on this connection (not a health check) was answered OK: it passed the
+    /// server's authentication.
     var hasAuthenticated: Bool { self.availability.hasAuthenticated }
 
     /// Whether `limit` calls or more are in flight here, or the server's last answer refused a

@@ -40,7 +40,8 @@ public nonisolated struct Hearth_Gateway_V1_AuthenticateResponse: Sendable {
   /// The user the bearer token names.
   public var userID: String = String()
 
-  /// When the token stops being accepted, in milliseconds since 1970; 0 if it names no expiry.
+  /// The token's expiry (`exp`, which every token has), in milliseconds since 1970. The gateway
+  /// still takes it for up to 60 s after, for clocks that differ.
   public var expiresAtMs: Int64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -85,17 +85,36 @@ extension ServerConnectionHandler {
 
     /// Closes a connection whose peer broke the protocol or a limit, most often in the middle of
     /// sending a frame: the GOAWAY goes out and the write side closes behind it (FIN), then what
-    /// the peer still sends is read and dropped (the frame decoder has stopped) until it closes
-    /// too, for at most `lingerBound`. Closed at once, a socket with unread bytes is reset, and
-    /// the reset discards the GOAWAY before the peer reads why.
+    /// the peer still sends is read and dropped until it closes too, for at most `lingerBound`.
+    /// Closed at once, a socket with unread bytes is reset, and the reset discards the GOAWAY
+    /// before the peer reads why. The frame decoder goes first, giving back its share of the
+    /// partial-frame budget: what arrives from now on reaches this handler as bytes, which a
+    /// closing connection drops.
     func lingeringClose(context: ChannelHandlerContext) {
         let channel = context.channel
+        context.pipeline.syncOperations.removeHandler(name: Self.frameDecoderName, promise: nil)
         let flushed = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(NIOAny(ByteBuffer()), promise: flushed)
         flushed.futureResult.whenComplete { _ in channel.close(mode: .output, promise: nil) }
         context.eventLoop.scheduleTask(in: Self.lingerBound) { channel.close(promise: nil) }
+        // Reads may be held back for a peer that does not read (backpressure): not now.
+        _ = channel.setOption(.autoRead, value: true)
+        context.read()
     }
+
+    /// The name of a server connection's frame decoder in its pipeline.
+    static let frameDecoderName = "frames"
 
     /// How long a connection closed for a protocol error keeps reading what its peer still sends.
     static let lingerBound = TimeAmount.seconds(2)
+    /// How much of it, at most: by then the GOAWAY, sent first, has long reached the peer, and a
+    /// hostile one gets no more of the loop's time for its bytes.
+    static let lingerByteBound = 256 * 1024
+
+    /// Bytes that came while closing (a frame's rest, behind a GOAWAY): dropped, and the
+    /// connection closed at once past ``lingerByteBound``.
+    func drop(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        self.droppedWhileClosing += bytes.readableBytes
+        if self.droppedWhileClosing > Self.lingerByteBound { context.close(promise: nil) }
+    }
 }

@@ -93,6 +93,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// The end of the authentication window, cancelled once a call authenticated (or the
     /// connection went), so that it does not hold the handler for the rest of the window.
     var authenticationCheck: Scheduled<Void>?
+    /// Bytes read and dropped since the connection began to close (``lingeringClose(context:)``).
+    var droppedWhileClosing = 0
     /// The last REQUEST's method and metadata (its payload dropped), when small: the next
     /// frame's decoder reuses its strings where the bytes are the same.
     var lastRequest: WireFrame?
@@ -147,7 +149,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.flushes.readStarted()
-        guard self.lifecycle.readsFrames else { return }
+        guard self.lifecycle.readsFrames else {
+            self.drop(Self.unwrapInboundIn(data), context: context)
+            return
+        }
         let buffer = Self.unwrapInboundIn(data)
         let frame: WireFrame
         do {
@@ -339,7 +344,8 @@ extension ChannelPipeline.SynchronousOperations {
                     readingTime: readingTime,
                     untilAuthenticated: untilAuthenticated
                 )
-            )
+            ),
+            name: ServerConnectionHandler.frameDecoderName
         )
         try self.addHandler(
             ServerConnectionHandler(

@@ -17,10 +17,12 @@ final class RawConnection: Sendable {
     }
 
     /// Connects to `port` on 127.0.0.1, from `source` (another loopback address: 127.0.0.2,
-    /// ...) when given.
-    static func connect(port: Int, from source: String? = nil) async throws -> RawConnection {
+    /// ...) when given. `keepsOpen`: the server's FIN does not close this end (a peer that
+    /// never closes); otherwise it does, as NIO's clients do.
+    static func connect(port: Int, from source: String? = nil, keepsOpen: Bool = false) async throws -> RawConnection {
         let collector = Collector()
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.allowRemoteHalfClosure, value: keepsOpen)
         if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
         let channel =
             try await bootstrap
