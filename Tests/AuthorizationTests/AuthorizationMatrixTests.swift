@@ -63,6 +63,8 @@ struct AuthorizationMatrixTests {
         case (_, "UpdateRoutine"): return #"{"routineId": "\#(ids.routine)", "title": "Changed"}"#
         case (_, "AddAction"): return #"{"routineId": "\#(ids.routine)", "text": "More"}"#
         case (_, "RemoveAction"): return #"{"routineId": "\#(ids.routine)", "actionId": "\#(ids.action)"}"#
+        case (_, "EditAction"):
+            return #"{"routineId": "\#(ids.routine)", "actionId": "\#(ids.action)", "text": "mine now"}"#
         case (_, "SetActionDone"):
             return #"{"routineId": "\#(ids.routine)", "actionId": "\#(ids.action)", "done": true, "timeZone": "UTC"}"#
         case (_, "GetProgress"): return #"{"routineId": "\#(ids.routine)", "timeZone": "UTC", "userId": "olivia"}"#
@@ -133,7 +135,7 @@ struct AuthorizationMatrixTests {
                         try await Self.withAccountServer(sharing: tasks, peers: client) { account, accountClient in
                             let ids = try await Self.seed(client, now: now)
                             let methods = (services + [account]).flatMap(\.methods)
-                            #expect(methods.count == 76)
+                            #expect(methods.count == 77)
 
                             func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
                                 var metadata: [String: String] = [:]

@@ -146,6 +146,19 @@ struct System {
         return try await self.routines.removeAction(request, callContext(user))
     }
 
+    func editAction(
+        _ routine: Hearth_Routines_V1_Routine,
+        _ actionID: String,
+        _ text: String,
+        as user: String = "olivia"
+    ) async throws -> Hearth_Routines_V1_Routine {
+        var request = Hearth_Routines_V1_EditActionRequest()
+        request.routineID = routine.id
+        request.actionID = actionID
+        request.text = text
+        return try await self.routines.editAction(request, callContext(user))
+    }
+
     /// Sets the clock to a local wall time in `zone`.
     func set(_ local: String, in zone: String) {
         let formatter = DateFormatter()

@@ -157,11 +157,12 @@ final class TasksSystem: Sendable {
         try await self.service.listPrompts(.with { $0.taskID = taskID }, callContext(user)).prompts
     }
 
-    func pending(_ user: String = "ana", limit: UInt32 = 0, task: String? = nil) async throws
+    func pending(_ user: String = "ana", limit: UInt32 = 0, task: String? = nil, upcoming: Bool = false) async throws
         -> Hearth_Tasks_V1_ListPendingPromptsResponse
     {
         var request = Hearth_Tasks_V1_ListPendingPromptsRequest()
         request.limit = limit
+        request.includeUpcoming = upcoming
         if let task { request.taskID = task }
         return try await self.service.listPendingPrompts(request, callContext(user))
     }

@@ -23,6 +23,7 @@ public enum Hearth_Tasks_V1_Activities {
             {
               // 1-200 characters after trimming.
               "title": string,
+              // Left out (REPEAT_UNSPECIFIED): NONE, done once for good.
               "repeat": "REPEAT_UNSPECIFIED" | "NONE" | "DAILY",
               // 1-3; 0 means 2.
               "priority": integer

@@ -522,6 +522,7 @@ public nonisolated struct Hearth_Tasks_V1_CreateActivityRequest: Sendable {
   /// 1-200 characters after trimming.
   public var title: String = String()
 
+  /// Left out (REPEAT_UNSPECIFIED): NONE, done once for good.
   public var `repeat`: Hearth_Tasks_V1_Repeat = .unspecified
 
   /// 1-3; 0 means 2.

@@ -69,6 +69,16 @@ extension Hearth_Routines_V1_Routines {
             try await self.rpc.call(Method.removeAction, request, options: options)
         }
 
+        /// Changes an action's text in place, for the nest's owner: its id, its place in the list and
+        /// every tick of it (today's included) stay. Returns the routine. INVALID_ARGUMENT for an empty
+        /// or too long text, NOT_FOUND for an action not in it (or removed), PERMISSION_DENIED for a
+        /// sitter.
+        public func editAction(_ request: Hearth_Routines_V1_EditActionRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Routines_V1_Routine
+        {
+            try await self.rpc.call(Method.editAction, request, options: options)
+        }
+
         /// Ticks (or unticks) an action for the caller, owner or sitter, on today's date in time_zone;
         /// doing it again changes nothing. Returns the caller's progress that day. NOT_FOUND for a
         /// routine the caller cannot see, or an action it does not have now.

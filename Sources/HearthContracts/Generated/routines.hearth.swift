@@ -140,6 +140,29 @@ public enum Hearth_Routines_V1_Routines {
             """#
         )
 
+        /// Changes an action's text in place, for the nest's owner: its id, its place in the list and
+        /// every tick of it (today's included) stay. Returns the routine. INVALID_ARGUMENT for an empty
+        /// or too long text, NOT_FOUND for an action not in it (or removed), PERMISSION_DENIED for a
+        /// sitter.
+        public static let editAction = RPCMethodDescriptor<Hearth_Routines_V1_EditActionRequest, Hearth_Routines_V1_Routine>(
+            name: "hearth.routines.v1.Routines/EditAction",
+            servicesOnly: false,
+            documentation: #"""
+            Changes an action's text in place, for the nest's owner: its id, its place in the list and
+            every tick of it (today's included) stay. Returns the routine. INVALID_ARGUMENT for an empty
+            or too long text, NOT_FOUND for an action not in it (or removed), PERMISSION_DENIED for a
+            sitter.
+            """#,
+            requestShape: #"""
+            {
+              "routineId": string,
+              "actionId": string,
+              // 1-280 characters after trimming.
+              "text": string
+            }
+            """#
+        )
+
         /// Ticks (or unticks) an action for the caller, owner or sitter, on today's date in time_zone;
         /// doing it again changes nothing. Returns the caller's progress that day. NOT_FOUND for a
         /// routine the caller cannot see, or an action it does not have now.
@@ -263,6 +286,6 @@ public enum Hearth_Routines_V1_Routines {
         A nest's routines. OWNER edits; SITTER (a session active now) reads and ticks; anyone else
         gets NOT_FOUND. UNAVAILABLE when the checkins service cannot say who the caller is to the nest.
         """#,
-        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info, Method.eraseUser.info, Method.exportUser.info]
+        methods: [Method.createRoutine.info, Method.getRoutine.info, Method.listRoutines.info, Method.updateRoutine.info, Method.deleteRoutine.info, Method.addAction.info, Method.removeAction.info, Method.editAction.info, Method.setActionDone.info, Method.getProgress.info, Method.getHistory.info, Method.eraseUser.info, Method.exportUser.info]
     )
 }

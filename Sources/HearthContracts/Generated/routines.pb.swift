@@ -237,6 +237,23 @@ public nonisolated struct Hearth_Routines_V1_RemoveActionRequest: Sendable {
   public init() {}
 }
 
+public nonisolated struct Hearth_Routines_V1_EditActionRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var routineID: String = String()
+
+  public var actionID: String = String()
+
+  /// 1-280 characters after trimming.
+  public var text: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Hearth_Routines_V1_SetActionDoneRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -946,6 +963,46 @@ nonisolated extension Hearth_Routines_V1_RemoveActionRequest: SwiftProtobuf.Mess
   public static func ==(lhs: Hearth_Routines_V1_RemoveActionRequest, rhs: Hearth_Routines_V1_RemoveActionRequest) -> Bool {
     if lhs.routineID != rhs.routineID {return false}
     if lhs.actionID != rhs.actionID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Routines_V1_EditActionRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EditActionRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}routine_id\0\u{3}action_id\0\u{1}text\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.routineID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.actionID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.routineID.isEmpty {
+      try visitor.visitSingularStringField(value: self.routineID, fieldNumber: 1)
+    }
+    if !self.actionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.actionID, fieldNumber: 2)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Routines_V1_EditActionRequest, rhs: Hearth_Routines_V1_EditActionRequest) -> Bool {
+    if lhs.routineID != rhs.routineID {return false}
+    if lhs.actionID != rhs.actionID {return false}
+    if lhs.text != rhs.text {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -36,6 +36,12 @@ extension Hearth_Routines_V1_Routines {
         /// returns the routine. NOT_FOUND for an action not in it, PERMISSION_DENIED for a sitter.
         func removeAction(_ request: Hearth_Routines_V1_RemoveActionRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_Routine
 
+        /// Changes an action's text in place, for the nest's owner: its id, its place in the list and
+        /// every tick of it (today's included) stay. Returns the routine. INVALID_ARGUMENT for an empty
+        /// or too long text, NOT_FOUND for an action not in it (or removed), PERMISSION_DENIED for a
+        /// sitter.
+        func editAction(_ request: Hearth_Routines_V1_EditActionRequest, _ context: RPCContext) async throws -> Hearth_Routines_V1_Routine
+
         /// Ticks (or unticks) an action for the caller, owner or sitter, on today's date in time_zone;
         /// doing it again changes nothing. Returns the caller's progress that day. NOT_FOUND for a
         /// routine the caller cannot see, or an action it does not have now.
@@ -76,6 +82,7 @@ extension Hearth_Routines_V1_Routines.Handler {
             .unary(Hearth_Routines_V1_Routines.Method.deleteRoutine) { try await self.deleteRoutine($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.addAction) { try await self.addAction($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.removeAction) { try await self.removeAction($0, $1) },
+            .unary(Hearth_Routines_V1_Routines.Method.editAction) { try await self.editAction($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.setActionDone) { try await self.setActionDone($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.getProgress) { try await self.getProgress($0, $1) },
             .unary(Hearth_Routines_V1_Routines.Method.getHistory) { try await self.getHistory($0, $1) },

@@ -104,21 +104,27 @@ public enum Hearth_Tasks_V1_Tasks {
             """#
         )
 
-        /// Lists the acting user's DUE prompts, of every task or one, highest priority first; `total`
-        /// counts them all. NOT_FOUND when task_id names a task that is not theirs.
+        /// Lists the acting user's DUE prompts (and with include_upcoming the SCHEDULED ones after
+        /// them), of every task or one, highest priority first; `total` counts them all. NOT_FOUND when
+        /// task_id names a task that is not theirs.
         public static let listPendingPrompts = RPCMethodDescriptor<Hearth_Tasks_V1_ListPendingPromptsRequest, Hearth_Tasks_V1_ListPendingPromptsResponse>(
             name: "hearth.tasks.v1.Tasks/ListPendingPrompts",
             servicesOnly: false,
             documentation: #"""
-            Lists the acting user's DUE prompts, of every task or one, highest priority first; `total`
-            counts them all. NOT_FOUND when task_id names a task that is not theirs.
+            Lists the acting user's DUE prompts (and with include_upcoming the SCHEDULED ones after
+            them), of every task or one, highest priority first; `total` counts them all. NOT_FOUND when
+            task_id names a task that is not theirs.
             """#,
             requestShape: #"""
             {
               // 1-100; 0 means 10.
               "limit": integer,
               // Only this task's prompts.
-              "taskId": string  // optional: left out means unset
+              "taskId": string,  // optional: left out means unset
+              // Also the prompts still to come (SCHEDULED), after the due ones, earliest first: every
+              // prompt still waiting, as the plan's pending list has it (6 right after a 3-day task with two
+              // times a day is created). Default: the DUE ones only.
+              "includeUpcoming": true | false
             }
             """#
         )
@@ -168,14 +174,16 @@ public enum Hearth_Tasks_V1_Tasks {
 
         /// Records a check-in on a task now, outside its prompts, and returns it; a retry with the same
         /// client_request_id returns the first (ALREADY_EXISTS if it differs). FAILED_PRECONDITION for a
-        /// cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task.
+        /// cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task. With prompt_id,
+        /// the check-in of that prompt instead (see RecordCheckInRequest.prompt_id).
         public static let recordCheckIn = RPCMethodDescriptor<Hearth_Tasks_V1_RecordCheckInRequest, Hearth_Tasks_V1_CheckIn>(
             name: "hearth.tasks.v1.Tasks/RecordCheckIn",
             servicesOnly: false,
             documentation: #"""
             Records a check-in on a task now, outside its prompts, and returns it; a retry with the same
             client_request_id returns the first (ALREADY_EXISTS if it differs). FAILED_PRECONDITION for a
-            cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task.
+            cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task. With prompt_id,
+            the check-in of that prompt instead (see RecordCheckInRequest.prompt_id).
             """#,
             requestShape: #"""
             {
@@ -187,7 +195,14 @@ public enum Hearth_Tasks_V1_Tasks {
               "questionType": string,  // optional: left out means unset
               "insights": [ string, ... ],
               // A retry with the same id returns the first check-in instead of recording another.
-              "clientRequestId": string
+              "clientRequestId": string,
+              // The prompt this check-in answers, as the plan's second step names it. A prompt already
+              // answered (RespondToPrompt, which records the check-in with the answer) returns that
+              // check-in, whatever this call's answer: the first answer stands and no second check-in is
+              // made. A DUE prompt not yet answered is answered with this one, as RespondToPrompt would.
+              // It must be a prompt of task_id (INVALID_ARGUMENT otherwise); FAILED_PRECONDITION for one
+              // not due yet, expired, dismissed or cancelled. Empty: a check-in outside the prompts.
+              "promptId": string
             }
             """#
         )

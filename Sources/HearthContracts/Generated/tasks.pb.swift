@@ -389,7 +389,7 @@ public nonisolated struct Hearth_Tasks_V1_CheckIn: Sendable {
 
   public var taskID: String = String()
 
-  /// Empty for a check-in not tied to a prompt (RecordCheckIn).
+  /// Empty for a check-in not tied to a prompt (RecordCheckIn without prompt_id).
   public var promptID: String = String()
 
   public var recordedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
@@ -752,6 +752,11 @@ public nonisolated struct Hearth_Tasks_V1_ListPendingPromptsRequest: Sendable {
   /// Clears the value of `taskID`. Subsequent reads from it will return its default value.
   public mutating func clearTaskID() {self._taskID = nil}
 
+  /// Also the prompts still to come (SCHEDULED), after the due ones, earliest first: every
+  /// prompt still waiting, as the plan's pending list has it (6 right after a 3-day task with two
+  /// times a day is created). Default: the DUE ones only.
+  public var includeUpcoming: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -764,10 +769,11 @@ public nonisolated struct Hearth_Tasks_V1_ListPendingPromptsResponse: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// DUE prompts, highest priority first, then earliest.
+  /// DUE prompts, highest priority first, then earliest; with include_upcoming, the SCHEDULED
+  /// ones after them, earliest first.
   public var prompts: [Hearth_Tasks_V1_Prompt] = []
 
-  /// How many are due in all (may exceed the prompts returned).
+  /// How many there are in all (may exceed the prompts returned).
   public var total: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -940,6 +946,14 @@ public nonisolated struct Hearth_Tasks_V1_RecordCheckInRequest: Sendable {
 
   /// A retry with the same id returns the first check-in instead of recording another.
   public var clientRequestID: String = String()
+
+  /// The prompt this check-in answers, as the plan's second step names it. A prompt already
+  /// answered (RespondToPrompt, which records the check-in with the answer) returns that
+  /// check-in, whatever this call's answer: the first answer stands and no second check-in is
+  /// made. A DUE prompt not yet answered is answered with this one, as RespondToPrompt would.
+  /// It must be a prompt of task_id (INVALID_ARGUMENT otherwise); FAILED_PRECONDITION for one
+  /// not due yet, expired, dismissed or cancelled. Empty: a check-in outside the prompts.
+  public var promptID: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2004,7 +2018,7 @@ nonisolated extension Hearth_Tasks_V1_CancelTaskResponse: SwiftProtobuf.Message,
 
 nonisolated extension Hearth_Tasks_V1_ListPendingPromptsRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListPendingPromptsRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}limit\0\u{3}task_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}limit\0\u{3}task_id\0\u{3}include_upcoming\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2014,6 +2028,7 @@ nonisolated extension Hearth_Tasks_V1_ListPendingPromptsRequest: SwiftProtobuf.M
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self._taskID) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.includeUpcoming) }()
       default: break
       }
     }
@@ -2030,12 +2045,16 @@ nonisolated extension Hearth_Tasks_V1_ListPendingPromptsRequest: SwiftProtobuf.M
     try { if let v = self._taskID {
       try visitor.visitSingularStringField(value: v, fieldNumber: 2)
     } }()
+    if self.includeUpcoming != false {
+      try visitor.visitSingularBoolField(value: self.includeUpcoming, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_ListPendingPromptsRequest, rhs: Hearth_Tasks_V1_ListPendingPromptsRequest) -> Bool {
     if lhs.limit != rhs.limit {return false}
     if lhs._taskID != rhs._taskID {return false}
+    if lhs.includeUpcoming != rhs.includeUpcoming {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2241,7 +2260,7 @@ nonisolated extension Hearth_Tasks_V1_RespondToPromptResponse: SwiftProtobuf.Mes
 
 nonisolated extension Hearth_Tasks_V1_RecordCheckInRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordCheckInRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}task_id\0\u{3}response_text\0\u{1}energy\0\u{1}mood\0\u{1}focus\0\u{3}question_type\0\u{1}insights\0\u{3}client_request_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}task_id\0\u{3}response_text\0\u{1}energy\0\u{1}mood\0\u{1}focus\0\u{3}question_type\0\u{1}insights\0\u{3}client_request_id\0\u{3}prompt_id\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2257,6 +2276,7 @@ nonisolated extension Hearth_Tasks_V1_RecordCheckInRequest: SwiftProtobuf.Messag
       case 6: try { try decoder.decodeSingularStringField(value: &self._questionType) }()
       case 7: try { try decoder.decodeRepeatedStringField(value: &self.insights) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.clientRequestID) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.promptID) }()
       default: break
       }
     }
@@ -2291,6 +2311,9 @@ nonisolated extension Hearth_Tasks_V1_RecordCheckInRequest: SwiftProtobuf.Messag
     if !self.clientRequestID.isEmpty {
       try visitor.visitSingularStringField(value: self.clientRequestID, fieldNumber: 8)
     }
+    if !self.promptID.isEmpty {
+      try visitor.visitSingularStringField(value: self.promptID, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2303,6 +2326,7 @@ nonisolated extension Hearth_Tasks_V1_RecordCheckInRequest: SwiftProtobuf.Messag
     if lhs._questionType != rhs._questionType {return false}
     if lhs.insights != rhs.insights {return false}
     if lhs.clientRequestID != rhs.clientRequestID {return false}
+    if lhs.promptID != rhs.promptID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

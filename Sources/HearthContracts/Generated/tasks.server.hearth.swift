@@ -25,8 +25,9 @@ extension Hearth_Tasks_V1_Tasks {
         /// user's task.
         func cancelTask(_ request: Hearth_Tasks_V1_CancelTaskRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_CancelTaskResponse
 
-        /// Lists the acting user's DUE prompts, of every task or one, highest priority first; `total`
-        /// counts them all. NOT_FOUND when task_id names a task that is not theirs.
+        /// Lists the acting user's DUE prompts (and with include_upcoming the SCHEDULED ones after
+        /// them), of every task or one, highest priority first; `total` counts them all. NOT_FOUND when
+        /// task_id names a task that is not theirs.
         func listPendingPrompts(_ request: Hearth_Tasks_V1_ListPendingPromptsRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_ListPendingPromptsResponse
 
         /// Lists every prompt of one of the acting user's tasks, whatever its state, in time order;
@@ -40,7 +41,8 @@ extension Hearth_Tasks_V1_Tasks {
 
         /// Records a check-in on a task now, outside its prompts, and returns it; a retry with the same
         /// client_request_id returns the first (ALREADY_EXISTS if it differs). FAILED_PRECONDITION for a
-        /// cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task.
+        /// cancelled task or past 1000 such check-ins; NOT_FOUND for another user's task. With prompt_id,
+        /// the check-in of that prompt instead (see RecordCheckInRequest.prompt_id).
         func recordCheckIn(_ request: Hearth_Tasks_V1_RecordCheckInRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_CheckIn
 
         /// Dismisses an open prompt (scheduled or due): no push, no answer any more; returns it, also when

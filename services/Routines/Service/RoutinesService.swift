@@ -138,6 +138,19 @@ public struct RoutinesService: Hearth_Routines_V1_Routines.Handler {
         )
     }
 
+    public func editAction(_ request: Hearth_Routines_V1_EditActionRequest, _ context: RPCContext)
+        async throws -> Hearth_Routines_V1_Routine
+    {
+        let (routine, role) = try await self.visibleRoutine(request.routineID, to: context.verifiedUser())
+        try Self.requireOwner(role)
+        let text = try RoutineRules.actionText(request.text).get()
+        return try Self.answer(
+            await self.store.editAction(routineID: routine.routine.id, actionID: request.actionID, text: text),
+            request.routineID,
+            actionID: request.actionID
+        )
+    }
+
     private static func answer(_ outcome: RoutineStore.ActionOutcome, _ routineID: String, actionID: String?) throws
         -> Hearth_Routines_V1_Routine
     {

@@ -140,12 +140,27 @@ struct RoutineStore: Sendable {
     /// Removes an action from now on: past days keep it in their counts.
     func removeAction(routineID: String, actionID: String) async throws -> ActionOutcome {
         let now = self.now
+        return try await self.changeAction(routineID: routineID, actionID: actionID) { $0.removedAt = now }
+    }
+
+    /// Changes a current action's text; its id, position and ticks stay.
+    func editAction(routineID: String, actionID: String, text: String) async throws -> ActionOutcome {
+        try await self.changeAction(routineID: routineID, actionID: actionID) { $0.text = text }
+    }
+
+    /// Applies `change` to a current action of the routine, which is then updated now.
+    private func changeAction(
+        routineID: String,
+        actionID: String,
+        _ change: @escaping @Sendable (inout ActionRecord) -> Void
+    ) async throws -> ActionOutcome {
+        let now = self.now
         return try await self.base.write { db in
             guard var routine = try RoutineRecord.fetchOne(db, cachedKey: routineID) else { return .routineMissing }
             guard var action = try ActionRecord.fetchOne(db, cachedKey: actionID), action.routineID == routineID,
                 action.removedAt == nil
             else { return .actionMissing }
-            action.removedAt = now
+            change(&action)
             try action.update(db)
             routine.updatedAt = now
             try routine.update(db)

@@ -147,12 +147,14 @@ enum OfferRules {
     }
 
     /// `repeat`: nil when none was given, or one the rules do not know.
-    static func activity(title: String, repeat: Recurrence?, priority: UInt32) -> Result<
+    /// `repeatValue` as sent: 0 (left out) is NONE, as the plan reads an activity with no repeat.
+    static func activity(title: String, repeatValue: Int, priority: UInt32) -> Result<
         (title: String, repeat: Recurrence, priority: Int), RPCError
     > {
         var violations: [FieldViolation] = []
         let title = FieldChecks.trimmed(title, field: "title", characters: 1...Self.maxTitleCharacters)
         if case .failure(let violation) = title { violations.append(violation) }
+        let `repeat` = repeatValue == 0 ? Recurrence.once : Recurrence(rawValue: repeatValue)
         if `repeat` == nil {
             violations.append(FieldViolation(field: "repeat", description: "must be NONE or DAILY"))
         }

@@ -23,7 +23,7 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         let user = try context.verifiedUser()
         let new = try OfferRules.activity(
             title: request.title,
-            repeat: Recurrence(rawValue: request.repeat.rawValue),
+            repeatValue: request.repeat.rawValue,
             priority: request.priority
         )
         .get()

@@ -213,7 +213,8 @@ public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
             user: user,
             taskID: request.hasTaskID ? request.taskID : nil,
             now: now,
-            limit: limit
+            limit: limit,
+            upcoming: request.includeUpcoming
         )
         var response = Hearth_Tasks_V1_ListPendingPromptsResponse()
         response.prompts = prompts.map { $0.message(now: now) }
@@ -244,24 +245,38 @@ public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
             response.prompt = prompt.message(now: now)
             response.checkIn = checkIn.message
             return response
+        case let refused:
+            throw Self.refusal(refused, promptID: request.promptID)
+        }
+    }
+
+    /// Why a prompt was not answered.
+    static func refusal(_ outcome: TaskStore.RespondOutcome, promptID: String) -> RPCError {
+        switch outcome {
+        case .answered:
+            RPCError(.internal, "prompt \(promptID) was answered")
         case .differentAnswer(let earlier):
-            throw RPCError(
+            RPCError(
                 .alreadyExists,
-                "prompt \(request.promptID) was already answered differently at \(Self.text(earlier.recordedAt))"
+                "prompt \(promptID) was already answered differently at \(Self.text(earlier.recordedAt))"
             )
         case .notDue(let prompt):
-            throw RPCError(
+            RPCError(
                 .failedPrecondition,
                 "prompt \(prompt.id) is not due yet; it opens at \(Self.text(prompt.scheduledAt))"
             )
         case .expired(let prompt):
-            throw RPCError(.failedPrecondition, "prompt \(prompt.id) expired at \(Self.text(prompt.expiresAt))")
+            RPCError(.failedPrecondition, "prompt \(prompt.id) expired at \(Self.text(prompt.expiresAt))")
         case .dismissed(let prompt):
-            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was dismissed")
+            RPCError(.failedPrecondition, "prompt \(prompt.id) was dismissed")
         case .cancelled(let prompt):
-            throw RPCError(.failedPrecondition, "prompt \(prompt.id) was cancelled with its task")
+            RPCError(.failedPrecondition, "prompt \(prompt.id) was cancelled with its task")
+        case .otherTask(let prompt):
+            .invalidArgument([
+                FieldViolation(field: "prompt_id", description: "is a prompt of task \(prompt.taskID), not of task_id")
+            ])
         case .missing:
-            throw RPCError.notFound("prompt", request.promptID)
+            RPCError.notFound("prompt", promptID)
         }
     }
 
@@ -282,6 +297,22 @@ public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
             throw RPCError.invalidArgument(violations)
         }
         let now = self.store.now
+        if !request.promptID.isEmpty {
+            // The plan's second step, after RespondToPrompt recorded the check-in: no second one.
+            let outcome = try await self.store.respond(
+                promptID: request.promptID,
+                user: user,
+                answer: answer,
+                now: now,
+                ofTask: request.taskID,
+                earlierStands: true
+            )
+            guard case .answered(_, let checkIn, let new) = outcome else {
+                throw Self.refusal(outcome, promptID: request.promptID)
+            }
+            if new { self.relay.wake() }
+            return checkIn.message
+        }
         switch try await self.store.recordCheckIn(
             taskID: request.taskID,
             user: user,

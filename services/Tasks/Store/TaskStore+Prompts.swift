@@ -11,29 +11,38 @@ extension TaskStore {
 
     /// The user's due prompts (time reached, not expired, open), highest priority first,
     /// then earliest; and how many there are in all.
-    func pendingPrompts(user: String, taskID: String?, now: Date, limit: Int) async throws -> (
-        prompts: [PromptRecord], total: Int
-    ) {
+    func pendingPrompts(user: String, taskID: String?, now: Date, limit: Int, upcoming: Bool = false) async throws
+        -> (prompts: [PromptRecord], total: Int)
+    {
         // An open prompt is due from scheduled_at until scheduled_at + lifetime: a bounded
-        // range of the (user_id, scheduled_at) index, whatever else the user has stored.
+        // range of the (user_id, scheduled_at) index, whatever else the user has stored; with
+        // the upcoming ones, the range runs on to the last one scheduled.
         let earliest = now.addingTimeInterval(-TaskRules.promptLifetime)
-        var filter = "user_id = ? AND status = 'open' AND scheduled_at > ? AND scheduled_at <= ? AND expires_at > ?"
-        var arguments: StatementArguments = [user, earliest, now, now]
+        var filter = "user_id = ? AND status = 'open' AND scheduled_at > ? AND expires_at > ?"
+        var arguments: StatementArguments = [user, earliest, now]
+        if !upcoming {
+            filter += " AND scheduled_at <= ?"
+            arguments += [now]
+        }
         if let taskID {
             filter += " AND task_id = ?"
             arguments += [taskID]
         }
+        // Due ones first, by priority; then those to come, in time order.
+        let order =
+            upcoming
+            ? "scheduled_at > ?, CASE WHEN scheduled_at <= ? THEN -priority ELSE 0 END, scheduled_at, id"
+            : "priority DESC, scheduled_at, id"
+        let orderArguments: StatementArguments = upcoming ? [now, now] : []
         return try self.base.read { [filter, arguments] db in
-            // Two shapes of `filter` (with a task or not): each prepared once per connection.
+            // Four shapes of `filter` and `order`: each prepared once per connection.
             let total = try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT COUNT(*) FROM prompt WHERE \(filter)"),
                 arguments: arguments
             )
             let prompts = try PromptRecord.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY priority DESC, scheduled_at, id LIMIT ?"
-                ),
-                arguments: arguments + [limit]
+                db.cachedStatement(sql: "SELECT * FROM prompt WHERE \(filter) ORDER BY \(order) LIMIT ?"),
+                arguments: arguments + orderArguments + [limit]
             )
             return (prompts, total ?? 0)
         }
@@ -90,16 +99,31 @@ extension TaskStore {
         case expired(PromptRecord)
         case dismissed(PromptRecord)
         case cancelled(PromptRecord)
+        /// Not a prompt of the task the caller named.
+        case otherTask(PromptRecord)
         case missing
     }
 
     /// Answers a prompt: in one transaction the prompt becomes RESPONDED and the check-in is
     /// recorded (with the activity for safety). The same answer again is the same result.
-    func respond(promptID: String, user: String, answer: TaskRules.Answer, now: Date) async throws -> RespondOutcome {
+    /// - Parameters:
+    ///   - task: the task the prompt must be of, when the caller named one.
+    ///   - earlierStands: an answered prompt answers with its check-in whatever `answer` is
+    ///     (RecordCheckIn with the prompt, after RespondToPrompt); otherwise only the same answer
+    ///     does.
+    func respond(
+        promptID: String,
+        user: String,
+        answer: TaskRules.Answer,
+        now: Date,
+        ofTask task: String? = nil,
+        earlierStands: Bool = false
+    ) async throws -> RespondOutcome {
         try await self.base.write { db in
             guard
                 var prompt = try Self.prompt(promptID, user: user, in: db)
             else { return .missing }
+            if let task, prompt.taskID != task { return .otherTask(prompt) }
             switch prompt.promptStatus {
             case .responded:
                 guard let earlier = try CheckInRecord.filter(CheckInRecord.Columns.promptID == promptID).fetchOne(db)
@@ -107,7 +131,7 @@ extension TaskStore {
                     return .missing
                 }
                 let same = Self.content(of: earlier) == Self.content(of: answer, defaultType: prompt.questionType)
-                return same ? .answered(prompt, earlier, new: false) : .differentAnswer(earlier)
+                return same || earlierStands ? .answered(prompt, earlier, new: false) : .differentAnswer(earlier)
             case .dismissed: return .dismissed(prompt)
             case .cancelled: return .cancelled(prompt)
             case .open: break
