@@ -83,8 +83,8 @@ extension ServerConnectionHandler {
     /// How long a closing connection may take to write its last frames.
     static let closeWriteBound = TimeAmount.seconds(5)
 
-    /// Closes a connection whose peer broke the protocol or a limit, most often in the middle of
-    /// sending a frame: the GOAWAY goes out and the write side closes behind it (FIN), then what
+    /// Closes a connection whose peer sent a frame it refused as it arrived (too large, past
+    /// the budget of frames still arriving), in the middle of sending it: the GOAWAY goes out and the write side closes behind it (FIN), then what
     /// the peer still sends is read and dropped until it closes too, for at most `lingerBound`.
     /// Closed at once, a socket with unread bytes is reset, and the reset discards the GOAWAY
     /// before the peer reads why. The frame decoder goes first, giving back its share of the

@@ -95,6 +95,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var authenticationCheck: Scheduled<Void>?
     /// Bytes read and dropped since the connection began to close (``lingeringClose(context:)``).
     var droppedWhileClosing = 0
+    /// Whether the connection closes on a frame refused as it arrives (too large, past the
+    /// budget), whose sender is still sending: it lingers so that the GOAWAY is read. Other
+    /// closes (the authentication window, a frame that stalled, an undecodable one) are at
+    /// once: thousands of them a second under attack must not each hold a connection open.
+    var closesMidFrame = false
     /// The last REQUEST's method and metadata (its payload dropped), when small: the next
     /// frame's decoder reuses its strings where the bytes are the same.
     var lastRequest: WireFrame?
@@ -226,6 +231,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
         case is FrameTooLargeError, is FrameTooLargeBeforeAuthenticationError, is PartialFramesOverBudgetError:
+            // Refused while the peer sends it: the rest of it is on its way.
+            self.closesMidFrame = true
             self.perform(self.lifecycle.protocolError(.resourceExhausted, "\(error)"))
         case is FrameTooSlowError:
             self.perform(self.lifecycle.protocolError(.deadlineExceeded, "\(error)"))
@@ -299,7 +306,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             frame.status = RPCError(code, reason).wireStatus
             self.write(frame)
             _ = self.flushes.takeUnflushed()
-            self.lingeringClose(context: context)
+            if self.closesMidFrame {
+                self.lingeringClose(context: context)
+            } else {
+                self.closeAfterFlush(context: context)
+            }
         case .close(.drainTimedOut):
             // Each REQUEST still gets its one RESPONSE: a call cut off is answered, not dropped
             // with the connection, so its client learns why. Not marked as not run: it may have
