@@ -50,7 +50,8 @@ struct TasksRecordColumnsTests {
             action: 2,
             answeredAt: self.second,
             cancelledAt: self.second,
-            snoozedOfferID: "o0"
+            snoozedOfferID: "o0",
+            trigger: 2
         )
         let offerCheck = try ColumnWritesCheck.roundTrip(offer, migrator: TaskMigrations.migrator)
         #expect(offerCheck.columns == offerCheck.codableKeys)

@@ -894,6 +894,10 @@ public nonisolated struct Hearth_Tasks_V1_Offer: Sendable {
   /// Made by a snooze (it does not count toward the daily cap).
   public var snoozed: Bool = false
 
+  /// What made it, as in the plan's notification payload: arriving at the place or leaving it
+  /// (a snooze's, its offer's).
+  public var trigger: Hearth_Tasks_V1_Trigger = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2010,7 +2014,7 @@ nonisolated extension Hearth_Tasks_V1_ReportLocationEventRequest: SwiftProtobuf.
 
 nonisolated extension Hearth_Tasks_V1_Offer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Offer"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}offer_id\0\u{3}activity_id\0\u{1}channel\0\u{3}deliver_at\0\u{1}title\0\u{1}body\0\u{1}actions\0\u{1}state\0\u{1}action\0\u{1}snoozed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}offer_id\0\u{3}activity_id\0\u{1}channel\0\u{3}deliver_at\0\u{1}title\0\u{1}body\0\u{1}actions\0\u{1}state\0\u{1}action\0\u{1}snoozed\0\u{1}trigger\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2028,6 +2032,7 @@ nonisolated extension Hearth_Tasks_V1_Offer: SwiftProtobuf.Message, SwiftProtobu
       case 8: try { try decoder.decodeSingularEnumField(value: &self.state) }()
       case 9: try { try decoder.decodeSingularEnumField(value: &self.action) }()
       case 10: try { try decoder.decodeSingularBoolField(value: &self.snoozed) }()
+      case 11: try { try decoder.decodeSingularEnumField(value: &self.trigger) }()
       default: break
       }
     }
@@ -2068,6 +2073,9 @@ nonisolated extension Hearth_Tasks_V1_Offer: SwiftProtobuf.Message, SwiftProtobu
     if self.snoozed != false {
       try visitor.visitSingularBoolField(value: self.snoozed, fieldNumber: 10)
     }
+    if self.trigger != .unspecified {
+      try visitor.visitSingularEnumField(value: self.trigger, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2082,6 +2090,7 @@ nonisolated extension Hearth_Tasks_V1_Offer: SwiftProtobuf.Message, SwiftProtobu
     if lhs.state != rhs.state {return false}
     if lhs.action != rhs.action {return false}
     if lhs.snoozed != rhs.snoozed {return false}
+    if lhs.trigger != rhs.trigger {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

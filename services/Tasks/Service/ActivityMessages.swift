@@ -63,6 +63,7 @@ extension OfferRecord {
         )
         if let action = self.action { offer.action = Hearth_Tasks_V1_OfferAction(rawValue: action) ?? .unspecified }
         offer.snoozed = self.snoozed
+        offer.trigger = Hearth_Tasks_V1_Trigger(rawValue: self.trigger) ?? .unspecified
         return offer
     }
 }

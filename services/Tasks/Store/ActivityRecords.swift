@@ -99,9 +99,11 @@ struct OfferRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
     var cancelledAt: Date?
     /// The offer a snooze made.
     var snoozedOfferID: String?
+    /// ``Trigger`` raw value of the event it was made on (a snooze's: its offer's).
+    var trigger: Int
 
     enum CodingKeys: String, CodingKey {
-        case id, title, channel, snoozed, action
+        case id, title, channel, snoozed, action, trigger
         case userID = "user_id"
         case activityID = "activity_id"
         case occurredAt = "occurred_at"
@@ -116,7 +118,7 @@ struct OfferRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Send
 extension OfferRecord: ColumnWrites {
     static let columnNames = [
         "id", "user_id", "activity_id", "title", "channel", "occurred_at", "deliver_at", "created_at", "snoozed",
-        "action", "answered_at", "cancelled_at", "snoozed_offer_id",
+        "action", "answered_at", "cancelled_at", "snoozed_offer_id", "trigger",
     ]
     static let insertSQL = makeInsertSQL()
 
@@ -124,7 +126,7 @@ extension OfferRecord: ColumnWrites {
         [
             self.id, self.userID, self.activityID, self.title, self.channel, self.occurredAt.stored,
             self.deliverAt.stored, self.createdAt.stored, self.snoozed, self.action, self.answeredAt?.stored,
-            self.cancelledAt?.stored, self.snoozedOfferID,
+            self.cancelledAt?.stored, self.snoozedOfferID, self.trigger,
         ]
     }
 
@@ -261,6 +263,30 @@ enum ActivityMigrations {
     /// v4: a repeated event's statistics count what it was answered (STALE_EVENT, DISABLED,
     /// ...), which is DUPLICATE_EVENT only when nothing checked before that stopped it. Rows
     /// from before are DUPLICATE_EVENT, as they were counted.
+    /// An offer keeps the trigger of the event it was made on. Offers from before take their
+    /// event's; a snooze, its offer's (a chain of them, link by link).
+    static func registerOfferTriggers(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v7: the trigger an offer was made on") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE offer ADD COLUMN trigger INTEGER NOT NULL DEFAULT 0;
+                    UPDATE offer SET trigger = coalesce(
+                        (SELECT trigger FROM location_event WHERE location_event.offer_id = offer.id), 0);
+                    """
+            )
+            repeat {
+                try db.execute(
+                    sql: """
+                        UPDATE offer SET trigger = (SELECT earlier.trigger FROM offer AS earlier
+                            WHERE earlier.snoozed_offer_id = offer.id)
+                        WHERE trigger = 0 AND EXISTS (SELECT 1 FROM offer AS earlier
+                            WHERE earlier.snoozed_offer_id = offer.id AND earlier.trigger != 0)
+                        """
+                )
+            } while db.changesCount > 0
+        }
+    }
+
     static func registerRepeatReasons(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v4: the reason a repeated location event was answered") { db in
             // 6: DUPLICATE_EVENT (``SuppressionReason/duplicateEvent``), written out: a shipped
@@ -337,6 +363,7 @@ extension OfferRecord {
         self.answeredAt = try row.decode(Date?.self, forColumn: "answered_at")
         self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
         self.snoozedOfferID = try row.decode(String?.self, forColumn: "snoozed_offer_id")
+        self.trigger = try row.decode(Int.self, forColumn: "trigger")
     }
 }
 

@@ -78,7 +78,8 @@ extension ActivityStore {
                     occurredAt: event.occurredAt,
                     deliverAt: deliverAt,
                     createdAt: now,
-                    snoozed: false
+                    snoozed: false,
+                    trigger: event.trigger.rawValue
                 )
                 try offer!.insertPrepared(db)
             case .suppressed(let why, _):

@@ -236,7 +236,8 @@ struct ActivityStore: Sendable {
                     occurredAt: offer.occurredAt,
                     deliverAt: OfferRules.snoozedDelivery(minutes: minutes, now: now, preferences: preferences),
                     createdAt: now,
-                    snoozed: true
+                    snoozed: true,
+                    trigger: offer.trigger
                 )
                 try next.insert(db)
                 offer.snoozedOfferID = next.id

@@ -254,6 +254,7 @@ enum TaskMigrations {
         }
         ActivityMigrations.registerRepeatReasons(in: &migrator)
         TaskStore.registerErasureMigration(in: &migrator)
+        ActivityMigrations.registerOfferTriggers(in: &migrator)
         return migrator
     }
 }
