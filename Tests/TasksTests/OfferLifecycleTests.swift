@@ -183,30 +183,36 @@ struct OfferLifecycleTests {
         }
     }
 
-    @Test("geofences best first under the limit, with how many were left out")
+    @Test("geofences: only places that can fire, higher priority first, under the limit, with how many were left out")
     func geofences() async throws {
         try await withTasksSystem(now: noon) { system in
             let a = Activities(system: system)
+            try await a.preferences()
             let low = try await a.create("Low", priority: 1)
             let high = try await a.create("High", priority: 3)
             let off = try await a.create("Off", priority: 3)
             let done = try await a.create("Done", priority: 3)
+            let doneAnyway = try await a.create("Done, offered anyway", priority: 2)
             let newer = try await a.create("Newer low", priority: 1)
             _ = try await a.create("No rule", priority: 3)
             try await a.rule(low)
             try await a.rule(high)
             try await a.rule(off, enabled: false)
             try await a.rule(done)
-            _ = try await a.service.completeActivity(.with { $0.activityID = done }, a.context)
+            try await a.rule(doneAnyway, onlyIfIncomplete: false)
+            for id in [done, doneAnyway] {
+                _ = try await a.service.completeActivity(.with { $0.activityID = id }, a.context)
+            }
             try await system.advance(by: 1)
             try await a.rule(newer)
             let fences = try await a.service.listGeofences(.with { $0.max = 3 }, a.context)
-            #expect(fences.geofences.map(\.activityID) == [high, newer, low])
-            #expect(fences.leftOut == 2)
+            #expect(fences.geofences.map(\.activityID) == [high, doneAnyway, newer])
+            #expect(fences.leftOut == 1)
             #expect(
                 try await a.service.listGeofences(.init(), a.context).geofences.map(\.activityID) == [
-                    high, newer, low, done, off,
-                ]
+                    high, doneAnyway, newer, low,
+                ],
+                "a disabled rule and a done activity take no geofence"
             )
             await expectCode(.invalidArgument) {
                 _ = try await a.service.listGeofences(.with { $0.max = 101 }, a.context)
@@ -215,9 +221,33 @@ struct OfferLifecycleTests {
                 try await a.rule(try await a.create("More \(n)"))
             }
             let byDefault = try await a.service.listGeofences(.init(), a.context)
-            #expect(byDefault.geofences.count == 20 && byDefault.leftOut == 5, "20 when max is 0")
+            #expect(byDefault.geofences.count == 20 && byDefault.leftOut == 4, "20 when max is 0")
             let all = try await a.service.listGeofences(.with { $0.max = 100 }, a.context)
-            #expect(all.geofences.count == 25 && all.leftOut == 0)
+            #expect(all.geofences.count == 24 && all.leftOut == 0)
+
+            // Offers off: nothing to watch.
+            try await a.preferences(enabled: false)
+            let none = try await a.service.listGeofences(.with { $0.max = 100 }, a.context)
+            #expect(none.geofences.isEmpty && none.leftOut == 0)
+        }
+    }
+
+    @Test("a DAILY activity done today takes no geofence until the next day in the user's zone")
+    func dailyGeofenceBackTomorrow() async throws {
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(zone: "America/New_York")
+            let gymID = try await a.create("Gym workout", repeat: .daily)
+            try await a.rule(gymID)
+            let watched = { try await a.service.listGeofences(.init(), a.context).geofences.map(\.activityID) }
+            #expect(try await watched() == [gymID])
+            _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
+            #expect(try await watched().isEmpty)
+            // noon in New York: midnight there is 12 hours on.
+            try await system.advance(by: 12 * 3600 - 60)
+            #expect(try await watched().isEmpty, "still the same day in New York")
+            try await system.advance(by: 120)
+            #expect(try await watched() == [gymID])
         }
     }
 

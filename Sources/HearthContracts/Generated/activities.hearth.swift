@@ -230,14 +230,18 @@ public enum Hearth_Tasks_V1_Activities {
             """#
         )
 
-        /// Lists the places the phone should watch: the acting user's location rules, best first
-        /// (disabled ones last), at most `max`; left_out counts the rest.
+        /// Lists the places the phone should watch: the acting user's location rules that can make an
+        /// offer now (none disabled, none of a done activity, none while offers are off), best first,
+        /// at most `max`; left_out counts the rest. Phones hold about 20 geofences: none is spent on a
+        /// place that cannot fire.
         public static let listGeofences = RPCMethodDescriptor<Hearth_Tasks_V1_ListGeofencesRequest, Hearth_Tasks_V1_ListGeofencesResponse>(
             name: "hearth.tasks.v1.Activities/ListGeofences",
             servicesOnly: false,
             documentation: #"""
-            Lists the places the phone should watch: the acting user's location rules, best first
-            (disabled ones last), at most `max`; left_out counts the rest.
+            Lists the places the phone should watch: the acting user's location rules that can make an
+            offer now (none disabled, none of a done activity, none while offers are off), best first,
+            at most `max`; left_out counts the rest. Phones hold about 20 geofences: none is spent on a
+            place that cannot fire.
             """#,
             requestShape: #"""
             {

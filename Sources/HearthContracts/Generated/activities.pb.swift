@@ -1076,10 +1076,12 @@ public nonisolated struct Hearth_Tasks_V1_ListGeofencesResponse: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Best first: enabled, not done, higher priority, recently updated.
+  /// Only places that can make an offer now: the rule is on, and its activity is not done
+  /// (today, for DAILY) unless the rule offers anyway (only_if_incomplete false). None while
+  /// offers are off. Higher priority first, then the most recently changed.
   public var geofences: [Hearth_Tasks_V1_Geofence] = []
 
-  /// Rules that did not fit.
+  /// Such places that did not fit.
   public var leftOut: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -55,8 +55,10 @@ extension Hearth_Tasks_V1_Activities {
         /// offer.
         func respondToOffer(_ request: Hearth_Tasks_V1_RespondToOfferRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_RespondToOfferResponse
 
-        /// Lists the places the phone should watch: the acting user's location rules, best first
-        /// (disabled ones last), at most `max`; left_out counts the rest.
+        /// Lists the places the phone should watch: the acting user's location rules that can make an
+        /// offer now (none disabled, none of a done activity, none while offers are off), best first,
+        /// at most `max`; left_out counts the rest. Phones hold about 20 geofences: none is spent on a
+        /// place that cannot fire.
         func listGeofences(_ request: Hearth_Tasks_V1_ListGeofencesRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_ListGeofencesResponse
 
         /// Counts the acting user's location events in [from, to) (offers made, suppressions by reason),

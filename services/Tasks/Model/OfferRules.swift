@@ -370,6 +370,12 @@ enum OfferRules {
 
     static let actions = OfferAction.allCases
 
+    /// Whether a place is worth one of the phone's geofences now: its rule is on, and its
+    /// activity is not done already (done today, for DAILY) unless the rule offers anyway.
+    static func geofenceCanFire(ruleEnabled: Bool, onlyIfIncomplete: Bool, done: Bool) -> Bool {
+        ruleEnabled && !(onlyIfIncomplete && done)
+    }
+
     /// What an open offer is at `now`.
     static func offerState(answered: Bool, cancelled: Bool, deliverAt: Date, now: Date) -> OfferState {
         if answered { return .answered }

@@ -255,18 +255,26 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
             throw FieldViolation(field: "max", description: "must be 1 to 100 (is \(max))")
         }
         let now = self.store.now
-        let zone = try await self.store.preferences(user: user).zone
-        let today = LocalDate(now, in: zone)
-        let ranked = try await self.store.rules(user: user).sorted { a, b in
-            let keyA = Self.rank(a, today: today, in: zone)
-            let keyB = Self.rank(b, today: today, in: zone)
-            if keyA.enabled != keyB.enabled { return keyA.enabled }
-            if keyA.open != keyB.open { return keyA.open }
-            if keyA.priority != keyB.priority { return keyA.priority > keyB.priority }
-            if keyA.updatedAt != keyB.updatedAt { return keyA.updatedAt > keyB.updatedAt }
+        let preferences = try await self.store.preferences(user: user)
+        var response = Hearth_Tasks_V1_ListGeofencesResponse()
+        // Offers off: no place can make one, and each geofence costs one of the phone's ~20.
+        guard preferences.enabled else { return response }
+        let today = LocalDate(now, in: preferences.zone)
+        let ranked = try await self.store.rules(user: user).filter { found in
+            guard let rule = found.rule else { return false }
+            return OfferRules.geofenceCanFire(
+                ruleEnabled: rule.enabled,
+                onlyIfIncomplete: rule.onlyIfIncomplete,
+                done: ActivityStore.isDone(found.activity, on: today, in: preferences.zone)
+            )
+        }
+        .sorted { a, b in
+            if a.activity.priority != b.activity.priority { return a.activity.priority > b.activity.priority }
+            let updatedA = Self.updatedAt(a)
+            let updatedB = Self.updatedAt(b)
+            if updatedA != updatedB { return updatedA > updatedB }
             return a.activity.id < b.activity.id
         }
-        var response = Hearth_Tasks_V1_ListGeofencesResponse()
         response.geofences = ranked.prefix(max).map { found in
             .with {
                 $0.activityID = found.activity.id
@@ -319,14 +327,9 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
 
     // MARK: Helpers
 
-    private static func rank(_ found: ActivityWithRule, today: LocalDate, in zone: TimeZone) -> (
-        enabled: Bool, open: Bool, priority: Int, updatedAt: Date
-    ) {
-        (
-            found.rule?.enabled ?? false, !ActivityStore.isDone(found.activity, on: today, in: zone),
-            found.activity.priority,
-            max(found.rule?.updatedAt ?? .distantPast, found.activity.updatedAt)
-        )
+    /// When an activity or its rule last changed: the later ranks first among equal priorities.
+    private static func updatedAt(_ found: ActivityWithRule) -> Date {
+        max(found.rule?.updatedAt ?? .distantPast, found.activity.updatedAt)
     }
 
     private func message(_ found: ActivityWithRule, user: String, now: Date) async throws -> Hearth_Tasks_V1_Activity {
