@@ -77,8 +77,14 @@ struct OfferDecisionTests {
             #expect(try await a.reason(gymID) == nil)
             try await system.advance(by: 3599)
             #expect(try await a.reason(gymID) == .eventCooldown)
+            // The cooldown counts from the last event seen (the one just suppressed), not from
+            // the offer.
             try await system.advance(by: 1)
-            #expect(try await a.reason(gymID) == nil, "60 minutes later the cooldown is over")
+            #expect(try await a.reason(gymID) == .eventCooldown, "an hour after the offer, a second after an event")
+            try await system.advance(by: 3599)
+            #expect(try await a.reason(gymID) == .eventCooldown)
+            try await system.advance(by: 3600)
+            #expect(try await a.reason(gymID) == nil, "60 minutes after the last event the cooldown is over")
             try await a.rule(gymID, cooldown: 10)
             try await system.advance(by: 600)
             #expect(try await a.reason(gymID) == nil, "the rule's own cooldown wins over the default")
@@ -87,9 +93,10 @@ struct OfferDecisionTests {
             _ = try await a.service.completeActivity(.with { $0.activityID = gymID }, a.context)
             try await system.advance(by: 599)
             #expect(try await a.reason(gymID) == .eventCooldown)
-            try await system.advance(by: 1)
+            try await system.advance(by: 600)
             #expect(try await a.reason(gymID) == .alreadyDone)
             try await a.rule(gymID, cooldown: 10, onlyIfIncomplete: false)
+            try await system.advance(by: 600)
             #expect(try await a.reason(gymID) == nil)
 
             // QUIET_HOURS 22:00-07:00 in New York, judged at delivery time.
@@ -156,6 +163,29 @@ struct OfferDecisionTests {
             #expect(try await a.reason(groceries, .leave) == .triggerMismatch)
             try await system.advance(by: 60)
             #expect(try await a.reason(groceries, .arrive) == .eventCooldown)
+            #expect(try await a.pending().count == 1)
+        }
+    }
+
+    @Test(
+        "a boundary bouncing through quiet hours makes no offer the moment they end: the cooldown runs from its last event"
+    )
+    func bounceThroughQuietHours() async throws {
+        try await withTasksSystem(now: at("2026-06-02T10:40:00Z")) { system in  // 06:40 in New York
+            let a = Activities(system: system)
+            try await a.preferences(cooldown: 30, quiet: ("22:00", "07:00"))
+            let gymID = try await a.create()
+            try await a.rule(gymID)
+            // Every 10 minutes through the end of quiet hours at 07:00.
+            #expect(try await a.reason(gymID) == .quietHours)  // 06:40
+            try await system.advance(by: 600)
+            #expect(try await a.reason(gymID) == .eventCooldown)  // 06:50
+            try await system.advance(by: 600)
+            #expect(try await a.reason(gymID) == .eventCooldown, "07:00: quiet hours are over, the bounce is not")
+            try await system.advance(by: 30 * 60 - 1)
+            #expect(try await a.reason(gymID) == .eventCooldown)
+            try await system.advance(by: 30 * 60)
+            #expect(try await a.reason(gymID) == nil, "30 minutes after the last event: an offer")
             #expect(try await a.pending().count == 1)
         }
     }

@@ -172,7 +172,9 @@ struct OfferLifecycleTests {
             )
             #expect(stats.eligible == 2)
             let suppressed = Dictionary(uniqueKeysWithValues: stats.suppressed.map { ($0.reason, $0.count) })
-            #expect(suppressed == [.dailyCap: 2, .duplicateEvent: 1, .ruleDisabled: 1])
+            // Run's second event came right after its first: the cooldown, which counts from the
+            // last event seen, stopped it before the cap could.
+            #expect(suppressed == [.dailyCap: 1, .eventCooldown: 1, .duplicateEvent: 1, .ruleDisabled: 1])
             let shown = Dictionary(uniqueKeysWithValues: stats.shown.map { ($0.channel, $0.count) })
             #expect(shown == [.notification: 2, .inApp: 1])
             #expect(

@@ -296,6 +296,8 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
   case staleEvent // = 5
   case duplicateEvent // = 6
   case notConfirmed // = 7
+
+  /// Within the cooldown of the activity's last event, offered or not.
   case eventCooldown // = 8
   case alreadyDone // = 9
   case quietHours // = 10
@@ -403,7 +405,9 @@ public nonisolated struct Hearth_Tasks_V1_LocationRule: Sendable {
   /// 0-120: how long after the event the offer is delivered.
   public var delayMinutes: UInt32 = 0
 
-  /// 1-1440; unset: the preferences' default cooldown.
+  /// 1-1440; unset: the preferences' default cooldown. No offer within this many minutes of the
+  /// activity's last event that came as far as the cooldown, offered or not (suppressed by it, by
+  /// quiet hours, the cap, ...): a boundary that keeps bouncing makes no offer until it settles.
   public var cooldownMinutes: UInt32 {
     get {_cooldownMinutes ?? 0}
     set {_cooldownMinutes = newValue}

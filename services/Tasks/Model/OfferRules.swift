@@ -274,6 +274,10 @@ enum OfferRules {
         var lastCompletedAt: Date?
         /// The user's offers from two days before the event to two days after its delivery.
         var offers: [PastOffer]
+        /// When the activity's events within a day of this one happened, those that came as far
+        /// as the cooldown (an offer made, or suppressed by the cooldown or a later check): the
+        /// plan's ledger keeps the last event per activity, offered or not.
+        var recentEvents: [Date] = []
     }
 
     enum Decision: Sendable, Equatable {
@@ -321,11 +325,13 @@ enum OfferRules {
             }
         }
         let cooldown = TimeInterval((rule.cooldownMinutes ?? preferences.defaultCooldownMinutes) * 60)
-        let own = ledger.offers.filter { $0.activityID == activityID }
-        if own.contains(where: { abs($0.occurredAt.timeIntervalSince(event.occurredAt)) < cooldown }) {
+        // From the last event seen, offered or not: a boundary that keeps bouncing through quiet
+        // hours (or past the cap) makes no offer the moment they end.
+        let own = ledger.offers.filter { $0.activityID == activityID }.map(\.occurredAt) + ledger.recentEvents
+        if own.contains(where: { abs($0.timeIntervalSince(event.occurredAt)) < cooldown }) {
             return .suppressed(
                 .eventCooldown,
-                "this activity was offered less than \(Int(cooldown / 60)) minutes before"
+                "this activity had an event less than \(Int(cooldown / 60)) minutes before, offered or not"
             )
         }
         let deliverAt = event.occurredAt.addingTimeInterval(TimeInterval(rule.delayMinutes * 60))

@@ -51,11 +51,29 @@ extension ActivityStore {
                     snoozed: snoozed
                 )
             }
+            // Events that came as far as the cooldown: an offer (reason 0), or a suppression by
+            // it or a check after it. Within the longest cooldown either side.
+            let window = TimeInterval(OfferRules.cooldownMinutes.upperBound * 60)
+            let recentEvents = try StoredDate.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT occurred_at FROM location_event
+                        WHERE user_id = ? AND occurred_at > ? AND occurred_at < ? AND activity_id = ?
+                            AND (reason = 0 OR reason >= ?)
+                        """
+                ),
+                arguments: [
+                    user, event.occurredAt.addingTimeInterval(-window).stored,
+                    event.occurredAt.addingTimeInterval(window).stored, activityID,
+                    SuppressionReason.eventCooldown.rawValue,
+                ]
+            ).map(\.date)
             let ledger = OfferRules.Ledger(
                 eventSeen: eventSeen,
                 repeatKind: Recurrence(rawValue: found.activity.repeatKind) ?? .once,
                 lastCompletedAt: found.activity.lastCompletedAt,
-                offers: offers
+                offers: offers,
+                recentEvents: recentEvents
             )
             let decision = OfferRules.decide(
                 activityID: activityID,
