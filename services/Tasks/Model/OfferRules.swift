@@ -274,9 +274,9 @@ enum OfferRules {
         var lastCompletedAt: Date?
         /// The user's offers from two days before the event to two days after its delivery.
         var offers: [PastOffer]
-        /// When the activity's events within a day of this one happened, those that came as far
-        /// as the cooldown (an offer made, or suppressed by the cooldown or a later check): the
-        /// plan's ledger keeps the last event per activity, offered or not.
+        /// When the activity's nearest events before and after this one happened, of those that
+        /// came as far as the cooldown (an offer made, or suppressed by the cooldown or a later
+        /// check): the plan's ledger keeps the last event per activity, offered or not.
         var recentEvents: [Date] = []
     }
 

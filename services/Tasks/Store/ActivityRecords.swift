@@ -264,12 +264,17 @@ enum ActivityMigrations {
     /// ...), which is DUPLICATE_EVENT only when nothing checked before that stopped it. Rows
     /// from before are DUPLICATE_EVENT, as they were counted.
     /// An offer keeps the trigger of the event it was made on. Offers from before take their
-    /// event's; a snooze, its offer's (a chain of them, link by link).
+    /// event's; a snooze, its offer's (a chain of them, link by link). The cooldown looks up an
+    /// activity's last event by index.
     static func registerOfferTriggers(in migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v7: the trigger an offer was made on") { db in
+        migrator.registerMigration("v7: the trigger an offer was made on; events by activity") { db in
             try db.execute(
                 sql: """
                     ALTER TABLE offer ADD COLUMN trigger INTEGER NOT NULL DEFAULT 0;
+                    -- The cooldown's look for the activity's last event that came as far as it: an
+                    -- offer (reason 0) or a suppression by it (8, EVENT_COOLDOWN) or a later check.
+                    CREATE INDEX location_event_by_activity ON location_event(user_id, activity_id, occurred_at)
+                        WHERE reason = 0 OR reason >= 8;
                     UPDATE offer SET trigger = coalesce(
                         (SELECT trigger FROM location_event WHERE location_event.offer_id = offer.id), 0);
                     """

@@ -10,6 +10,22 @@ extension ActivityStore {
         case missing
     }
 
+    /// The activity's last event at or before a time, and its first after, among those that came
+    /// as far as the cooldown: the condition on `reason` is the partial index's, written the same
+    /// (8 is EVENT_COOLDOWN), so that each is one step down that index.
+    static let nearestEventSQL = [
+        """
+        SELECT occurred_at FROM location_event
+        WHERE user_id = ? AND activity_id = ? AND occurred_at <= ? AND (reason = 0 OR reason >= 8)
+        ORDER BY occurred_at DESC LIMIT 1
+        """,
+        """
+        SELECT occurred_at FROM location_event
+        WHERE user_id = ? AND activity_id = ? AND occurred_at > ? AND (reason = 0 OR reason >= 8)
+        ORDER BY occurred_at LIMIT 1
+        """,
+    ]
+
     /// Decides on an event and records the decision (and the offer) in one transaction.
     func report(
         user: String,
@@ -51,23 +67,18 @@ extension ActivityStore {
                     snoozed: snoozed
                 )
             }
-            // Events that came as far as the cooldown: an offer (reason 0), or a suppression by
-            // it or a check after it. Within the longest cooldown either side.
-            let window = TimeInterval(OfferRules.cooldownMinutes.upperBound * 60)
-            let recentEvents = try StoredDate.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT occurred_at FROM location_event
-                        WHERE user_id = ? AND occurred_at > ? AND occurred_at < ? AND activity_id = ?
-                            AND (reason = 0 OR reason >= ?)
-                        """
-                ),
-                arguments: [
-                    user, event.occurredAt.addingTimeInterval(-window).stored,
-                    event.occurredAt.addingTimeInterval(window).stored, activityID,
-                    SuppressionReason.eventCooldown.rawValue,
-                ]
-            ).map(\.date)
+            // The activity's nearest events before and after this one that came as far as the
+            // cooldown (an offer, reason 0, or a suppression by it or a check after it): two
+            // steps down the (user, activity, time) index, however many events the user has.
+            var recentEvents: [Date] = []
+            for sql in Self.nearestEventSQL {
+                if let nearest = try StoredDate.fetchOne(
+                    db.cachedStatement(sql: sql),
+                    arguments: [user, activityID, event.occurredAt.stored]
+                ) {
+                    recentEvents.append(nearest.date)
+                }
+            }
             let ledger = OfferRules.Ledger(
                 eventSeen: eventSeen,
                 repeatKind: Recurrence(rawValue: found.activity.repeatKind) ?? .once,
