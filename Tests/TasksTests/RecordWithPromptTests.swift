@@ -81,6 +81,10 @@ struct RecordWithPromptTests {
             await expectCode(.notFound) {
                 _ = try await Self.record(system, task: first.task.id, prompt: "no-such-prompt")
             }
+            // A task that is not the caller's: NOT_FOUND, as without a prompt.
+            await expectCode(.notFound) {
+                _ = try await Self.record(system, task: "no-such-task", prompt: first.nextPrompt.id)
+            }
             #expect(try await system.task(first.task.id).checkIns.isEmpty)
             #expect(try await system.task(second.task.id).checkIns.isEmpty)
         }

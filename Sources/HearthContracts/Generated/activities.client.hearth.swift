@@ -111,7 +111,8 @@ extension Hearth_Tasks_V1_Activities {
         /// Lists the places the phone should watch: the acting user's location rules that can make an
         /// offer now (none disabled, none of a done activity, none while offers are off), best first,
         /// at most `max`; left_out counts the rest. Phones hold about 20 geofences: none is spent on a
-        /// place that cannot fire.
+        /// place that cannot fire. The list changes with the day: ask again after local midnight (a DAILY
+        /// activity done yesterday is back) and after changing a rule, an activity or the preferences.
         public func listGeofences(_ request: Hearth_Tasks_V1_ListGeofencesRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Tasks_V1_ListGeofencesResponse
         {

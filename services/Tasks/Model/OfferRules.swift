@@ -146,7 +146,6 @@ enum OfferRules {
         var enabled: Bool
     }
 
-    /// `repeat`: nil when none was given, or one the rules do not know.
     /// `repeatValue` as sent: 0 (left out) is NONE, as the plan reads an activity with no repeat.
     static func activity(title: String, repeatValue: Int, priority: UInt32) -> Result<
         (title: String, repeat: Recurrence, priority: Int), RPCError

@@ -299,6 +299,9 @@ public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
         let now = self.store.now
         if !request.promptID.isEmpty {
             // The plan's second step, after RespondToPrompt recorded the check-in: no second one.
+            // The task first: another user's is NOT_FOUND, as without a prompt. (Its
+            // client_request_id is not needed: the prompt makes the call idempotent.)
+            _ = try await self.ownedTask(request.taskID, context)
             let outcome = try await self.store.respond(
                 promptID: request.promptID,
                 user: user,

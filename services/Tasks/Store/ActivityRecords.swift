@@ -260,9 +260,6 @@ enum ActivityMigrations {
         }
     }
 
-    /// v4: a repeated event's statistics count what it was answered (STALE_EVENT, DISABLED,
-    /// ...), which is DUPLICATE_EVENT only when nothing checked before that stopped it. Rows
-    /// from before are DUPLICATE_EVENT, as they were counted.
     /// An offer keeps the trigger of the event it was made on. Offers from before take their
     /// event's; a snooze, its offer's (a chain of them, link by link). The cooldown looks up an
     /// activity's last event by index.
@@ -275,8 +272,13 @@ enum ActivityMigrations {
                     -- offer (reason 0) or a suppression by it (8, EVENT_COOLDOWN) or a later check.
                     CREATE INDEX location_event_by_activity ON location_event(user_id, activity_id, occurred_at)
                         WHERE reason = 0 OR reason >= 8;
+                    -- Through that index (an offer's event is one of those), not a scan per offer.
                     UPDATE offer SET trigger = coalesce(
-                        (SELECT trigger FROM location_event WHERE location_event.offer_id = offer.id), 0);
+                        (SELECT e.trigger FROM location_event AS e
+                         WHERE e.user_id = offer.user_id AND e.activity_id = offer.activity_id
+                            AND e.reason = 0 AND e.offer_id = offer.id), 0);
+                    -- For the snooze chains only: a look from an offer to the one it came from.
+                    CREATE INDEX offer_snoozed_into ON offer(snoozed_offer_id) WHERE snoozed_offer_id IS NOT NULL;
                     """
             )
             repeat {
@@ -289,9 +291,13 @@ enum ActivityMigrations {
                         """
                 )
             } while db.changesCount > 0
+            try db.execute(sql: "DROP INDEX offer_snoozed_into")
         }
     }
 
+    /// v4: a repeated event's statistics count what it was answered (STALE_EVENT, DISABLED,
+    /// ...), which is DUPLICATE_EVENT only when nothing checked before that stopped it. Rows
+    /// from before are DUPLICATE_EVENT, as they were counted.
     static func registerRepeatReasons(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v4: the reason a repeated location event was answered") { db in
             // 6: DUPLICATE_EVENT (``SuppressionReason/duplicateEvent``), written out: a shipped
