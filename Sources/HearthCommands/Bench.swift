@@ -92,10 +92,7 @@ struct Bench: AsyncParsableCommand {
             connections: self.connections,
             connectionSetup: try self.tls.connectionSetup(host: self.target.host)
         )
-        if metadata["authorization"] != nil {
-            // A token: the gateway, which takes large frames once a call has authenticated the connection.
-            configuration.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
-        }
+        configuration.authenticateFirst(ifCarrying: metadata)
         let (client, executor) = BenchRunner.makeClient(configuration)
         let runner = BenchRunner(
             client: client,

@@ -73,10 +73,7 @@ struct Call: AsyncParsableCommand {
             maxFrameSize: ProcessName.largestFrameSize,
             connectionSetup: try self.tls.connectionSetup(host: target.host)
         )
-        if metadata["authorization"] != nil {
-            // A token: the gateway, which takes a photo once a call has authenticated the connection.
-            configuration.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
-        }
+        configuration.authenticateFirst(ifCarrying: metadata)
         let client = RPCClient(configuration: configuration)
         let result: Result<Data, any Error>
         do {
@@ -133,5 +130,14 @@ enum JSONProblem {
         case .trailingGarbage: "there is more after the JSON object"
         default: "\(error)"
         }
+    }
+}
+
+extension RPCClient.Configuration {
+    /// For calls that carry a token (`authorization`), which go to Hearth's gateway: it takes a
+    /// large frame (a photo) on a connection only once a call has authenticated it.
+    mutating func authenticateFirst(ifCarrying metadata: [String: String]) {
+        guard metadata["authorization"] != nil else { return }
+        self.maxFrameSizeBeforeAuthentication = RPCClient.gatewayFrameSizeBeforeAuthentication
     }
 }

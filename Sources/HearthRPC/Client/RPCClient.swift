@@ -55,7 +55,7 @@ public final class RPCClient: Sendable {
         /// The largest request frame the server takes on a connection until a call on it has
         /// passed authentication (the gateway's, 64 KiB by default). A larger request on a
         /// connection with no such call first calls `hearth.gateway.v1.Gateway/Authenticate`
-        /// there, with the request's metadata (its token). Nil: the server has no such limit
+        /// there, with the request's token, then goes on that same connection. Nil: the server has no such limit
         /// (Hearth's services).
         public var maxFrameSizeBeforeAuthentication: Int?
         public var connectTimeout: TimeAmount

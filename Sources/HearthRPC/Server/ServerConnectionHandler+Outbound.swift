@@ -84,8 +84,9 @@ extension ServerConnectionHandler {
     static let closeWriteBound = TimeAmount.seconds(5)
 
     /// Closes a connection whose peer sent a frame it refused as it arrived (too large, past
-    /// the budget of frames still arriving), in the middle of sending it: the GOAWAY goes out and the write side closes behind it (FIN), then what
-    /// the peer still sends is read and dropped until it closes too, for at most `lingerBound`.
+    /// the budget of frames still arriving), in the middle of sending it: the GOAWAY goes out
+    /// and the write side closes behind it (FIN), then what the peer still sends is read and
+    /// dropped until it closes too, for at most `lingerBound`.
     /// Closed at once, a socket with unread bytes is reset, and the reset discards the GOAWAY
     /// before the peer reads why. The frame decoder goes first, giving back its share of the
     /// partial-frame budget: what arrives from now on reaches this handler as bytes, which a
@@ -105,7 +106,7 @@ extension ServerConnectionHandler {
     /// The name of a server connection's frame decoder in its pipeline.
     static let frameDecoderName = "frames"
 
-    /// How long a connection closed for a protocol error keeps reading what its peer still sends.
+    /// How long a connection closed mid-frame keeps reading what its peer still sends.
     static let lingerBound = TimeAmount.seconds(2)
     /// How much of it, at most: by then the GOAWAY, sent first, has long reached the peer, and a
     /// hostile one gets no more of the loop's time for its bytes.
