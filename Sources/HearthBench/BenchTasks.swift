@@ -201,6 +201,15 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
         let count = self.activities
         let users = self.users
         let secret = self.internalSecret
+        // Offers on (they are off until a user turns them on), every other preference its default.
+        for user in 0..<min(users, count) {
+            var preferences = Hearth_Tasks_V1_SetOfferPreferencesRequest()
+            preferences.timeZone = "UTC"
+            _ = try await Hearth_Tasks_V1_Activities.Client(client).setOfferPreferences(
+                preferences,
+                options: BenchUser(id: "\(prefix)-\(user)", secret: secret).options
+            )
+        }
         let made = try await withThrowingTaskGroup(of: [(Int, String, String)].self) { group in
             let workers = 32
             for worker in 0..<workers {

@@ -98,6 +98,8 @@ struct AuthorizationMatrixTests {
             return
                 #"{"activityId": "\#(ids.activity)", "trigger": "LEAVE", "place": {"label": "X", "latitude": 1, "longitude": 1}}"#
         case (_, "SetOfferPreferences"): return #"{"enabled": true, "timeZone": "UTC"}"#
+        case (_, "ReportPermissions"):
+            return #"{"location": "LOCATION_WHEN_IN_USE", "notifications": "NOTIFICATIONS_DENIED"}"#
         case (_, "ReportLocationEvent"):
             return
                 #"{"activityId": "\#(ids.activity)", "trigger": "LEAVE", "occurredAt": "\#(recent)", "appState": "FOREGROUND", "clientEventId": "\#(UUID())"}"#
@@ -135,7 +137,7 @@ struct AuthorizationMatrixTests {
                         try await Self.withAccountServer(sharing: tasks, peers: client) { account, accountClient in
                             let ids = try await Self.seed(client, now: now)
                             let methods = (services + [account]).flatMap(\.methods)
-                            #expect(methods.count == 77)
+                            #expect(methods.count == 78)
 
                             func call(_ method: RPCMethod, as user: String?) async -> Result<Data, RPCError> {
                                 var metadata: [String: String] = [:]
@@ -326,6 +328,12 @@ struct AuthorizationMatrixTests {
                     #"{"activityId": "\#(activity.id)", "trigger": "LEAVE", "place": {"label": "\#(marker) gym", "latitude": 40.7, "longitude": -74}}"#
             ),
             Hearth_Tasks_V1_Activity.self
+        )
+        // Offers are off until turned on.
+        _ = try await typed(
+            Hearth_Tasks_V1_Activities.Method.setOfferPreferences.name,
+            try Hearth_Tasks_V1_SetOfferPreferencesRequest(jsonString: #"{"timeZone": "UTC"}"#),
+            Hearth_Tasks_V1_OfferPreferences.self
         )
         let report = try await typed(
             Hearth_Tasks_V1_Activities.Method.reportLocationEvent.name,

@@ -142,8 +142,15 @@ struct DataKeyRotationTests {
             }
             let after = try DataKeyRing(parsing: String(contentsOf: keyFile, encoding: .utf8), source: "")
             #expect(after.ids == [1, 2])
-            // A second rotation while one holds the file's lock does not start.
-            let held = try DataKeyRotation.lock(keyFile)
+            // A second rotation while one holds the file's lock does not start. The first
+            // rotation's lock is released, but a child another test spawns at that moment holds a
+            // copy of the descriptor until its exec closes it (flock belongs to the open file):
+            // taken with a bounded poll.
+            var held: Int32 = -1
+            try await eventually("the first rotation's lock is free") {
+                held = (try? DataKeyRotation.lock(keyFile)) ?? -1
+                return held >= 0
+            }
             defer { close(held) }
             try await withClient(port: port) { rpc in
                 let rotation = DataKeyRotation(

@@ -50,7 +50,8 @@ struct Activities {
         delay: UInt32 = 0,
         cooldown: UInt32? = nil,
         onlyIfIncomplete: Bool? = nil,
-        enabled: Bool? = nil
+        enabled: Bool? = nil,
+        dwell: UInt32 = 0
     ) async throws -> Hearth_Tasks_V1_Activity {
         var request = Hearth_Tasks_V1_SetLocationRuleRequest()
         request.activityID = id
@@ -65,6 +66,7 @@ struct Activities {
         if let cooldown { request.cooldownMinutes = cooldown }
         if let onlyIfIncomplete { request.onlyIfIncomplete = onlyIfIncomplete }
         if let enabled { request.enabled = enabled }
+        request.minDwellMinutes = dwell
         return try await self.service.setLocationRule(request, self.context)
     }
 
@@ -90,6 +92,21 @@ struct Activities {
         }
         request.timeZone = zone
         _ = try await self.service.setOfferPreferences(request, self.context)
+    }
+
+    /// Reports what the phone allows the app.
+    @discardableResult
+    func permissions(
+        _ location: Hearth_Tasks_V1_LocationPermission,
+        _ notifications: Hearth_Tasks_V1_NotificationPermission
+    ) async throws -> Hearth_Tasks_V1_Permissions {
+        try await self.service.reportPermissions(
+            .with {
+                $0.location = location
+                $0.notifications = notifications
+            },
+            self.context
+        )
     }
 
     func report(
@@ -151,7 +168,7 @@ struct Activities {
 
 extension TasksSystem {
     /// What a user of every part of tasks leaves: `created`'s next prompt answered, a check-in
-    /// recorded to it, offer preferences set, an activity (`activity`) with a location rule.
+    /// recorded to it, offer preferences and the phone's permissions set, an activity (`activity`) with a location rule.
     /// Answers the activities of `user` and the activity's id.
     func useEveryPart(
         _ user: String,
@@ -168,6 +185,7 @@ extension TasksSystem {
         )
         let activities = Activities(system: self, user: user)
         try await activities.preferences()
+        try await activities.permissions(.locationAlways, .notificationsAllowed)
         let gym = try await activities.create(activity)
         try await activities.rule(gym)
         return (activities, gym)

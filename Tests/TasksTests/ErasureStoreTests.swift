@@ -24,6 +24,7 @@ struct ErasureStoreTests {
             "SELECT COUNT(*) FROM activity_rule WHERE activity_id IN (SELECT id FROM activity WHERE user_id = ?)"
         ),
         ("offer_preferences", "SELECT COUNT(*) FROM offer_preferences WHERE user_id = ?"),
+        ("device_permissions", "SELECT COUNT(*) FROM device_permissions WHERE user_id = ?"),
         ("offer", "SELECT COUNT(*) FROM offer WHERE user_id = ?"),
         ("location_event", "SELECT COUNT(*) FROM location_event WHERE user_id = ?"),
         ("location_event_repeat", "SELECT COUNT(*) FROM location_event_repeat WHERE user_id = ?"),

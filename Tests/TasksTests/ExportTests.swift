@@ -114,6 +114,8 @@ struct ExportTests {
             let preferences = try await a.service.getOfferPreferences(.init(), a.context)
             #expect(export.offerPreferences == preferences)
             #expect(export.offerPreferences.timeZone == "America/New_York")
+            #expect(export.permissions == preferences.permissions, "as last reported")
+            #expect(export.permissions.location == .locationAlways)
             #expect(export.offers == [meiOffer])
             // Location events: each as first reported, with what came of it (the offer, or why
             // none), by when it occurred; the repeated report apart, with what it was answered.

@@ -17,6 +17,8 @@ struct OfferDecisionTests {
         try await withTasksSystem(now: noon) { system in
             let a = Activities(system: system)
             let gymID = try await a.create()
+            #expect(try await a.reason(gymID) == .disabled, "offers are off until turned on")
+            try await a.preferences()
             #expect(try await a.reason(gymID) == .noRule)
             try await a.rule(gymID, trigger: .leave, enabled: false)
             #expect(try await a.reason(gymID) == .ruleDisabled)

@@ -275,6 +275,7 @@ struct OfferLifecycleTests {
             let ben = Activities(system: system, user: "ben")
             let gymID = try await a.create()
             try await a.rule(gymID)
+            try await a.preferences()
             guard case .offer(let offer)? = try await a.report(gymID).decision else {
                 Issue.record("no offer")
                 return

@@ -95,7 +95,8 @@ struct TasksRecordColumnsTests {
             cooldownMinutes: 90,
             onlyIfIncomplete: true,
             enabled: true,
-            updatedAt: self.first
+            updatedAt: self.first,
+            minDwellMinutes: 15
         )
         let preferences = PreferencesRecord(
             userID: "ana",

@@ -158,61 +158,65 @@ public nonisolated struct Hearth_Account_V1_ExportAccountRequest: Sendable {
 /// Everything Hearth holds about a user, service by service, as each service's own messages (in
 /// JSON: protobuf's JSON mapping). Photos are not included: each check-in with a photo names it,
 /// to fetch with hearth.checkins.v1.Checkins/GetCheckInPhoto.
-public nonisolated struct Hearth_Account_V1_AccountExport: @unchecked Sendable {
+public nonisolated struct Hearth_Account_V1_AccountExport: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var exportedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
-    get {_storage._exportedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
-    set {_uniqueStorage()._exportedAt = newValue}
+    get {_exportedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_exportedAt = newValue}
   }
   /// Returns true if `exportedAt` has been explicitly set.
-  public var hasExportedAt: Bool {_storage._exportedAt != nil}
+  public var hasExportedAt: Bool {self._exportedAt != nil}
   /// Clears the value of `exportedAt`. Subsequent reads from it will return its default value.
-  public mutating func clearExportedAt() {_uniqueStorage()._exportedAt = nil}
+  public mutating func clearExportedAt() {self._exportedAt = nil}
 
   public var checkins: Hearth_Checkins_V1_UserExport {
-    get {_storage._checkins ?? Hearth_Checkins_V1_UserExport()}
-    set {_uniqueStorage()._checkins = newValue}
+    get {_checkins ?? Hearth_Checkins_V1_UserExport()}
+    set {_checkins = newValue}
   }
   /// Returns true if `checkins` has been explicitly set.
-  public var hasCheckins: Bool {_storage._checkins != nil}
+  public var hasCheckins: Bool {self._checkins != nil}
   /// Clears the value of `checkins`. Subsequent reads from it will return its default value.
-  public mutating func clearCheckins() {_uniqueStorage()._checkins = nil}
+  public mutating func clearCheckins() {self._checkins = nil}
 
   public var tasks: Hearth_Tasks_V1_UserExport {
-    get {_storage._tasks ?? Hearth_Tasks_V1_UserExport()}
-    set {_uniqueStorage()._tasks = newValue}
+    get {_tasks ?? Hearth_Tasks_V1_UserExport()}
+    set {_tasks = newValue}
   }
   /// Returns true if `tasks` has been explicitly set.
-  public var hasTasks: Bool {_storage._tasks != nil}
+  public var hasTasks: Bool {self._tasks != nil}
   /// Clears the value of `tasks`. Subsequent reads from it will return its default value.
-  public mutating func clearTasks() {_uniqueStorage()._tasks = nil}
+  public mutating func clearTasks() {self._tasks = nil}
 
   public var safety: Hearth_Safety_V1_UserExport {
-    get {_storage._safety ?? Hearth_Safety_V1_UserExport()}
-    set {_uniqueStorage()._safety = newValue}
+    get {_safety ?? Hearth_Safety_V1_UserExport()}
+    set {_safety = newValue}
   }
   /// Returns true if `safety` has been explicitly set.
-  public var hasSafety: Bool {_storage._safety != nil}
+  public var hasSafety: Bool {self._safety != nil}
   /// Clears the value of `safety`. Subsequent reads from it will return its default value.
-  public mutating func clearSafety() {_uniqueStorage()._safety = nil}
+  public mutating func clearSafety() {self._safety = nil}
 
   public var routines: Hearth_Routines_V1_UserExport {
-    get {_storage._routines ?? Hearth_Routines_V1_UserExport()}
-    set {_uniqueStorage()._routines = newValue}
+    get {_routines ?? Hearth_Routines_V1_UserExport()}
+    set {_routines = newValue}
   }
   /// Returns true if `routines` has been explicitly set.
-  public var hasRoutines: Bool {_storage._routines != nil}
+  public var hasRoutines: Bool {self._routines != nil}
   /// Clears the value of `routines`. Subsequent reads from it will return its default value.
-  public mutating func clearRoutines() {_uniqueStorage()._routines = nil}
+  public mutating func clearRoutines() {self._routines = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _exportedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _checkins: Hearth_Checkins_V1_UserExport? = nil
+  fileprivate var _tasks: Hearth_Tasks_V1_UserExport? = nil
+  fileprivate var _safety: Hearth_Safety_V1_UserExport? = nil
+  fileprivate var _routines: Hearth_Routines_V1_UserExport? = nil
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -382,95 +386,51 @@ nonisolated extension Hearth_Account_V1_AccountExport: SwiftProtobuf.Message, Sw
   public static let protoMessageName: String = _protobuf_package + ".AccountExport"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}exported_at\0\u{1}checkins\0\u{1}tasks\0\u{1}safety\0\u{1}routines\0")
 
-  fileprivate class _StorageClass {
-    var _exportedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
-    var _checkins: Hearth_Checkins_V1_UserExport? = nil
-    var _tasks: Hearth_Tasks_V1_UserExport? = nil
-    var _safety: Hearth_Safety_V1_UserExport? = nil
-    var _routines: Hearth_Routines_V1_UserExport? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _exportedAt = source._exportedAt
-      _checkins = source._checkins
-      _tasks = source._tasks
-      _safety = source._safety
-      _routines = source._routines
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._exportedAt) }()
-        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._checkins) }()
-        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._tasks) }()
-        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._safety) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._routines) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._exportedAt) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._checkins) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._tasks) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._safety) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._routines) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      try { if let v = _storage._exportedAt {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-      } }()
-      try { if let v = _storage._checkins {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-      } }()
-      try { if let v = _storage._tasks {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-      } }()
-      try { if let v = _storage._safety {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-      } }()
-      try { if let v = _storage._routines {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
-    }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._exportedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._checkins {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._tasks {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._safety {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._routines {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Account_V1_AccountExport, rhs: Hearth_Account_V1_AccountExport) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._exportedAt != rhs_storage._exportedAt {return false}
-        if _storage._checkins != rhs_storage._checkins {return false}
-        if _storage._tasks != rhs_storage._tasks {return false}
-        if _storage._safety != rhs_storage._safety {return false}
-        if _storage._routines != rhs_storage._routines {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs._exportedAt != rhs._exportedAt {return false}
+    if lhs._checkins != rhs._checkins {return false}
+    if lhs._tasks != rhs._tasks {return false}
+    if lhs._safety != rhs._safety {return false}
+    if lhs._routines != rhs._routines {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -68,23 +68,34 @@ extension Hearth_Tasks_V1_Activities {
         }
 
         /// Replaces the acting user's offer preferences (every unset field takes its default) and returns
-        /// them; time_zone is required. Turning offers off cancels every open offer.
+        /// them; time_zone is required to turn offers on. Turning offers off cancels every open offer.
         public func setOfferPreferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Tasks_V1_OfferPreferences
         {
             try await self.rpc.call(Method.setOfferPreferences, request, options: options)
         }
 
-        /// Returns the acting user's offer preferences: the defaults until SetOfferPreferences.
+        /// Returns the acting user's offer preferences: the defaults (offers off) until
+        /// SetOfferPreferences.
         public func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Tasks_V1_OfferPreferences
         {
             try await self.rpc.call(Method.getOfferPreferences, request, options: options)
         }
 
+        /// Records what the phone allows the app (location, notifications), as it is at first run and
+        /// after each change in the phone's settings; returns it. Offers that need more are
+        /// PERMISSION_MISSING. INVALID_ARGUMENT unless both are given.
+        public func reportPermissions(_ request: Hearth_Tasks_V1_ReportPermissionsRequest = .init(), options: CallOptions = CallOptions())
+            async throws -> Hearth_Tasks_V1_Permissions
+        {
+            try await self.rpc.call(Method.reportPermissions, request, options: options)
+        }
+
         /// Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
         /// deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
-        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity.
+        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
+        /// arrival's minimum dwell drops the arrival's held offer (dropped_offer).
         public func reportLocationEvent(_ request: Hearth_Tasks_V1_ReportLocationEventRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Tasks_V1_ReportLocationEventResponse
         {

@@ -113,7 +113,9 @@ public enum Hearth_Tasks_V1_Activities {
               // Unset: true.
               "onlyIfIncomplete": true | false,  // optional: left out means unset
               // Unset: true.
-              "enabled": true | false  // optional: left out means unset
+              "enabled": true | false,  // optional: left out means unset
+              // 0-120, ARRIVE only (INVALID_ARGUMENT with LEAVE): see LocationRule.
+              "minDwellMinutes": integer
             }
             """#
         )
@@ -135,17 +137,17 @@ public enum Hearth_Tasks_V1_Activities {
         )
 
         /// Replaces the acting user's offer preferences (every unset field takes its default) and returns
-        /// them; time_zone is required. Turning offers off cancels every open offer.
+        /// them; time_zone is required to turn offers on. Turning offers off cancels every open offer.
         public static let setOfferPreferences = RPCMethodDescriptor<Hearth_Tasks_V1_SetOfferPreferencesRequest, Hearth_Tasks_V1_OfferPreferences>(
             name: "hearth.tasks.v1.Activities/SetOfferPreferences",
             servicesOnly: false,
             documentation: #"""
             Replaces the acting user's offer preferences (every unset field takes its default) and returns
-            them; time_zone is required. Turning offers off cancels every open offer.
+            them; time_zone is required to turn offers on. Turning offers off cancels every open offer.
             """#,
             requestShape: #"""
             {
-              // Unset: true (offers on), as every unset field takes its default.
+              // Unset: true (offers on: the user answered "Enable"). False is "Not now".
               "enabled": true | false,  // optional: left out means unset
               // Unset: the default of each (2 a day, 360 minutes apart, 120 minutes per activity).
               "dailyCap": integer,  // optional: left out means unset
@@ -158,29 +160,57 @@ public enum Hearth_Tasks_V1_Activities {
                 "start": string,
                 "end": string
               },
+              // Required to turn offers on (days, quiet hours and DAILY activities are local). With offers
+              // off it may be left out: the zone set before stays (UTC if none).
               "timeZone": string
             }
             """#
         )
 
-        /// Returns the acting user's offer preferences: the defaults until SetOfferPreferences.
+        /// Returns the acting user's offer preferences: the defaults (offers off) until
+        /// SetOfferPreferences.
         public static let getOfferPreferences = RPCMethodDescriptor<Hearth_Tasks_V1_GetOfferPreferencesRequest, Hearth_Tasks_V1_OfferPreferences>(
             name: "hearth.tasks.v1.Activities/GetOfferPreferences",
             servicesOnly: false,
-            documentation: "Returns the acting user's offer preferences: the defaults until SetOfferPreferences.",
+            documentation: #"""
+            Returns the acting user's offer preferences: the defaults (offers off) until
+            SetOfferPreferences.
+            """#,
             requestShape: "{}"
+        )
+
+        /// Records what the phone allows the app (location, notifications), as it is at first run and
+        /// after each change in the phone's settings; returns it. Offers that need more are
+        /// PERMISSION_MISSING. INVALID_ARGUMENT unless both are given.
+        public static let reportPermissions = RPCMethodDescriptor<Hearth_Tasks_V1_ReportPermissionsRequest, Hearth_Tasks_V1_Permissions>(
+            name: "hearth.tasks.v1.Activities/ReportPermissions",
+            servicesOnly: false,
+            documentation: #"""
+            Records what the phone allows the app (location, notifications), as it is at first run and
+            after each change in the phone's settings; returns it. Offers that need more are
+            PERMISSION_MISSING. INVALID_ARGUMENT unless both are given.
+            """#,
+            requestShape: #"""
+            {
+              // Both required.
+              "location": "LOCATION_PERMISSION_UNSPECIFIED" | "LOCATION_ALWAYS" | "LOCATION_WHEN_IN_USE" | "LOCATION_DENIED",
+              "notifications": "NOTIFICATION_PERMISSION_UNSPECIFIED" | "NOTIFICATIONS_ALLOWED" | "NOTIFICATIONS_DENIED"
+            }
+            """#
         )
 
         /// Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
         /// deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
-        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity.
+        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
+        /// arrival's minimum dwell drops the arrival's held offer (dropped_offer).
         public static let reportLocationEvent = RPCMethodDescriptor<Hearth_Tasks_V1_ReportLocationEventRequest, Hearth_Tasks_V1_ReportLocationEventResponse>(
             name: "hearth.tasks.v1.Activities/ReportLocationEvent",
             servicesOnly: false,
             documentation: #"""
             Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
             deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
-            suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity.
+            suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
+            arrival's minimum dwell drops the arrival's held offer (dropped_offer).
             """#,
             requestShape: #"""
             {
@@ -281,6 +311,6 @@ public enum Hearth_Tasks_V1_Activities {
         The acting user's activities with a place attached, and the "Mark done?" offers their geofence
         events earn.
         """#,
-        methods: [Method.createActivity.info, Method.getActivity.info, Method.listActivities.info, Method.completeActivity.info, Method.deleteActivity.info, Method.setLocationRule.info, Method.clearLocationRule.info, Method.setOfferPreferences.info, Method.getOfferPreferences.info, Method.reportLocationEvent.info, Method.listPendingOffers.info, Method.respondToOffer.info, Method.listGeofences.info, Method.getOfferStats.info]
+        methods: [Method.createActivity.info, Method.getActivity.info, Method.listActivities.info, Method.completeActivity.info, Method.deleteActivity.info, Method.setLocationRule.info, Method.clearLocationRule.info, Method.setOfferPreferences.info, Method.getOfferPreferences.info, Method.reportPermissions.info, Method.reportLocationEvent.info, Method.listPendingOffers.info, Method.respondToOffer.info, Method.listGeofences.info, Method.getOfferStats.info]
     )
 }

@@ -100,6 +100,91 @@ public nonisolated enum Hearth_Tasks_V1_Trigger: SwiftProtobuf.Enum, Swift.CaseI
 
 }
 
+/// What the phone allows the app, as it last reported (ReportPermissions).
+public nonisolated enum Hearth_Tasks_V1_LocationPermission: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// Never reported: taken as allowed (a phone that reports events has location access).
+  case unspecified // = 0
+  case locationAlways // = 1
+  case locationWhenInUse // = 2
+  case locationDenied // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .locationAlways
+    case 2: self = .locationWhenInUse
+    case 3: self = .locationDenied
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .locationAlways: return 1
+    case .locationWhenInUse: return 2
+    case .locationDenied: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Tasks_V1_LocationPermission] = [
+    .unspecified,
+    .locationAlways,
+    .locationWhenInUse,
+    .locationDenied,
+  ]
+
+}
+
+public nonisolated enum Hearth_Tasks_V1_NotificationPermission: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// Never reported: taken as allowed.
+  case unspecified // = 0
+  case notificationsAllowed // = 1
+  case notificationsDenied // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .notificationsAllowed
+    case 2: self = .notificationsDenied
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .notificationsAllowed: return 1
+    case .notificationsDenied: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Hearth_Tasks_V1_NotificationPermission] = [
+    .unspecified,
+    .notificationsAllowed,
+    .notificationsDenied,
+  ]
+
+}
+
 public nonisolated enum Hearth_Tasks_V1_AppState: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -289,6 +374,8 @@ public nonisolated enum Hearth_Tasks_V1_OfferState: SwiftProtobuf.Enum, Swift.Ca
 public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
+
+  /// Offers are off: the default until the user turns them on.
   case disabled // = 1
   case noRule // = 2
   case ruleDisabled // = 3
@@ -303,6 +390,15 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
   case quietHours // = 10
   case dailyCap // = 11
   case minSpacing // = 12
+
+  /// The phone lacks what the offer needs: background offers need location "always" and
+  /// notifications allowed; foreground (in-app) offers need location not denied, and are made
+  /// without notification permission.
+  case permissionMissing // = 13
+
+  /// Not answered to an event: set on an arrival afterwards, when a LEAVE within the rule's
+  /// minimum dwell dropped its held offer (counted so in GetOfferStats).
+  case dwellNotMet // = 14
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -324,6 +420,8 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
     case 10: self = .quietHours
     case 11: self = .dailyCap
     case 12: self = .minSpacing
+    case 13: self = .permissionMissing
+    case 14: self = .dwellNotMet
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -343,6 +441,8 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
     case .quietHours: return 10
     case .dailyCap: return 11
     case .minSpacing: return 12
+    case .permissionMissing: return 13
+    case .dwellNotMet: return 14
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -362,6 +462,8 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
     .quietHours,
     .dailyCap,
     .minSpacing,
+    .permissionMissing,
+    .dwellNotMet,
   ]
 
 }
@@ -430,6 +532,11 @@ public nonisolated struct Hearth_Tasks_V1_LocationRule: Sendable {
   public var hasUpdatedAt: Bool {self._updatedAt != nil}
   /// Clears the value of `updatedAt`. Subsequent reads from it will return its default value.
   public mutating func clearUpdatedAt() {self._updatedAt = nil}
+
+  /// ARRIVE only, 0-120; 0: none. An arrival counts only if the person stays: its offer is held
+  /// at least this long, and a LEAVE reported for the activity within this many minutes of the
+  /// arrival drops it (DWELL_NOT_MET).
+  public var minDwellMinutes: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -655,6 +762,9 @@ public nonisolated struct Hearth_Tasks_V1_SetLocationRuleRequest: Sendable {
   /// Clears the value of `enabled`. Subsequent reads from it will return its default value.
   public mutating func clearEnabled() {self._enabled = nil}
 
+  /// 0-120, ARRIVE only (INVALID_ARGUMENT with LEAVE): see LocationRule.
+  public var minDwellMinutes: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -693,11 +803,53 @@ public nonisolated struct Hearth_Tasks_V1_QuietHours: Sendable {
   public init() {}
 }
 
+public nonisolated struct Hearth_Tasks_V1_Permissions: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var location: Hearth_Tasks_V1_LocationPermission = .unspecified
+
+  public var notifications: Hearth_Tasks_V1_NotificationPermission = .unspecified
+
+  /// Unset until the first report.
+  public var reportedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
+    get {_reportedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_reportedAt = newValue}
+  }
+  /// Returns true if `reportedAt` has been explicitly set.
+  public var hasReportedAt: Bool {self._reportedAt != nil}
+  /// Clears the value of `reportedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearReportedAt() {self._reportedAt = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _reportedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+}
+
+public nonisolated struct Hearth_Tasks_V1_ReportPermissionsRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Both required.
+  public var location: Hearth_Tasks_V1_LocationPermission = .unspecified
+
+  public var notifications: Hearth_Tasks_V1_NotificationPermission = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Hearth_Tasks_V1_OfferPreferences: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// Off until the user turns offers on (the plan's opt-in: "Enable" / "Not now" at first run).
   public var enabled: Bool = false
 
   /// Offers per local day, 1-20 (snoozed offers do not count). Default 2.
@@ -721,11 +873,23 @@ public nonisolated struct Hearth_Tasks_V1_OfferPreferences: Sendable {
   /// IANA zone for days, quiet hours and DAILY activities. Default UTC until set.
   public var timeZone: String = String()
 
+  /// As the phone last reported them; kept apart from the preferences (SetOfferPreferences does
+  /// not change them).
+  public var permissions: Hearth_Tasks_V1_Permissions {
+    get {_permissions ?? Hearth_Tasks_V1_Permissions()}
+    set {_permissions = newValue}
+  }
+  /// Returns true if `permissions` has been explicitly set.
+  public var hasPermissions: Bool {self._permissions != nil}
+  /// Clears the value of `permissions`. Subsequent reads from it will return its default value.
+  public mutating func clearPermissions() {self._permissions = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _quietHours: Hearth_Tasks_V1_QuietHours? = nil
+  fileprivate var _permissions: Hearth_Tasks_V1_Permissions? = nil
 }
 
 public nonisolated struct Hearth_Tasks_V1_SetOfferPreferencesRequest: Sendable {
@@ -733,7 +897,7 @@ public nonisolated struct Hearth_Tasks_V1_SetOfferPreferencesRequest: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Unset: true (offers on), as every unset field takes its default.
+  /// Unset: true (offers on: the user answered "Enable"). False is "Not now".
   public var enabled: Bool {
     get {_enabled ?? false}
     set {_enabled = newValue}
@@ -781,6 +945,8 @@ public nonisolated struct Hearth_Tasks_V1_SetOfferPreferencesRequest: Sendable {
   /// Clears the value of `quietHours`. Subsequent reads from it will return its default value.
   public mutating func clearQuietHours() {self._quietHours = nil}
 
+  /// Required to turn offers on (days, quiet hours and DAILY activities are local). With offers
+  /// off it may be left out: the zone set before stays (UTC if none).
   public var timeZone: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -924,28 +1090,42 @@ public nonisolated struct Hearth_Tasks_V1_Suppressed: Sendable {
   public init() {}
 }
 
-public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: Sendable {
+public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var decision: Hearth_Tasks_V1_ReportLocationEventResponse.OneOf_Decision? = nil
+  public var decision: OneOf_Decision? {
+    get {return _storage._decision}
+    set {_uniqueStorage()._decision = newValue}
+  }
 
   public var offer: Hearth_Tasks_V1_Offer {
     get {
-      if case .offer(let v)? = decision {return v}
+      if case .offer(let v)? = _storage._decision {return v}
       return Hearth_Tasks_V1_Offer()
     }
-    set {decision = .offer(newValue)}
+    set {_uniqueStorage()._decision = .offer(newValue)}
   }
 
   public var suppressed: Hearth_Tasks_V1_Suppressed {
     get {
-      if case .suppressed(let v)? = decision {return v}
+      if case .suppressed(let v)? = _storage._decision {return v}
       return Hearth_Tasks_V1_Suppressed()
     }
-    set {decision = .suppressed(newValue)}
+    set {_uniqueStorage()._decision = .suppressed(newValue)}
   }
+
+  /// A LEAVE within an arrival's minimum dwell: the arrival's held offer, now cancelled (a phone
+  /// that scheduled it unschedules it).
+  public var droppedOffer: Hearth_Tasks_V1_Offer {
+    get {_storage._droppedOffer ?? Hearth_Tasks_V1_Offer()}
+    set {_uniqueStorage()._droppedOffer = newValue}
+  }
+  /// Returns true if `droppedOffer` has been explicitly set.
+  public var hasDroppedOffer: Bool {_storage._droppedOffer != nil}
+  /// Clears the value of `droppedOffer`. Subsequent reads from it will return its default value.
+  public mutating func clearDroppedOffer() {_uniqueStorage()._droppedOffer = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -956,6 +1136,8 @@ public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: Sendable 
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Hearth_Tasks_V1_ListPendingOffersRequest: Sendable {
@@ -1067,6 +1249,10 @@ public nonisolated struct Hearth_Tasks_V1_Geofence: Sendable {
   public mutating func clearPlace() {self._place = nil}
 
   public var trigger: Hearth_Tasks_V1_Trigger = .unspecified
+
+  /// The rule's minimum dwell: the phone reports the LEAVE too, within that many minutes of an
+  /// arrival, so that a short stay drops the offer.
+  public var minDwellMinutes: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1200,6 +1386,14 @@ nonisolated extension Hearth_Tasks_V1_Trigger: SwiftProtobuf._ProtoNameProviding
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRIGGER_UNSPECIFIED\0\u{1}ARRIVE\0\u{1}LEAVE\0")
 }
 
+nonisolated extension Hearth_Tasks_V1_LocationPermission: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LOCATION_PERMISSION_UNSPECIFIED\0\u{1}LOCATION_ALWAYS\0\u{1}LOCATION_WHEN_IN_USE\0\u{1}LOCATION_DENIED\0")
+}
+
+nonisolated extension Hearth_Tasks_V1_NotificationPermission: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOTIFICATION_PERMISSION_UNSPECIFIED\0\u{1}NOTIFICATIONS_ALLOWED\0\u{1}NOTIFICATIONS_DENIED\0")
+}
+
 nonisolated extension Hearth_Tasks_V1_AppState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0APP_STATE_UNSPECIFIED\0\u{1}FOREGROUND\0\u{1}BACKGROUND\0")
 }
@@ -1217,7 +1411,7 @@ nonisolated extension Hearth_Tasks_V1_OfferState: SwiftProtobuf._ProtoNameProvid
 }
 
 nonisolated extension Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SUPPRESSION_REASON_UNSPECIFIED\0\u{1}DISABLED\0\u{1}NO_RULE\0\u{1}RULE_DISABLED\0\u{1}TRIGGER_MISMATCH\0\u{1}STALE_EVENT\0\u{1}DUPLICATE_EVENT\0\u{1}NOT_CONFIRMED\0\u{1}EVENT_COOLDOWN\0\u{1}ALREADY_DONE\0\u{1}QUIET_HOURS\0\u{1}DAILY_CAP\0\u{1}MIN_SPACING\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SUPPRESSION_REASON_UNSPECIFIED\0\u{1}DISABLED\0\u{1}NO_RULE\0\u{1}RULE_DISABLED\0\u{1}TRIGGER_MISMATCH\0\u{1}STALE_EVENT\0\u{1}DUPLICATE_EVENT\0\u{1}NOT_CONFIRMED\0\u{1}EVENT_COOLDOWN\0\u{1}ALREADY_DONE\0\u{1}QUIET_HOURS\0\u{1}DAILY_CAP\0\u{1}MIN_SPACING\0\u{1}PERMISSION_MISSING\0\u{1}DWELL_NOT_MET\0")
 }
 
 nonisolated extension Hearth_Tasks_V1_Place: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1267,7 +1461,7 @@ nonisolated extension Hearth_Tasks_V1_Place: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Hearth_Tasks_V1_LocationRule: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LocationRule"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}place\0\u{1}trigger\0\u{3}delay_minutes\0\u{3}cooldown_minutes\0\u{3}only_if_incomplete\0\u{1}enabled\0\u{3}updated_at\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}place\0\u{1}trigger\0\u{3}delay_minutes\0\u{3}cooldown_minutes\0\u{3}only_if_incomplete\0\u{1}enabled\0\u{3}updated_at\0\u{3}min_dwell_minutes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1282,6 +1476,7 @@ nonisolated extension Hearth_Tasks_V1_LocationRule: SwiftProtobuf.Message, Swift
       case 5: try { try decoder.decodeSingularBoolField(value: &self.onlyIfIncomplete) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._updatedAt) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.minDwellMinutes) }()
       default: break
       }
     }
@@ -1313,6 +1508,9 @@ nonisolated extension Hearth_Tasks_V1_LocationRule: SwiftProtobuf.Message, Swift
     try { if let v = self._updatedAt {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
+    if self.minDwellMinutes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.minDwellMinutes, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1324,6 +1522,7 @@ nonisolated extension Hearth_Tasks_V1_LocationRule: SwiftProtobuf.Message, Swift
     if lhs.onlyIfIncomplete != rhs.onlyIfIncomplete {return false}
     if lhs.enabled != rhs.enabled {return false}
     if lhs._updatedAt != rhs._updatedAt {return false}
+    if lhs.minDwellMinutes != rhs.minDwellMinutes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1655,7 +1854,7 @@ nonisolated extension Hearth_Tasks_V1_DeleteActivityResponse: SwiftProtobuf.Mess
 
 nonisolated extension Hearth_Tasks_V1_SetLocationRuleRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetLocationRuleRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}activity_id\0\u{1}place\0\u{1}trigger\0\u{3}delay_minutes\0\u{3}cooldown_minutes\0\u{3}only_if_incomplete\0\u{1}enabled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}activity_id\0\u{1}place\0\u{1}trigger\0\u{3}delay_minutes\0\u{3}cooldown_minutes\0\u{3}only_if_incomplete\0\u{1}enabled\0\u{3}min_dwell_minutes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1670,6 +1869,7 @@ nonisolated extension Hearth_Tasks_V1_SetLocationRuleRequest: SwiftProtobuf.Mess
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self._cooldownMinutes) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self._onlyIfIncomplete) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self._enabled) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.minDwellMinutes) }()
       default: break
       }
     }
@@ -1701,6 +1901,9 @@ nonisolated extension Hearth_Tasks_V1_SetLocationRuleRequest: SwiftProtobuf.Mess
     try { if let v = self._enabled {
       try visitor.visitSingularBoolField(value: v, fieldNumber: 7)
     } }()
+    if self.minDwellMinutes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.minDwellMinutes, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1712,6 +1915,7 @@ nonisolated extension Hearth_Tasks_V1_SetLocationRuleRequest: SwiftProtobuf.Mess
     if lhs._cooldownMinutes != rhs._cooldownMinutes {return false}
     if lhs._onlyIfIncomplete != rhs._onlyIfIncomplete {return false}
     if lhs._enabled != rhs._enabled {return false}
+    if lhs.minDwellMinutes != rhs.minDwellMinutes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1782,9 +1986,88 @@ nonisolated extension Hearth_Tasks_V1_QuietHours: SwiftProtobuf.Message, SwiftPr
   }
 }
 
+nonisolated extension Hearth_Tasks_V1_Permissions: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Permissions"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}location\0\u{1}notifications\0\u{3}reported_at\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.location) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.notifications) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._reportedAt) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.location != .unspecified {
+      try visitor.visitSingularEnumField(value: self.location, fieldNumber: 1)
+    }
+    if self.notifications != .unspecified {
+      try visitor.visitSingularEnumField(value: self.notifications, fieldNumber: 2)
+    }
+    try { if let v = self._reportedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Tasks_V1_Permissions, rhs: Hearth_Tasks_V1_Permissions) -> Bool {
+    if lhs.location != rhs.location {return false}
+    if lhs.notifications != rhs.notifications {return false}
+    if lhs._reportedAt != rhs._reportedAt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Hearth_Tasks_V1_ReportPermissionsRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReportPermissionsRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}location\0\u{1}notifications\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.location) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.notifications) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.location != .unspecified {
+      try visitor.visitSingularEnumField(value: self.location, fieldNumber: 1)
+    }
+    if self.notifications != .unspecified {
+      try visitor.visitSingularEnumField(value: self.notifications, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Hearth_Tasks_V1_ReportPermissionsRequest, rhs: Hearth_Tasks_V1_ReportPermissionsRequest) -> Bool {
+    if lhs.location != rhs.location {return false}
+    if lhs.notifications != rhs.notifications {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Hearth_Tasks_V1_OfferPreferences: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OfferPreferences"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}daily_cap\0\u{3}min_spacing_minutes\0\u{3}default_cooldown_minutes\0\u{3}quiet_hours\0\u{3}time_zone\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}daily_cap\0\u{3}min_spacing_minutes\0\u{3}default_cooldown_minutes\0\u{3}quiet_hours\0\u{3}time_zone\0\u{1}permissions\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1798,6 +2081,7 @@ nonisolated extension Hearth_Tasks_V1_OfferPreferences: SwiftProtobuf.Message, S
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.defaultCooldownMinutes) }()
       case 5: try { try decoder.decodeSingularMessageField(value: &self._quietHours) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.timeZone) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._permissions) }()
       default: break
       }
     }
@@ -1826,6 +2110,9 @@ nonisolated extension Hearth_Tasks_V1_OfferPreferences: SwiftProtobuf.Message, S
     if !self.timeZone.isEmpty {
       try visitor.visitSingularStringField(value: self.timeZone, fieldNumber: 6)
     }
+    try { if let v = self._permissions {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1836,6 +2123,7 @@ nonisolated extension Hearth_Tasks_V1_OfferPreferences: SwiftProtobuf.Message, S
     if lhs.defaultCooldownMinutes != rhs.defaultCooldownMinutes {return false}
     if lhs._quietHours != rhs._quietHours {return false}
     if lhs.timeZone != rhs.timeZone {return false}
+    if lhs._permissions != rhs._permissions {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2139,66 +2427,109 @@ nonisolated extension Hearth_Tasks_V1_Suppressed: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Hearth_Tasks_V1_ReportLocationEventResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ReportLocationEventResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offer\0\u{1}suppressed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offer\0\u{1}suppressed\0\u{3}dropped_offer\0")
+
+  fileprivate class _StorageClass {
+    var _decision: Hearth_Tasks_V1_ReportLocationEventResponse.OneOf_Decision?
+    var _droppedOffer: Hearth_Tasks_V1_Offer? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _decision = source._decision
+      _droppedOffer = source._droppedOffer
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try {
-        var v: Hearth_Tasks_V1_Offer?
-        var hadOneofValue = false
-        if let current = self.decision {
-          hadOneofValue = true
-          if case .offer(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try {
+          var v: Hearth_Tasks_V1_Offer?
+          var hadOneofValue = false
+          if let current = _storage._decision {
+            hadOneofValue = true
+            if case .offer(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._decision = .offer(v)
+          }
+        }()
+        case 2: try {
+          var v: Hearth_Tasks_V1_Suppressed?
+          var hadOneofValue = false
+          if let current = _storage._decision {
+            hadOneofValue = true
+            if case .suppressed(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._decision = .suppressed(v)
+          }
+        }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._droppedOffer) }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.decision = .offer(v)
-        }
-      }()
-      case 2: try {
-        var v: Hearth_Tasks_V1_Suppressed?
-        var hadOneofValue = false
-        if let current = self.decision {
-          hadOneofValue = true
-          if case .suppressed(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.decision = .suppressed(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    switch self.decision {
-    case .offer?: try {
-      guard case .offer(let v)? = self.decision else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    }()
-    case .suppressed?: try {
-      guard case .suppressed(let v)? = self.decision else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      switch _storage._decision {
+      case .offer?: try {
+        guard case .offer(let v)? = _storage._decision else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      }()
+      case .suppressed?: try {
+        guard case .suppressed(let v)? = _storage._decision else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      }()
+      case nil: break
+      }
+      try { if let v = _storage._droppedOffer {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_ReportLocationEventResponse, rhs: Hearth_Tasks_V1_ReportLocationEventResponse) -> Bool {
-    if lhs.decision != rhs.decision {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._decision != rhs_storage._decision {return false}
+        if _storage._droppedOffer != rhs_storage._droppedOffer {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2404,7 +2735,7 @@ nonisolated extension Hearth_Tasks_V1_ListGeofencesRequest: SwiftProtobuf.Messag
 
 nonisolated extension Hearth_Tasks_V1_Geofence: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Geofence"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}activity_id\0\u{1}title\0\u{1}place\0\u{1}trigger\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}activity_id\0\u{1}title\0\u{1}place\0\u{1}trigger\0\u{3}min_dwell_minutes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2416,6 +2747,7 @@ nonisolated extension Hearth_Tasks_V1_Geofence: SwiftProtobuf.Message, SwiftProt
       case 2: try { try decoder.decodeSingularStringField(value: &self.title) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._place) }()
       case 4: try { try decoder.decodeSingularEnumField(value: &self.trigger) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.minDwellMinutes) }()
       default: break
       }
     }
@@ -2438,6 +2770,9 @@ nonisolated extension Hearth_Tasks_V1_Geofence: SwiftProtobuf.Message, SwiftProt
     if self.trigger != .unspecified {
       try visitor.visitSingularEnumField(value: self.trigger, fieldNumber: 4)
     }
+    if self.minDwellMinutes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.minDwellMinutes, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2446,6 +2781,7 @@ nonisolated extension Hearth_Tasks_V1_Geofence: SwiftProtobuf.Message, SwiftProt
     if lhs.title != rhs.title {return false}
     if lhs._place != rhs._place {return false}
     if lhs.trigger != rhs.trigger {return false}
+    if lhs.minDwellMinutes != rhs.minDwellMinutes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -35,15 +35,22 @@ extension Hearth_Tasks_V1_Activities {
         func clearLocationRule(_ request: Hearth_Tasks_V1_ClearLocationRuleRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_Activity
 
         /// Replaces the acting user's offer preferences (every unset field takes its default) and returns
-        /// them; time_zone is required. Turning offers off cancels every open offer.
+        /// them; time_zone is required to turn offers on. Turning offers off cancels every open offer.
         func setOfferPreferences(_ request: Hearth_Tasks_V1_SetOfferPreferencesRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_OfferPreferences
 
-        /// Returns the acting user's offer preferences: the defaults until SetOfferPreferences.
+        /// Returns the acting user's offer preferences: the defaults (offers off) until
+        /// SetOfferPreferences.
         func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_OfferPreferences
+
+        /// Records what the phone allows the app (location, notifications), as it is at first run and
+        /// after each change in the phone's settings; returns it. Offers that need more are
+        /// PERMISSION_MISSING. INVALID_ARGUMENT unless both are given.
+        func reportPermissions(_ request: Hearth_Tasks_V1_ReportPermissionsRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_Permissions
 
         /// Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
         /// deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
-        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity.
+        /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
+        /// arrival's minimum dwell drops the arrival's held offer (dropped_offer).
         func reportLocationEvent(_ request: Hearth_Tasks_V1_ReportLocationEventRequest, _ context: RPCContext) async throws -> Hearth_Tasks_V1_ReportLocationEventResponse
 
         /// Lists the acting user's offers delivered and still answerable, oldest delivery first.
@@ -83,6 +90,7 @@ extension Hearth_Tasks_V1_Activities.Handler {
             .unary(Hearth_Tasks_V1_Activities.Method.clearLocationRule) { try await self.clearLocationRule($0, $1) },
             .unary(Hearth_Tasks_V1_Activities.Method.setOfferPreferences) { try await self.setOfferPreferences($0, $1) },
             .unary(Hearth_Tasks_V1_Activities.Method.getOfferPreferences) { try await self.getOfferPreferences($0, $1) },
+            .unary(Hearth_Tasks_V1_Activities.Method.reportPermissions) { try await self.reportPermissions($0, $1) },
             .unary(Hearth_Tasks_V1_Activities.Method.reportLocationEvent) { try await self.reportLocationEvent($0, $1) },
             .unary(Hearth_Tasks_V1_Activities.Method.listPendingOffers) { try await self.listPendingOffers($0, $1) },
             .unary(Hearth_Tasks_V1_Activities.Method.respondToOffer) { try await self.respondToOffer($0, $1) },

@@ -1070,49 +1070,80 @@ public nonisolated struct Hearth_Tasks_V1_LocationEventRepeat: Sendable {
 
 /// Everything the tasks process holds about a user (its part of
 /// hearth.account.v1.Account/ExportAccount).
-public nonisolated struct Hearth_Tasks_V1_UserExport: Sendable {
+public nonisolated struct Hearth_Tasks_V1_UserExport: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Every task, cancelled and ended ones too, by creation.
-  public var tasks: [Hearth_Tasks_V1_Task] = []
+  public var tasks: [Hearth_Tasks_V1_Task] {
+    get {_storage._tasks}
+    set {_uniqueStorage()._tasks = newValue}
+  }
 
   /// Every prompt of those tasks, by due time.
-  public var prompts: [Hearth_Tasks_V1_Prompt] = []
+  public var prompts: [Hearth_Tasks_V1_Prompt] {
+    get {_storage._prompts}
+    set {_uniqueStorage()._prompts = newValue}
+  }
 
   /// Every check-in (answer) of those tasks, by time.
-  public var checkIns: [Hearth_Tasks_V1_CheckIn] = []
+  public var checkIns: [Hearth_Tasks_V1_CheckIn] {
+    get {_storage._checkIns}
+    set {_uniqueStorage()._checkIns = newValue}
+  }
 
   /// Every activity, with its location rule, by creation.
-  public var activities: [Hearth_Tasks_V1_Activity] = []
+  public var activities: [Hearth_Tasks_V1_Activity] {
+    get {_storage._activities}
+    set {_uniqueStorage()._activities = newValue}
+  }
 
-  /// Unset when they never set them.
+  /// Unset when they never set them (its permissions: see permissions).
   public var offerPreferences: Hearth_Tasks_V1_OfferPreferences {
-    get {_offerPreferences ?? Hearth_Tasks_V1_OfferPreferences()}
-    set {_offerPreferences = newValue}
+    get {_storage._offerPreferences ?? Hearth_Tasks_V1_OfferPreferences()}
+    set {_uniqueStorage()._offerPreferences = newValue}
   }
   /// Returns true if `offerPreferences` has been explicitly set.
-  public var hasOfferPreferences: Bool {self._offerPreferences != nil}
+  public var hasOfferPreferences: Bool {_storage._offerPreferences != nil}
   /// Clears the value of `offerPreferences`. Subsequent reads from it will return its default value.
-  public mutating func clearOfferPreferences() {self._offerPreferences = nil}
+  public mutating func clearOfferPreferences() {_uniqueStorage()._offerPreferences = nil}
 
   /// Every offer still kept (housekeeping deletes them after 400 days), by time.
-  public var offers: [Hearth_Tasks_V1_Offer] = []
+  public var offers: [Hearth_Tasks_V1_Offer] {
+    get {_storage._offers}
+    set {_uniqueStorage()._offers = newValue}
+  }
 
   /// Every location event still kept (housekeeping deletes them after 400 days) as first reported,
   /// whatever came of it, by when it occurred (then when it was received, then client_event_id).
-  public var locationEvents: [Hearth_Tasks_V1_LocationEvent] = []
+  public var locationEvents: [Hearth_Tasks_V1_LocationEvent] {
+    get {_storage._locationEvents}
+    set {_uniqueStorage()._locationEvents = newValue}
+  }
 
   /// Every later report of an event already reported, kept as long, by when it occurred (then when
   /// it was received). Its first report may have been deleted before it.
-  public var locationEventRepeats: [Hearth_Tasks_V1_LocationEventRepeat] = []
+  public var locationEventRepeats: [Hearth_Tasks_V1_LocationEventRepeat] {
+    get {_storage._locationEventRepeats}
+    set {_uniqueStorage()._locationEventRepeats = newValue}
+  }
+
+  /// What their phone allows the app, as last reported; unset when never.
+  public var permissions: Hearth_Tasks_V1_Permissions {
+    get {_storage._permissions ?? Hearth_Tasks_V1_Permissions()}
+    set {_uniqueStorage()._permissions = newValue}
+  }
+  /// Returns true if `permissions` has been explicitly set.
+  public var hasPermissions: Bool {_storage._permissions != nil}
+  /// Clears the value of `permissions`. Subsequent reads from it will return its default value.
+  public mutating func clearPermissions() {_uniqueStorage()._permissions = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _offerPreferences: Hearth_Tasks_V1_OfferPreferences? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -2477,68 +2508,125 @@ nonisolated extension Hearth_Tasks_V1_LocationEventRepeat: SwiftProtobuf.Message
 
 nonisolated extension Hearth_Tasks_V1_UserExport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UserExport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{1}prompts\0\u{3}check_ins\0\u{1}activities\0\u{3}offer_preferences\0\u{1}offers\0\u{3}location_events\0\u{3}location_event_repeats\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}tasks\0\u{1}prompts\0\u{3}check_ins\0\u{1}activities\0\u{3}offer_preferences\0\u{1}offers\0\u{3}location_events\0\u{3}location_event_repeats\0\u{1}permissions\0")
+
+  fileprivate class _StorageClass {
+    var _tasks: [Hearth_Tasks_V1_Task] = []
+    var _prompts: [Hearth_Tasks_V1_Prompt] = []
+    var _checkIns: [Hearth_Tasks_V1_CheckIn] = []
+    var _activities: [Hearth_Tasks_V1_Activity] = []
+    var _offerPreferences: Hearth_Tasks_V1_OfferPreferences? = nil
+    var _offers: [Hearth_Tasks_V1_Offer] = []
+    var _locationEvents: [Hearth_Tasks_V1_LocationEvent] = []
+    var _locationEventRepeats: [Hearth_Tasks_V1_LocationEventRepeat] = []
+    var _permissions: Hearth_Tasks_V1_Permissions? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _tasks = source._tasks
+      _prompts = source._prompts
+      _checkIns = source._checkIns
+      _activities = source._activities
+      _offerPreferences = source._offerPreferences
+      _offers = source._offers
+      _locationEvents = source._locationEvents
+      _locationEventRepeats = source._locationEventRepeats
+      _permissions = source._permissions
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.tasks) }()
-      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.prompts) }()
-      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.checkIns) }()
-      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.activities) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._offerPreferences) }()
-      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.offers) }()
-      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.locationEvents) }()
-      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.locationEventRepeats) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeRepeatedMessageField(value: &_storage._tasks) }()
+        case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._prompts) }()
+        case 3: try { try decoder.decodeRepeatedMessageField(value: &_storage._checkIns) }()
+        case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._activities) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._offerPreferences) }()
+        case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._offers) }()
+        case 7: try { try decoder.decodeRepeatedMessageField(value: &_storage._locationEvents) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._locationEventRepeats) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._permissions) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.tasks.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.tasks, fieldNumber: 1)
-    }
-    if !self.prompts.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.prompts, fieldNumber: 2)
-    }
-    if !self.checkIns.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.checkIns, fieldNumber: 3)
-    }
-    if !self.activities.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.activities, fieldNumber: 4)
-    }
-    try { if let v = self._offerPreferences {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    if !self.offers.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.offers, fieldNumber: 6)
-    }
-    if !self.locationEvents.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.locationEvents, fieldNumber: 7)
-    }
-    if !self.locationEventRepeats.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.locationEventRepeats, fieldNumber: 8)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._tasks.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._tasks, fieldNumber: 1)
+      }
+      if !_storage._prompts.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._prompts, fieldNumber: 2)
+      }
+      if !_storage._checkIns.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._checkIns, fieldNumber: 3)
+      }
+      if !_storage._activities.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._activities, fieldNumber: 4)
+      }
+      try { if let v = _storage._offerPreferences {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      if !_storage._offers.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._offers, fieldNumber: 6)
+      }
+      if !_storage._locationEvents.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._locationEvents, fieldNumber: 7)
+      }
+      if !_storage._locationEventRepeats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._locationEventRepeats, fieldNumber: 8)
+      }
+      try { if let v = _storage._permissions {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_UserExport, rhs: Hearth_Tasks_V1_UserExport) -> Bool {
-    if lhs.tasks != rhs.tasks {return false}
-    if lhs.prompts != rhs.prompts {return false}
-    if lhs.checkIns != rhs.checkIns {return false}
-    if lhs.activities != rhs.activities {return false}
-    if lhs._offerPreferences != rhs._offerPreferences {return false}
-    if lhs.offers != rhs.offers {return false}
-    if lhs.locationEvents != rhs.locationEvents {return false}
-    if lhs.locationEventRepeats != rhs.locationEventRepeats {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._tasks != rhs_storage._tasks {return false}
+        if _storage._prompts != rhs_storage._prompts {return false}
+        if _storage._checkIns != rhs_storage._checkIns {return false}
+        if _storage._activities != rhs_storage._activities {return false}
+        if _storage._offerPreferences != rhs_storage._offerPreferences {return false}
+        if _storage._offers != rhs_storage._offers {return false}
+        if _storage._locationEvents != rhs_storage._locationEvents {return false}
+        if _storage._locationEventRepeats != rhs_storage._locationEventRepeats {return false}
+        if _storage._permissions != rhs_storage._permissions {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

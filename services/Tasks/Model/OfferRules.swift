@@ -13,6 +13,7 @@ enum OfferRules {
     static let defaultRadius = 150
     static let delayMinutes = 0...120
     static let cooldownMinutes = 1...1440
+    static let minDwellMinutes = 0...120
     static let dailyCap = 1...20
     static let minSpacingMinutes = 0...1440
     static let priorities = 1...3
@@ -28,110 +29,6 @@ enum OfferRules {
     static let offerLifetime: TimeInterval = 24 * 3600
     static let maxStatsDays = 366
 
-    // MARK: Preferences
-
-    /// Minutes after local midnight: [start, end), crossing midnight when end < start.
-    struct QuietHours: Sendable, Equatable {
-        var start: Int
-        var end: Int
-
-        /// Whether `minute` (after local midnight) falls inside.
-        func contains(_ minute: Int) -> Bool {
-            self.start < self.end
-                ? (self.start <= minute && minute < self.end) : (minute >= self.start || minute < self.end)
-        }
-    }
-
-    /// When a snoozed offer comes back: `minutes` after `now`, or, when that falls in quiet
-    /// hours, the first minute after they end (a snooze is exempt from the daily cap only).
-    static func snoozedDelivery(minutes: Int, now: Date, preferences: Preferences) -> Date {
-        let due = now.addingTimeInterval(TimeInterval(minutes * 60))
-        let zone = preferences.zone
-        guard let quiet = preferences.quietHours, quiet.contains(TaskRules.minuteOfDay(due, in: zone)) else {
-            return due
-        }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let end = DateComponents(hour: quiet.end / 60, minute: quiet.end % 60, second: 0)
-        return calendar.nextDate(after: due, matching: end, matchingPolicy: .nextTime) ?? due
-    }
-
-    struct Preferences: Sendable, Equatable {
-        var enabled = true
-        var dailyCap = 2
-        var minSpacingMinutes = 360
-        var defaultCooldownMinutes = 120
-        var quietHours: QuietHours?
-        var timeZone = "UTC"
-
-        var zone: TimeZone { TimeZone(identifier: self.timeZone) ?? .gmt }
-    }
-
-    /// Every violation of a SetOfferPreferences request at once; an unset number takes its default.
-    static func preferences(_ request: PreferencesDraft) -> Result<Preferences, RPCError> {
-        var violations: [FieldViolation] = []
-        var preferences = Preferences()
-        preferences.enabled = request.enabled ?? true
-        func number(_ value: UInt32?, _ field: String, _ range: ClosedRange<Int>, default fallback: Int) -> Int {
-            guard let value else { return fallback }
-            if !range.contains(Int(value)) {
-                violations.append(
-                    FieldViolation(
-                        field: field,
-                        description: "must be \(range.lowerBound) to \(range.upperBound) (is \(value))"
-                    )
-                )
-            }
-            return Int(value)
-        }
-        preferences.dailyCap = number(
-            request.dailyCap,
-            "daily_cap",
-            Self.dailyCap,
-            default: 2
-        )
-        preferences.minSpacingMinutes = number(
-            request.minSpacingMinutes,
-            "min_spacing_minutes",
-            Self.minSpacingMinutes,
-            default: 360
-        )
-        preferences.defaultCooldownMinutes = number(
-            request.defaultCooldownMinutes,
-            "default_cooldown_minutes",
-            Self.cooldownMinutes,
-            default: 120
-        )
-        if let quietHours = request.quietHours {
-            let start = TaskRules.clockTime(quietHours.start)
-            let end = TaskRules.clockTime(quietHours.end)
-            if start == nil {
-                violations.append(
-                    FieldViolation(
-                        field: "quiet_hours.start",
-                        description: "'\(quietHours.start)' is not HH:MM"
-                    )
-                )
-            }
-            if end == nil {
-                violations.append(
-                    FieldViolation(field: "quiet_hours.end", description: "'\(quietHours.end)' is not HH:MM")
-                )
-            }
-            if let start, let end {
-                if start == end {
-                    violations.append(FieldViolation(field: "quiet_hours.end", description: "must differ from start"))
-                }
-                preferences.quietHours = QuietHours(start: start.minuteOfDay, end: end.minuteOfDay)
-            }
-        }
-        switch FieldChecks.zone(request.timeZone) {
-        case .success: preferences.timeZone = request.timeZone
-        case .failure(let violation): violations.append(violation)
-        }
-        return violations.isEmpty ? .success(preferences) : .failure(.invalidArgument(violations))
-    }
-
     // MARK: Activities and rules
 
     struct Rule: Sendable, Equatable {
@@ -144,6 +41,8 @@ enum OfferRules {
         var cooldownMinutes: Int?
         var onlyIfIncomplete: Bool
         var enabled: Bool
+        /// ARRIVE only; 0: none.
+        var minDwellMinutes = 0
     }
 
     /// `repeatValue` as sent: 0 (left out) is NONE, as the plan reads an activity with no repeat.
@@ -203,6 +102,21 @@ enum OfferRules {
                 )
             )
         }
+        if !Self.minDwellMinutes.contains(Int(request.minDwellMinutes)) {
+            violations.append(
+                FieldViolation(
+                    field: "min_dwell_minutes",
+                    description: "must be 0 to 120 (is \(request.minDwellMinutes))"
+                )
+            )
+        } else if request.minDwellMinutes > 0 && request.trigger == .leave {
+            violations.append(
+                FieldViolation(
+                    field: "min_dwell_minutes",
+                    description: "applies to ARRIVE only (a stay after arriving)"
+                )
+            )
+        }
         guard violations.isEmpty, case .success(let label) = label, let trigger = request.trigger else {
             return .failure(.invalidArgument(violations))
         }
@@ -216,7 +130,8 @@ enum OfferRules {
                 delayMinutes: Int(request.delayMinutes),
                 cooldownMinutes: request.cooldownMinutes.map { Int($0) },
                 onlyIfIncomplete: request.onlyIfIncomplete ?? true,
-                enabled: request.enabled ?? true
+                enabled: request.enabled ?? true,
+                minDwellMinutes: Int(request.minDwellMinutes)
             )
         )
     }
@@ -257,8 +172,6 @@ enum OfferRules {
 
     /// An earlier offer of the same user, as the decision needs it.
     struct PastOffer: Sendable {
-        var activityID: String
-        var occurredAt: Date
         var deliverAt: Date
         /// Delivered, or still to be: not cancelled before its delivery (counts for spacing).
         var seen: Bool
@@ -277,6 +190,11 @@ enum OfferRules {
         /// came as far as the cooldown (an offer made, or suppressed by the cooldown or a later
         /// check): the plan's ledger keeps the last event per activity, offered or not.
         var recentEvents: [Date] = []
+        /// What the phone allows the app, as last reported.
+        var permissions = Permissions()
+        /// For an arrival with a minimum dwell: a leave of the activity reported within it (events
+        /// can arrive out of order).
+        var leftWithinDwell = false
     }
 
     enum Decision: Sendable, Equatable {
@@ -286,7 +204,6 @@ enum OfferRules {
 
     /// The checks, in order; the first that fails decides.
     static func decide(
-        activityID: String,
         event: Event,
         rule: Rule?,
         preferences: Preferences,
@@ -294,6 +211,9 @@ enum OfferRules {
         now: Date
     ) -> Decision {
         guard preferences.enabled else { return .suppressed(.disabled, "offers are turned off") }
+        if let missing = Self.missingPermission(ledger.permissions, foreground: event.foreground) {
+            return .suppressed(.permissionMissing, missing)
+        }
         guard let rule else { return .suppressed(.noRule, "the activity has no location rule") }
         guard rule.enabled else { return .suppressed(.ruleDisabled, "the activity's rule is turned off") }
         guard event.trigger == rule.trigger else {
@@ -323,17 +243,26 @@ enum OfferRules {
             case .arrive, .leave: break
             }
         }
+        if rule.minDwellMinutes > 0 && ledger.leftWithinDwell {
+            return .suppressed(
+                .dwellNotMet,
+                "a leave was reported within the rule's minimum dwell of \(rule.minDwellMinutes) minutes"
+            )
+        }
         let cooldown = TimeInterval((rule.cooldownMinutes ?? preferences.defaultCooldownMinutes) * 60)
-        // From the last event seen, offered or not: a boundary that keeps bouncing through quiet
-        // hours (or past the cap) makes no offer the moment they end.
-        let own = ledger.offers.filter { $0.activityID == activityID }.map(\.occurredAt) + ledger.recentEvents
-        if own.contains(where: { abs($0.timeIntervalSince(event.occurredAt)) < cooldown }) {
+        // From the last event seen, offered or not (an offer's event is one): a boundary that
+        // keeps bouncing through quiet hours (or past the cap) makes no offer the moment they end.
+        // A stay shorter than the minimum dwell is not one of them.
+        if ledger.recentEvents.contains(where: { abs($0.timeIntervalSince(event.occurredAt)) < cooldown }) {
             return .suppressed(
                 .eventCooldown,
                 "this activity had an event less than \(Int(cooldown / 60)) minutes before, offered or not"
             )
         }
-        let deliverAt = event.occurredAt.addingTimeInterval(TimeInterval(rule.delayMinutes * 60))
+        // Held at least as long as the minimum dwell, so that a short stay can drop it.
+        let deliverAt = event.occurredAt.addingTimeInterval(
+            TimeInterval(max(rule.delayMinutes, rule.minDwellMinutes) * 60)
+        )
         let zone = preferences.zone
         // "Done today" is judged on the day the offer would arrive, like the daily cap.
         let day = LocalDate(deliverAt, in: zone)
@@ -355,6 +284,27 @@ enum OfferRules {
             return .suppressed(.minSpacing, "another offer is less than \(preferences.minSpacingMinutes) minutes away")
         }
         return .offer(deliverAt: deliverAt, channel: event.foreground ? .inApp : .notification)
+    }
+
+    /// Why the phone cannot take an offer, or nil. Background offers are notifications, which need
+    /// location "always" (geofences in the background) and notifications allowed; foreground ones
+    /// are shown in the app, which needs location and nothing more (the plan's open question,
+    /// decided so). A permission never reported is taken as allowed.
+    static func missingPermission(_ permissions: Permissions, foreground: Bool) -> String? {
+        if permissions.location == .denied { return "location access is denied on the phone" }
+        if foreground { return nil }
+        if permissions.location == .whenInUse {
+            return "background offers need location access \"always\", not only while the app is in use"
+        }
+        if permissions.notifications == .denied { return "background offers need notifications, denied on the phone" }
+        return nil
+    }
+
+    /// Whether a leave of an activity at `leftAt` ends a stay begun at `arrivedAt` within `rule`'s
+    /// minimum dwell, so that the arrival's held offer is dropped.
+    static func endsStayWithinDwell(leftAt: Date, arrivedAt: Date, rule: Rule) -> Bool {
+        rule.trigger == .arrive && rule.minDwellMinutes > 0 && arrivedAt <= leftAt
+            && leftAt.timeIntervalSince(arrivedAt) < TimeInterval(rule.minDwellMinutes * 60)
     }
 
     /// Done for good (NONE), or done on `day` in `zone` (DAILY: the last completion fell on it).

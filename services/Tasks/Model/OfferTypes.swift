@@ -53,6 +53,27 @@ enum SuppressionReason: Int, Sendable {
     case quietHours = 10
     case dailyCap = 11
     case minSpacing = 12
+    case permissionMissing = 13
+    /// Set on an arrival afterwards, when a leave within the rule's minimum dwell dropped its
+    /// held offer; or answered to an arrival whose stay is already known to have ended.
+    case dwellNotMet = 14
+}
+
+/// What the phone allows the app, as it last reported; nil: never reported, taken as allowed.
+struct Permissions: Sendable, Equatable {
+    enum Location: Int, Sendable {
+        case always = 1
+        case whenInUse = 2
+        case denied = 3
+    }
+
+    enum Notifications: Int, Sendable {
+        case allowed = 1
+        case denied = 2
+    }
+
+    var location: Location?
+    var notifications: Notifications?
 }
 
 /// What an offer is at a moment.
@@ -95,4 +116,5 @@ struct RuleDraft: Sendable, Equatable {
     var cooldownMinutes: UInt32?
     var onlyIfIncomplete: Bool?
     var enabled: Bool?
+    var minDwellMinutes: UInt32 = 0
 }

@@ -116,15 +116,51 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
         let user = try context.verifiedUser()
-        let preferences = try OfferRules.preferences(PreferencesDraft(request)).get()
+        let current = try await self.store.preferences(user: user)
+        let preferences = try OfferRules.preferences(PreferencesDraft(request), current: current).get()
         try await self.store.setPreferences(preferences, user: user, now: self.store.now)
-        return preferences.message
+        return preferences.message(permissions: try await self.store.permissions(user: user))
     }
 
     public func getOfferPreferences(_ request: Hearth_Tasks_V1_GetOfferPreferencesRequest, _ context: RPCContext)
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
-        try await self.store.preferences(user: context.verifiedUser()).message
+        let user = try context.verifiedUser()
+        return try await self.store.preferences(user: user).message(permissions: self.store.permissions(user: user))
+    }
+
+    public func reportPermissions(_ request: Hearth_Tasks_V1_ReportPermissionsRequest, _ context: RPCContext)
+        async throws -> Hearth_Tasks_V1_Permissions
+    {
+        let user = try context.verifiedUser()
+        var violations: [FieldViolation] = []
+        let location = Permissions.Location(rawValue: request.location.rawValue)
+        if location == nil {
+            violations.append(
+                FieldViolation(
+                    field: "location",
+                    description: "must be LOCATION_ALWAYS, LOCATION_WHEN_IN_USE or LOCATION_DENIED"
+                )
+            )
+        }
+        let notifications = Permissions.Notifications(rawValue: request.notifications.rawValue)
+        if notifications == nil {
+            violations.append(
+                FieldViolation(
+                    field: "notifications",
+                    description: "must be NOTIFICATIONS_ALLOWED or NOTIFICATIONS_DENIED"
+                )
+            )
+        }
+        guard violations.isEmpty, let location, let notifications else { throw RPCError.invalidArgument(violations) }
+        let record = PermissionsRecord(
+            userID: user,
+            location: location.rawValue,
+            notifications: notifications.rawValue,
+            reportedAt: self.store.now
+        )
+        try await self.store.setPermissions(record)
+        return record.message
     }
 
     // MARK: Offers
@@ -186,17 +222,20 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         ) {
         case .missing:
             throw RPCError.notFound("activity", request.activityID)
-        case .decided(.suppressed(let reason, let detail), _):
-            return .with {
-                $0.suppressed = .with {
+        case .decided(let decision, let offer, let dropped):
+            var response = Hearth_Tasks_V1_ReportLocationEventResponse()
+            switch decision {
+            case .suppressed(let reason, let detail):
+                response.suppressed = .with {
                     $0.reason = .init(reason)
                     $0.detail = detail
                 }
+            case .offer:
+                guard let offer else { throw RPCError(.internal, "an offer was decided but not recorded") }
+                response.offer = offer.message(now: now)
             }
-        case .decided(.offer, let offer?):
-            return .with { $0.offer = offer.message(now: now) }
-        case .decided(.offer, nil):
-            throw RPCError(.internal, "an offer was decided but not recorded")
+            if let dropped { response.droppedOffer = dropped.message(now: now) }
+            return response
         }
     }
 
@@ -281,6 +320,7 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
                 $0.title = found.activity.title
                 $0.place = found.rule!.place
                 $0.trigger = Hearth_Tasks_V1_Trigger(rawValue: found.rule!.trigger) ?? .unspecified
+                $0.minDwellMinutes = UInt32(found.rule!.minDwellMinutes)
             }
         }
         response.leftOut = UInt32(Swift.max(0, ranked.count - max))

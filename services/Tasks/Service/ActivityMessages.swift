@@ -22,6 +22,7 @@ extension ActivityWithRule {
                 if let cooldown = rule.cooldownMinutes { $0.cooldownMinutes = UInt32(cooldown) }
                 $0.onlyIfIncomplete = rule.onlyIfIncomplete
                 $0.enabled = rule.enabled
+                $0.minDwellMinutes = UInt32(rule.minDwellMinutes)
                 $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: rule.updatedAt)
             }
         }
@@ -68,8 +69,19 @@ extension OfferRecord {
     }
 }
 
+extension PermissionsRecord {
+    var message: Hearth_Tasks_V1_Permissions {
+        .with {
+            $0.location = Hearth_Tasks_V1_LocationPermission(rawValue: self.location) ?? .unspecified
+            $0.notifications = Hearth_Tasks_V1_NotificationPermission(rawValue: self.notifications) ?? .unspecified
+            $0.reportedAt = Google_Protobuf_Timestamp(millisecondsOf: self.reportedAt)
+        }
+    }
+}
+
 extension OfferRules.Preferences {
-    var message: Hearth_Tasks_V1_OfferPreferences {
+    /// With the phone's permissions as last reported (none: never).
+    func message(permissions: PermissionsRecord?) -> Hearth_Tasks_V1_OfferPreferences {
         var preferences = Hearth_Tasks_V1_OfferPreferences()
         preferences.enabled = self.enabled
         preferences.dailyCap = UInt32(self.dailyCap)
@@ -82,6 +94,7 @@ extension OfferRules.Preferences {
             }
         }
         preferences.timeZone = self.timeZone
+        if let permissions { preferences.permissions = permissions.message }
         return preferences
     }
 }
@@ -117,7 +130,8 @@ extension RuleDraft {
             delayMinutes: request.delayMinutes,
             cooldownMinutes: request.hasCooldownMinutes ? request.cooldownMinutes : nil,
             onlyIfIncomplete: request.hasOnlyIfIncomplete ? request.onlyIfIncomplete : nil,
-            enabled: request.hasEnabled ? request.enabled : nil
+            enabled: request.hasEnabled ? request.enabled : nil,
+            minDwellMinutes: request.minDwellMinutes
         )
     }
 }

@@ -9,7 +9,7 @@ extension TasksService {
     /// GetTask and ListTasks, a prompt as ListPrompts, a check-in as GetTask, an activity with
     /// its rule as GetActivity (done or not today in the zone of their offer preferences, the
     /// defaults' when they never set any), the preferences as GetOfferPreferences (unset when
-    /// never set), an offer as ListPendingOffers, and each location event and repeated report
+    /// never set), the phone's permissions as ReportPermissions (unset when never), an offer as ListPendingOffers, and each location event and repeated report
     /// as the store recorded it (what came of it: the offer's id, or why none). A user with
     /// nothing here gets an empty export.
     func userExport(of user: String) async throws -> Hearth_Tasks_V1_UserExport {
@@ -22,7 +22,10 @@ extension TasksService {
         export.prompts = rows.prompts.map { $0.message(now: now) }
         export.checkIns = rows.checkIns.map(\.message)
         export.activities = rows.activities.map { $0.message(now: now, zone: zone) }
-        if let preferences = rows.preferences { export.offerPreferences = preferences.message }
+        if let preferences = rows.preferences {
+            export.offerPreferences = preferences.message(permissions: rows.permissions)
+        }
+        if let permissions = rows.permissions { export.permissions = permissions.message }
         export.offers = rows.offers.map { $0.message(now: now) }
         export.locationEvents = rows.locationEvents.map(\.message)
         export.locationEventRepeats = rows.locationEventRepeats.map(\.message)

@@ -25,7 +25,7 @@ extension ActivityRecord {
 extension RuleRecord {
     static let selection = """
         SELECT activity_id, label, latitude, longitude, radius_m, trigger, delay_minutes, cooldown_minutes,
-          only_if_incomplete, enabled, updated_at
+          only_if_incomplete, enabled, updated_at, min_dwell_minutes
         """
 
     /// A row of ``selection``.
@@ -41,6 +41,7 @@ extension RuleRecord {
         self.onlyIfIncomplete = try columns.value(8)
         self.enabled = try columns.value(9)
         self.updatedAt = try columns.date(10)
+        self.minDwellMinutes = try columns.value(11)
     }
 }
 

@@ -45,6 +45,8 @@ struct RuleRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
     var onlyIfIncomplete: Bool
     var enabled: Bool
     var updatedAt: Date
+    /// ARRIVE only; 0: none.
+    var minDwellMinutes: Int
 
     enum CodingKeys: String, CodingKey {
         case label, latitude, longitude, trigger, enabled
@@ -54,6 +56,7 @@ struct RuleRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
         case cooldownMinutes = "cooldown_minutes"
         case onlyIfIncomplete = "only_if_incomplete"
         case updatedAt = "updated_at"
+        case minDwellMinutes = "min_dwell_minutes"
     }
 }
 
@@ -340,6 +343,7 @@ extension RuleRecord {
         self.onlyIfIncomplete = try row.decode(Bool.self, forColumn: "only_if_incomplete")
         self.enabled = try row.decode(Bool.self, forColumn: "enabled")
         self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+        self.minDwellMinutes = try row.decode(Int.self, forColumn: "min_dwell_minutes")
     }
 }
 

@@ -6,22 +6,25 @@ import HearthStore
 // ReportLocationEvent's side of the store: the decision on an event and what it records.
 extension ActivityStore {
     enum ReportOutcome: Sendable {
-        case decided(OfferRules.Decision, OfferRecord?)
+        /// The decision, the offer it made, and the arrival's offer a leave within its minimum
+        /// dwell dropped.
+        case decided(OfferRules.Decision, OfferRecord?, dropped: OfferRecord?)
         case missing
     }
 
     /// The activity's last event at or before a time, and its first after, among those that came
-    /// as far as the cooldown: the condition on `reason` is the partial index's, written the same
-    /// (8 is EVENT_COOLDOWN), so that each is one step down that index.
+    /// as far as the cooldown (an offer's event is one): the condition on `reason` is the partial
+    /// index's, written the same (8 EVENT_COOLDOWN to 12 MIN_SPACING), so that each is one step
+    /// down that index.
     static let nearestEventSQL = [
         """
         SELECT occurred_at FROM location_event
-        WHERE user_id = ? AND activity_id = ? AND occurred_at <= ? AND (reason = 0 OR reason >= 8)
+        WHERE user_id = ? AND activity_id = ? AND occurred_at <= ? AND (reason = 0 OR reason BETWEEN 8 AND 12)
         ORDER BY occurred_at DESC LIMIT 1
         """,
         """
         SELECT occurred_at FROM location_event
-        WHERE user_id = ? AND activity_id = ? AND occurred_at > ? AND (reason = 0 OR reason >= 8)
+        WHERE user_id = ? AND activity_id = ? AND occurred_at > ? AND (reason = 0 OR reason BETWEEN 8 AND 12)
         ORDER BY occurred_at LIMIT 1
         """,
     ]
@@ -45,7 +48,7 @@ extension ActivityStore {
             let offers = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT activity_id, occurred_at, deliver_at, snoozed, cancelled_at FROM offer
+                        SELECT deliver_at, snoozed, cancelled_at FROM offer
                         WHERE user_id = ? AND deliver_at >= ? AND deliver_at <= ?
                         """
                 ),
@@ -60,8 +63,6 @@ extension ActivityStore {
                 // Cancelled before it was delivered: never seen, does not count.
                 let unseen = cancelledAt.map { $0 < deliverAt } ?? false
                 return OfferRules.PastOffer(
-                    activityID: row["activity_id"],
-                    occurredAt: row["occurred_at"],
                     deliverAt: deliverAt,
                     seen: !unseen,
                     snoozed: snoozed
@@ -79,17 +80,29 @@ extension ActivityStore {
                     recentEvents.append(nearest.date)
                 }
             }
+            let rule = found.rule.map(\.rule)
+            var leftWithinDwell = false
+            if let rule, rule.minDwellMinutes > 0, event.trigger == .arrive {
+                leftWithinDwell = try Self.leaveReported(
+                    user: user,
+                    activityID: activityID,
+                    from: event.occurredAt,
+                    minutes: rule.minDwellMinutes,
+                    in: db
+                )
+            }
             let ledger = OfferRules.Ledger(
                 eventSeen: eventSeen,
                 repeatKind: Recurrence(rawValue: found.activity.repeatKind) ?? .once,
                 lastCompletedAt: found.activity.lastCompletedAt,
                 offers: offers,
-                recentEvents: recentEvents
+                recentEvents: recentEvents,
+                permissions: try Self.permissions(user: user, in: db)?.permissions ?? Permissions(),
+                leftWithinDwell: leftWithinDwell
             )
             let decision = OfferRules.decide(
-                activityID: activityID,
                 event: event,
-                rule: found.rule.map(\.rule),
+                rule: rule,
                 preferences: preferences,
                 ledger: ledger,
                 now: now
@@ -133,7 +146,78 @@ extension ActivityStore {
                     offerID: offer?.id
                 ).insertPrepared(db)
             }
-            return .decided(decision, offer)
+            var dropped: OfferRecord?
+            if let rule, event.trigger == .leave, !eventSeen {
+                dropped = try Self.dropHeldArrival(
+                    user: user,
+                    activityID: activityID,
+                    leftAt: event.occurredAt,
+                    rule: rule,
+                    now: now,
+                    in: db
+                )
+            }
+            return .decided(decision, offer, dropped: dropped)
         }
+    }
+
+    /// Whether a leave of the activity was reported in the `minutes` after an arrival at `from`
+    /// (the phone may report them out of order).
+    private static func leaveReported(user: String, activityID: String, from: Date, minutes: Int, in db: Database)
+        throws -> Bool
+    {
+        try Int.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT 1 FROM location_event WHERE user_id = ? AND occurred_at >= ? AND occurred_at < ?
+                    AND activity_id = ? AND trigger = ? LIMIT 1
+                    """
+            ),
+            arguments: [
+                user, from.stored, from.addingTimeInterval(TimeInterval(minutes * 60)).stored, activityID,
+                Trigger.leave.rawValue,
+            ]
+        ) != nil
+    }
+
+    /// A leave within an arrival's minimum dwell: the arrival's offer, still unanswered, is
+    /// cancelled and its event counted as DWELL_NOT_MET (out of the cooldown: the person did not
+    /// stay). Answers the offer dropped, if any.
+    private static func dropHeldArrival(
+        user: String,
+        activityID: String,
+        leftAt: Date,
+        rule: OfferRules.Rule,
+        now: Date,
+        in db: Database
+    ) throws -> OfferRecord? {
+        guard rule.trigger == .arrive, rule.minDwellMinutes > 0 else { return nil }
+        // Held at least the dwell: an arrival within it is delivered after the leave.
+        let held = try OfferRecord.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT * FROM offer WHERE activity_id = ? AND deliver_at > ? AND user_id = ? AND trigger = ?
+                    AND snoozed = 0 AND answered_at IS NULL AND cancelled_at IS NULL
+                    """
+            ),
+            arguments: [activityID, leftAt.stored, user, Trigger.arrive.rawValue]
+        )
+        .filter { OfferRules.endsStayWithinDwell(leftAt: leftAt, arrivedAt: $0.occurredAt, rule: rule) }
+        .max { $0.occurredAt < $1.occurredAt }
+        guard var dropped = held else { return nil }
+        dropped.cancelledAt = now
+        try db.cachedStatement(sql: "UPDATE offer SET cancelled_at = ? WHERE id = ?")
+            .execute(arguments: [now.stored, dropped.id])
+        try db.cachedStatement(
+            sql: """
+                UPDATE location_event SET reason = ? WHERE user_id = ? AND activity_id = ? AND occurred_at = ?
+                AND (reason = 0 OR reason BETWEEN 8 AND 12) AND offer_id = ?
+                """
+        ).execute(
+            arguments: [
+                SuppressionReason.dwellNotMet.rawValue, user, activityID, dropped.occurredAt.stored, dropped.id,
+            ]
+        )
+        return dropped
     }
 }

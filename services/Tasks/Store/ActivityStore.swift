@@ -110,7 +110,8 @@ struct ActivityStore: Sendable {
                 cooldownMinutes: rule.cooldownMinutes,
                 onlyIfIncomplete: rule.onlyIfIncomplete,
                 enabled: rule.enabled,
-                updatedAt: now
+                updatedAt: now,
+                minDwellMinutes: rule.minDwellMinutes
             )
             try record.save(db)
             if !rule.enabled { try Self.cancelOpenOffers(activityID: id, except: nil, now: now, in: db) }
@@ -397,7 +398,8 @@ extension RuleRecord {
             delayMinutes: self.delayMinutes,
             cooldownMinutes: self.cooldownMinutes,
             onlyIfIncomplete: self.onlyIfIncomplete,
-            enabled: self.enabled
+            enabled: self.enabled,
+            minDwellMinutes: self.minDwellMinutes
         )
     }
 }

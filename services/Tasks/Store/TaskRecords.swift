@@ -255,6 +255,7 @@ enum TaskMigrations {
         ActivityMigrations.registerRepeatReasons(in: &migrator)
         TaskStore.registerErasureMigration(in: &migrator)
         ActivityMigrations.registerOfferTriggers(in: &migrator)
+        ActivityMigrations.registerOptInAndDwell(in: &migrator)
         return migrator
     }
 }

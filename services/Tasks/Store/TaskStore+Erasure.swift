@@ -26,7 +26,7 @@ extension TaskStore {
     /// - `location_event`, `location_event_repeat`: the user's (`user_id`).
     /// - `activity_rule`: the rules of the user's activities.
     /// - `activity`: the user's activities (`user_id`).
-    /// - `offer_preferences`: the user's (`user_id`).
+    /// - `offer_preferences`, `device_permissions`: the user's (`user_id`).
     ///
     /// What stays: the `erasure` ledger (the erasure's own record of its steps, which the user
     /// reads with GetErasure; pruned ``erasureRetention`` after it is done). Nothing else about
@@ -62,6 +62,7 @@ extension TaskStore {
             ("DELETE FROM activity_rule WHERE activity_id IN (\(activities))", [user]),
             ("DELETE FROM activity WHERE user_id = ?", [user]),
             ("DELETE FROM offer_preferences WHERE user_id = ?", [user]),
+            ("DELETE FROM device_permissions WHERE user_id = ?", [user]),
         ]
         var deleted = try Outbox.erase(messagesTo: user, in: db) + Relay.erase(callsFor: user, in: db)
         for statement in statements {

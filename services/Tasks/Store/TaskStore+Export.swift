@@ -25,6 +25,8 @@ extension TaskStore {
         /// Their offer preferences; nil when they never set them (the calls then read the
         /// defaults, ``OfferRules/Preferences``).
         var preferences: OfferRules.Preferences?
+        /// What their phone allows the app, as last reported; nil when never.
+        var permissions: PermissionsRecord?
         /// Every offer kept for them (``ActivityStore/historyRetention``), by delivery time.
         var offers: [OfferRecord]
         /// Every location event kept for them (``ActivityStore/historyRetention``) as first
@@ -83,6 +85,7 @@ extension TaskStore {
                 ),
                 activities: try ActivityStore.activities(user: user, in: db).reversed(),
                 preferences: try ActivityStore.storedPreferences(user: user, in: db),
+                permissions: try ActivityStore.permissions(user: user, in: db),
                 offers: try OfferRecord.fetchAll(
                     db.cachedStatement(sql: "SELECT * FROM offer WHERE user_id = ? ORDER BY deliver_at, id"),
                     arguments: [user]
