@@ -611,6 +611,7 @@ let package = Package(
                 "HearthStore",
                 "HearthGateway",
                 "HearthPush",
+                "HearthMail",
                 "HearthScheduler",
                 "hearth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

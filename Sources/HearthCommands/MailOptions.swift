@@ -31,6 +31,14 @@ struct MailOptions: ParsableArguments, Sendable {
 
     @Option(
         help: """
+            What the app is called in safety's emails and pushes ("Hearth Alert: Joey hasn't checked in") and as \
+            the emails' sender name: 1-40 characters.
+            """
+    )
+    var productName = AlertChannels.defaultProductName
+
+    @Option(
+        help: """
             Where emergency contacts open the links in their emails (Confirm, Decline, Opt out): the gateway's \
             contact page (--contact-page-port) as they reach it, e.g. https://hearth.example.
             """
@@ -60,6 +68,13 @@ struct MailOptions: ParsableArguments, Sendable {
             throw ValidationError("--smtp-security is starttls or none")
         }
         guard MailAddress(self.mailFrom).isValid else { throw ValidationError("--mail-from is not an email address") }
+        let product = self.productName.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A subject line and a sender name: one line, short, no quoting games.
+        guard (1...40).contains(product.count), product == self.productName,
+            !product.contains(where: { $0.isNewline || $0 == "\"" || $0.asciiValue.map { $0 < 0x20 } == true })
+        else {
+            throw ValidationError("--product-name is 1-40 characters on one line, without quotes or spaces around it")
+        }
     }
 
     /// Refuses a safety process that would send its alarms nowhere without being told to.
@@ -101,5 +116,5 @@ struct MailOptions: ParsableArguments, Sendable {
         )
     }
 
-    var from: MailAddress { MailAddress(self.mailFrom, name: "Hearth") }
+    var from: MailAddress { MailAddress(self.mailFrom, name: self.productName) }
 }

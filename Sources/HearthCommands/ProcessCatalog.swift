@@ -84,7 +84,8 @@ extension ProcessName {
                 mail: try settings.mail.transport(logger: logger),
                 from: settings.mail.from,
                 push: settings.pushSender,
-                contactPage: settings.mail.contactPageUrl
+                contactPage: settings.mail.contactPageUrl,
+                productName: settings.mail.productName
             )
             guard let keyFile = settings.dataKeyFile else { preconditionFailure("safety is given its data key file") }
             return try SafetyService.module(

@@ -34,9 +34,7 @@ struct AlertRaceTests {
     private func decide(_ store: SafetyStore, at now: Date) async throws {
         _ = try await store.decideDue(
             now: now,
-            limit: 10,
-            texts: AlertWords.texts,
-            reminderText: AlertWords.reminderText
+            limit: 10
         )
     }
 
@@ -50,7 +48,7 @@ struct AlertRaceTests {
     @discardableResult
     private func deliveredAlarm(_ store: SafetyStore, at now: Date, reply: String = "") async throws -> AlertRecord {
         let alarm = try #require(try await self.decideAlert(store, at: now).first)
-        try await store.record(alarm.id, attempt: .success(reply), now: now, allClear: AlertWords.allClear)
+        try await store.record(alarm.id, attempt: .success(reply), now: now)
         return alarm
     }
 
@@ -80,8 +78,7 @@ struct AlertRaceTests {
         try await store.record(
             alert.id,
             attempt: .failure(DeliveryFailure(message: "failed", isPermanent: false, mayHaveArrived: mayHaveArrived)),
-            now: now,
-            allClear: AlertWords.allClear
+            now: now
         )
     }
 
@@ -91,8 +88,7 @@ struct AlertRaceTests {
             timeZone: nil,
             deviceInfo: "",
             requestID: UUID().uuidString,
-            source: "app",
-            allClear: AlertWords.allClear
+            source: "app"
         )
     }
 
@@ -112,7 +108,7 @@ struct AlertRaceTests {
             alert = try #require(try await self.claim(store, at: clock.now()).first { $0.id == alert.id })
         }
         #expect(clock.now() > self.t0 + 48 * hour)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
         #expect(try await self.message(alert.id, in: store)?.state == .sent)
 
         // Any other message that keeps failing is given up after 12 attempts: the all-clear.
@@ -217,12 +213,12 @@ struct AlertRaceTests {
         // The pause comes while the email is being sent; it cancels it.
         clock.set(self.t0 + 24 * hour + 1)
         _ = try await store.pause("mei", until: clock.now() + 3600)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
         let recorded = try await self.message(alert.id, in: store)
         #expect(recorded?.state == .sent && recorded?.attempts == 1 && recorded?.claimedAt == nil)
         #expect(try await self.pending(store).isEmpty, "no all-clear without a check-in")
         // A second outcome for it changes nothing more.
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
         #expect(try await self.message(alert.id, in: store) == recorded)
     }
 
@@ -236,7 +232,7 @@ struct AlertRaceTests {
         )
         _ = try await self.checkIn(store)
         #expect(try await self.message(warning.id, in: store)?.state == .cancelled)
-        try await store.record(warning.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(warning.id, attempt: .success(""), now: clock.now())
         #expect(try await self.message(warning.id, in: store)?.state == .sent)
         #expect(try await self.pending(store).isEmpty)
     }
@@ -253,7 +249,7 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(store).enqueued == false, "nothing known to have gone out yet")
         // a's went out, b's was refused before its content went out, c's answer never came.
         let a = try #require(byAddress["a@example.com"])
-        try await store.record(a.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(a.id, attempt: .success(""), now: clock.now())
         try await self.failed(
             try #require(byAddress["b@example.com"]),
             in: store,
@@ -266,7 +262,7 @@ struct AlertRaceTests {
         #expect(Set(due.map(\.address)) == ["a@example.com", "c@example.com"])
         #expect(try await self.message(a.id, in: store)?.state == .sent)
         // A second outcome for a changes nothing more.
-        try await store.record(a.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(a.id, attempt: .success(""), now: clock.now())
         #expect(try await self.pending(store).count == 2)
     }
 
@@ -281,8 +277,7 @@ struct AlertRaceTests {
         try await store.record(
             retry.id,
             attempt: .failure(DeliveryFailure(message: "550 no such user", isPermanent: true, mayHaveArrived: false)),
-            now: clock.now(),
-            allClear: AlertWords.allClear
+            now: clock.now()
         )
         #expect(try await self.message(alert.id, in: store)?.state == .failed)
         #expect(try await self.checkIn(store).enqueued)
@@ -341,7 +336,7 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(store).enqueued, "the first check-in clears it")
         clock.set(self.t0 + 25 * hour + 60)
         _ = try await self.checkIn(store)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now(), allClear: AlertWords.allClear)
+        try await store.record(alert.id, attempt: .success(""), now: clock.now())
         let due = try await self.pending(store)
         #expect(due.filter { $0.kind == AlertRecord.Kind.allClear }.count == 1, "\(due.map(\.kind))")
     }
@@ -464,7 +459,7 @@ struct AlertRaceTests {
 
         clock.set(self.t0 + 24 * hour + 5)
         let restarted = try SafetyStore(location: file.location, keys: self.keys, clock: clock)
-        try restarted.releaseClaims(allClear: AlertWords.allClear)
+        try restarted.releaseClaims()
         let again = try await self.claim(restarted, at: clock.now())
         #expect(again.map(\.id) == [alert.id] && again.first?.attempts == 1, "the killed attempt is not counted")
         // This attempt is refused before its content went out; the first one's fate is unknown.
@@ -515,7 +510,7 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(killed).enqueued == false)
 
         let restarted = try SafetyStore(location: file.location, keys: self.keys, clock: clock)
-        try restarted.releaseClaims(allClear: AlertWords.allClear)
+        try restarted.releaseClaims()
         #expect(try await self.claim(restarted, at: clock.now()).map(\.kind) == [AlertRecord.Kind.allClear])
     }
 }

@@ -69,7 +69,7 @@ struct ContactGraceTests {
             #expect(told.map(\.user).sorted() == ["mei", "wen"])
             for push in told {
                 let user = try #require(users.first { $0.id == push.user })
-                let texts = AlertTexts(language: user.language, name: user.name, timeZone: .gmt)
+                let texts = AlertTexts(language: user.language, name: user.name, timeZone: .gmt, product: "Hearth")
                     .graceEndedPush(contact: user.contact)
                 #expect(push.title == texts.title && push.body == texts.body, "\(push)")
             }

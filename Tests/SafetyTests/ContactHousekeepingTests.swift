@@ -203,8 +203,7 @@ struct ContactHousekeepingTests {
             try await store.record(
                 claim.alert.id,
                 attempt: .success(""),
-                now: store.now,
-                allClear: AlertWords.allClear
+                now: store.now
             )
             links[claim.alert.address] = claim.links
         }

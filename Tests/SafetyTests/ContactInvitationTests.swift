@@ -36,7 +36,8 @@ struct ContactInvitationTests {
             let english = AlertTexts(
                 language: "en",
                 name: "Mei Chen",
-                timeZone: TimeZone(identifier: "America/Los_Angeles")!
+                timeZone: TimeZone(identifier: "America/Los_Angeles")!,
+                product: "Hearth"
             ).invitationEmail(contactName: "Joey", thresholdHours: 24, expiresAt: now + self.week)
             #expect(mail.subject == english.subject)
             #expect(mail.body.contains(english.body), "\(mail.body)")
@@ -63,9 +64,9 @@ struct ContactInvitationTests {
             try await eventually("the invitation in zh-Hant") { try system.mails(to: "a@example.com").count == 1 }
             let hantMail = try system.mails(to: "a@example.com")[0]
             let taipei = TimeZone(identifier: "Asia/Taipei")!
-            let hant = AlertTexts(language: "zh-Hant", name: "陳小文", timeZone: taipei)
+            let hant = AlertTexts(language: "zh-Hant", name: "陳小文", timeZone: taipei, product: "Hearth")
                 .invitationEmail(contactName: "阿明", thresholdHours: 24, expiresAt: now + self.week)
-            let hantInEnglish = AlertTexts(language: "en", name: "陳小文", timeZone: .gmt)
+            let hantInEnglish = AlertTexts(language: "en", name: "陳小文", timeZone: .gmt, product: "Hearth")
                 .invitationEmail(contactName: "阿明", thresholdHours: 24, expiresAt: now + self.week)
             #expect(hantMail.subject == hant.subject && hantMail.subject != hantInEnglish.subject)
             #expect(hantMail.body.contains(hant.body), "\(hantMail.body)")
@@ -109,7 +110,7 @@ struct ContactInvitationTests {
             try await system.settle()
             let emails = try system.emails()
             #expect(emails.map(\.to) == ["yes@example.com"])
-            #expect(emails.map(\.subject) == ["Mei Chen has not checked in for 24 hours"])
+            #expect(emails.map(\.subject) == ["Hearth Alert: Mei Chen hasn't checked in"])
             #expect(try system.mails(to: "quiet@example.com").count == 1, "the invitation, and nothing else")
             let alarm = try #require(try system.mails(to: "yes@example.com").last)
             #expect(alarm.raw.contains(Self.listUnsubscribe) && alarm.raw.contains(Self.oneClick), "\(alarm.raw)")
@@ -182,7 +183,7 @@ struct ContactInvitationTests {
             try await system.settle()
             system.clock.set(t0 + 24 * self.hour)
             system.service.decider.wake()
-            let alarmSubject = "Mei Chen has not checked in for 24 hours"
+            let alarmSubject = "Hearth Alert: Mei Chen hasn't checked in"
             try await eventually("the alarm is with the server") {
                 try hanging.messages().contains { $0["subject"] as? String == alarmSubject }
             }

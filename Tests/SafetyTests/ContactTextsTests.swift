@@ -16,7 +16,7 @@ struct ContactTextsTests {
     static let optOut = "https://hearth.example/contact/stop/CCCC3333"
 
     static func texts(_ language: String) -> AlertTexts {
-        AlertTexts(language: language, name: "Mei", timeZone: TimeZone(identifier: "Asia/Taipei")!)
+        AlertTexts(language: language, name: "Mei", timeZone: TimeZone(identifier: "Asia/Taipei")!, product: "Hearth")
     }
 
     /// How many times `needle` occurs in `text`.

@@ -25,6 +25,7 @@ struct ProfileRecordTests {
             reminderMinute: 45,
             pushToken: "token",
             countActivity: false,
+            isActive: false,
             periodStart: start,
             lastCheckInAt: start + 1,
             snoozes: 2,

@@ -147,10 +147,12 @@ final class SafetySystem: Sendable {
         contacts: [String] = ["brother@example.com"],
         reminder: (hour: UInt32, minute: UInt32)? = nil,
         countActivity: Bool = false,
+        active: Bool? = nil,
         confirmedByEmail: Bool = true
     ) async throws {
         var request = Hearth_Safety_V1_UpsertProfileRequest()
         request.countActivityAsCheckIn = countActivity
+        if let active { request.isActive = active }
         if let reminder {
             request.dailyReminder = .with {
                 $0.enabled = true

@@ -42,7 +42,7 @@ struct SafetyTests {
             try await eventually("the alert email") { try system.emails().count == 1 }
             let email = try system.emails()[0]
             #expect(email.to == "brother@example.com")
-            #expect(email.subject == "Mei Chen has not checked in for 24 hours")
+            #expect(email.subject == "Hearth Alert: Mei Chen hasn't checked in")
             #expect(email.body.contains("Mar 10, 2026 at 5:00 AM PDT"), "\(email.body)")
             let status = try await system.status()
             #expect(status.state == .expired)
@@ -204,19 +204,29 @@ struct SafetyTests {
             try await eventually("two alerts") { try system.emails().count == 2 }
             let byTo = Dictionary(uniqueKeysWithValues: try system.emails().map { ($0.to, $0) })
             let hant = try #require(byTo["a@example.com"])
-            #expect(hant.subject == "陳小文 已 24 小時沒有報平安")
+            #expect(hant.subject == "Hearth 通知：陳小文 尚未報平安")
             #expect(hant.body.contains("2026年1月13日 下午2:00 [GMT+8]"), "\(hant.body)")
             let hans = try #require(byTo["b@example.com"])
-            #expect(hans.subject == "李华 已 24 小时没有报平安")
+            #expect(hans.subject == "Hearth 提醒：李华 尚未报平安")
             #expect(
                 hans.body.contains("2026年1月12日 晚上10:00 [PST]") || hans.body.contains("2026年1月12日 下午10:00 [PST]"),
                 "\(hans.body)"
             )
 
             // In July Los Angeles is on daylight time.
-            let summer = AlertTexts(language: "en", name: "Mei", timeZone: TimeZone(identifier: "America/Los_Angeles")!)
+            let summer = AlertTexts(
+                language: "en",
+                name: "Mei",
+                timeZone: TimeZone(identifier: "America/Los_Angeles")!,
+                product: "Hearth"
+            )
             #expect(summer.localTime(Date(timeIntervalSince1970: 1_783_915_200)) == "Jul 12, 2026 at 9:00 PM PDT")
-            let winter = AlertTexts(language: "en", name: "Mei", timeZone: TimeZone(identifier: "America/Los_Angeles")!)
+            let winter = AlertTexts(
+                language: "en",
+                name: "Mei",
+                timeZone: TimeZone(identifier: "America/Los_Angeles")!,
+                product: "Hearth"
+            )
             #expect(winter.localTime(Date(timeIntervalSince1970: 1_768_284_000)) == "Jan 12, 2026 at 10:00 PM PST")
         }
     }

@@ -134,8 +134,7 @@ struct SwitchEdgeTests {
                 deviceInfo: "",
                 requestID: "routines:tick-1",
                 source: "routines",
-                occurredAt: t0 + 2 * hour,
-                allClear: AlertWords.allClear
+                occurredAt: t0 + 2 * hour
             )
             #expect(late.status?.message(now: system.clock.now()).deadline.date == t0 + 27 * hour)
             #expect(try await system.status().deadline.date == t0 + 27 * hour, "not 26 h, from the tick")
@@ -146,8 +145,7 @@ struct SwitchEdgeTests {
                 deviceInfo: "",
                 requestID: "routines:tick-2",
                 source: "routines",
-                occurredAt: t0 + 3.5 * hour,
-                allClear: AlertWords.allClear
+                occurredAt: t0 + 3.5 * hour
             )
             #expect(counted.status?.message(now: system.clock.now()).deadline.date == t0 + 27.5 * hour)
         }
@@ -182,20 +180,37 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("no daily reminder before the switch is armed; armed after the day's time, the first comes the next day")
-    func noReminderUntilArmed() async throws {
+    @Test("the daily reminder comes before any contact, in the plan's words; arming the switch sends none more")
+    func reminderBeforeContacts() async throws {
         try await withSafetySystem { system in
             // 2026-03-10 05:00 in Los Angeles, the reminder at 06:00, no contact yet.
             try await system.profile(threshold: 72, contacts: [], reminder: (6, 0))
             let t0 = system.clock.now()
             let reminders = { try system.pushes().filter { $0 == "safety.reminder" }.count }
-            try await system.advance(to: t0 + 2 * hour)
-            try await system.advance(to: t0 + 25 * hour)
-            #expect(try reminders() == 0, "not armed: nothing is scheduled")
+            try await system.advance(to: t0 + hour - 1)
+            #expect(try reminders() == 0)
+            try await system.advance(to: t0 + hour)
+            try await eventually("the first reminder, no contact needed") { try reminders() == 1 }
+            let push = try #require(
+                try system.webhook.received.compactMap {
+                    try JSONSerialization.jsonObject(with: $0.body) as? [String: Any]
+                }.first { $0["kind"] as? String == "safety.reminder" }
+            )
+            #expect(push["body"] as? String == "Time to check in! Give a smile to those who care about you.")
+            #expect(push["title"] as? String == "Hearth")
+            // One a day, the 10th to the 13th; no warning and no alarm without a contact.
+            for day in 1...3 {
+                try await system.advance(to: t0 + Double(1 + 24 * day) * hour)
+                try await eventually("day \(day)'s reminder") { try reminders() == day + 1 }
+            }
+            try await system.advance(to: t0 + 80 * hour)
+            #expect(try system.pushes().allSatisfy { $0 == "safety.reminder" } && system.emails().isEmpty)
+            #expect(try reminders() == 4)
             try await system.addConfirmedContact("brother@example.com")
-            #expect(try reminders() == 0, "armed at the day's time: not at once")
-            try await system.advance(to: t0 + 49 * hour)
-            try await eventually("the first reminder, the next day") { try reminders() == 1 }
+            try await system.settle()
+            #expect(try reminders() == 4, "arming the switch sends none at once")
+            try await system.advance(to: t0 + 97 * hour)
+            try await eventually("the next day's, as before") { try reminders() == 5 }
         }
     }
 

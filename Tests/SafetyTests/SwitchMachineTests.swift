@@ -26,6 +26,7 @@ struct SwitchMachineTests {
             reminderEnabled: false,
             reminderHour: 9,
             reminderMinute: 0,
+            isActive: true,
             periodStart: Self.t0,
             lastCheckInAt: Self.t0,
             snoozes: 0,

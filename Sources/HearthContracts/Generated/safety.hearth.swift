@@ -34,7 +34,11 @@ public enum Hearth_Safety_V1_Safety {
                 "minute": integer
               },
               "pushToken": string,
-              "countActivityAsCheckIn": true | false
+              "countActivityAsCheckIn": true | false,
+              // Unset: as it is (active, for a new profile). Turned off, whatever was pending (warnings, an
+              // alarm still to be sent) is cancelled; turned on again, a new period starts then: the deadline
+              // counts from that moment, not from a check-in made before the pause in activity.
+              "isActive": true | false  // optional: left out means unset
             }
             """#
         )

@@ -210,6 +210,9 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
 
   /// Contacts were invited and did not answer in 7 days: re-send an invitation (ResendInvitation).
   case invitationExpired // = 4
+
+  /// The profile is not active (is_active false): nothing fires until it is.
+  case inactive // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -223,6 +226,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     case 2: self = .noContact
     case 3: self = .awaitingConfirmation
     case 4: self = .invitationExpired
+    case 5: self = .inactive
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -234,6 +238,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     case .noContact: return 2
     case .awaitingConfirmation: return 3
     case .invitationExpired: return 4
+    case .inactive: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -245,6 +250,7 @@ public nonisolated enum Hearth_Safety_V1_NotArmedReason: SwiftProtobuf.Enum, Swi
     .noContact,
     .awaitingConfirmation,
     .invitationExpired,
+    .inactive,
   ]
 
 }
@@ -547,6 +553,11 @@ public nonisolated struct Hearth_Safety_V1_Profile: Sendable {
   /// Clears the value of `updatedAt`. Subsequent reads from it will return its default value.
   public mutating func clearUpdatedAt() {self._updatedAt = nil}
 
+  /// False: the profile and its contacts are kept, but nothing fires (no warning, no alarm, no
+  /// reminder) until it is active again; unlike DeleteAccount, which erases them. A new profile
+  /// is active.
+  public var isActive: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -584,11 +595,24 @@ public nonisolated struct Hearth_Safety_V1_UpsertProfileRequest: Sendable {
 
   public var countActivityAsCheckIn: Bool = false
 
+  /// Unset: as it is (active, for a new profile). Turned off, whatever was pending (warnings, an
+  /// alarm still to be sent) is cancelled; turned on again, a new period starts then: the deadline
+  /// counts from that moment, not from a check-in made before the pause in activity.
+  public var isActive: Bool {
+    get {_isActive ?? false}
+    set {_isActive = newValue}
+  }
+  /// Returns true if `isActive` has been explicitly set.
+  public var hasIsActive: Bool {self._isActive != nil}
+  /// Clears the value of `isActive`. Subsequent reads from it will return its default value.
+  public mutating func clearIsActive() {self._isActive = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _dailyReminder: Hearth_Safety_V1_DailyReminder? = nil
+  fileprivate var _isActive: Bool? = nil
 }
 
 public nonisolated struct Hearth_Safety_V1_GetProfileRequest: Sendable {
@@ -1344,7 +1368,7 @@ nonisolated extension Hearth_Safety_V1_DeliveryState: SwiftProtobuf._ProtoNamePr
 }
 
 nonisolated extension Hearth_Safety_V1_NotArmedReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOT_ARMED_REASON_UNSPECIFIED\0\u{1}NO_PROFILE\0\u{1}NO_CONTACT\0\u{1}AWAITING_CONFIRMATION\0\u{1}INVITATION_EXPIRED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0NOT_ARMED_REASON_UNSPECIFIED\0\u{1}NO_PROFILE\0\u{1}NO_CONTACT\0\u{1}AWAITING_CONFIRMATION\0\u{1}INVITATION_EXPIRED\0\u{1}INACTIVE\0")
 }
 
 nonisolated extension Hearth_Safety_V1_Channel: SwiftProtobuf._ProtoNameProviding {
@@ -1405,7 +1429,7 @@ nonisolated extension Hearth_Safety_V1_DailyReminder: SwiftProtobuf.Message, Swi
 
 nonisolated extension Hearth_Safety_V1_Profile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Profile"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{1}name\0\u{1}email\0\u{3}threshold_hours\0\u{3}preferred_language\0\u{3}time_zone\0\u{3}daily_reminder\0\u{3}push_token\0\u{3}count_activity_as_check_in\0\u{3}created_at\0\u{3}updated_at\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{1}name\0\u{1}email\0\u{3}threshold_hours\0\u{3}preferred_language\0\u{3}time_zone\0\u{3}daily_reminder\0\u{3}push_token\0\u{3}count_activity_as_check_in\0\u{3}created_at\0\u{3}updated_at\0\u{3}is_active\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1424,6 +1448,7 @@ nonisolated extension Hearth_Safety_V1_Profile: SwiftProtobuf.Message, SwiftProt
       case 9: try { try decoder.decodeSingularBoolField(value: &self.countActivityAsCheckIn) }()
       case 10: try { try decoder.decodeSingularMessageField(value: &self._createdAt) }()
       case 11: try { try decoder.decodeSingularMessageField(value: &self._updatedAt) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self.isActive) }()
       default: break
       }
     }
@@ -1467,6 +1492,9 @@ nonisolated extension Hearth_Safety_V1_Profile: SwiftProtobuf.Message, SwiftProt
     try { if let v = self._updatedAt {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
     } }()
+    if self.isActive != false {
+      try visitor.visitSingularBoolField(value: self.isActive, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1482,6 +1510,7 @@ nonisolated extension Hearth_Safety_V1_Profile: SwiftProtobuf.Message, SwiftProt
     if lhs.countActivityAsCheckIn != rhs.countActivityAsCheckIn {return false}
     if lhs._createdAt != rhs._createdAt {return false}
     if lhs._updatedAt != rhs._updatedAt {return false}
+    if lhs.isActive != rhs.isActive {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1489,7 +1518,7 @@ nonisolated extension Hearth_Safety_V1_Profile: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Hearth_Safety_V1_UpsertProfileRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UpsertProfileRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}email\0\u{3}threshold_hours\0\u{3}preferred_language\0\u{3}time_zone\0\u{3}daily_reminder\0\u{3}push_token\0\u{3}count_activity_as_check_in\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}email\0\u{3}threshold_hours\0\u{3}preferred_language\0\u{3}time_zone\0\u{3}daily_reminder\0\u{3}push_token\0\u{3}count_activity_as_check_in\0\u{3}is_active\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1505,6 +1534,7 @@ nonisolated extension Hearth_Safety_V1_UpsertProfileRequest: SwiftProtobuf.Messa
       case 6: try { try decoder.decodeSingularMessageField(value: &self._dailyReminder) }()
       case 7: try { try decoder.decodeSingularStringField(value: &self.pushToken) }()
       case 8: try { try decoder.decodeSingularBoolField(value: &self.countActivityAsCheckIn) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self._isActive) }()
       default: break
       }
     }
@@ -1539,6 +1569,9 @@ nonisolated extension Hearth_Safety_V1_UpsertProfileRequest: SwiftProtobuf.Messa
     if self.countActivityAsCheckIn != false {
       try visitor.visitSingularBoolField(value: self.countActivityAsCheckIn, fieldNumber: 8)
     }
+    try { if let v = self._isActive {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 9)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1551,6 +1584,7 @@ nonisolated extension Hearth_Safety_V1_UpsertProfileRequest: SwiftProtobuf.Messa
     if lhs._dailyReminder != rhs._dailyReminder {return false}
     if lhs.pushToken != rhs.pushToken {return false}
     if lhs.countActivityAsCheckIn != rhs.countActivityAsCheckIn {return false}
+    if lhs._isActive != rhs._isActive {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -37,7 +37,7 @@ extension AlertTexts {
                 """
                 \(greeting)
 
-                \(self.name) uses Hearth to check in every day and would like you to be one of their emergency contacts.
+                \(self.name) uses \(self.product) to check in every day and would like you to be one of their emergency contacts.
 
                 What this means: if \(self.name) has not checked in for \(thresholdHours) hours, we will email you so you can try to reach them. When they check in again, we will email you to let you know they are safe. That is all: no newsletters, no marketing.
 
@@ -53,7 +53,7 @@ extension AlertTexts {
                 """
                 \(greeting)
 
-                \(self.name) 使用 Hearth 每天报平安，想请您担任紧急联系人。
+                \(self.name) 使用 \(self.product) 每天报平安，想请您担任紧急联系人。
 
                 担任紧急联系人意味着：如果 \(self.name) 连续 \(thresholdHours) 小时没有报平安，我们会发邮件通知您，方便您及时联系对方；对方再次报平安时，我们也会发邮件告诉您一切安好。除此之外，我们不会给您发送任何其他邮件，也没有任何广告或推广。
 
@@ -69,7 +69,7 @@ extension AlertTexts {
                 """
                 \(greeting)
 
-                \(self.name) 使用 Hearth 每天報平安，想請您擔任緊急聯絡人。
+                \(self.name) 使用 \(self.product) 每天報平安，想請您擔任緊急聯絡人。
 
                 擔任緊急聯絡人代表：如果 \(self.name) 連續 \(thresholdHours) 小時沒有報平安，我們會寄郵件通知您，讓您能及時聯絡對方；對方再次報平安時，我們也會寄郵件告訴您一切安好。除此之外，我們不會寄給您任何其他郵件，也沒有任何廣告或行銷內容。
 
@@ -83,7 +83,7 @@ extension AlertTexts {
 
     /// The block appended at send time to every email to a contact. `confirm` and `decline` are given
     /// only for an invitation (then: "Confirm: URL" / "Decline: URL" lines with a short sentence each);
-    /// `optOut` always: a line saying they can stop all email from Hearth about NAME: URL.
+    /// `optOut` always: a line saying they can stop all email from the product about NAME: URL.
     ///
     /// Paragraphs apart by a blank line, each URL alone at the end of its line (so that mail
     /// clients link it whole), no blank line before or after: the sender joins body and block
@@ -97,26 +97,26 @@ extension AlertTexts {
             }
             if let decline {
                 paragraphs.append(
-                    "No, thank you (Hearth will not email you about \(self.name) again):\nDecline: \(decline)"
+                    "No, thank you (\(self.product) will not email you about \(self.name) again):\nDecline: \(decline)"
                 )
             }
-            paragraphs.append("You can stop all email from Hearth about \(self.name) at any time: \(optOut)")
+            paragraphs.append("You can stop all email from \(self.product) about \(self.name) at any time: \(optOut)")
         case .simplifiedChinese:
             if let confirm {
                 paragraphs.append("我愿意担任 \(self.name) 的紧急联系人：\n确认：\(confirm)")
             }
             if let decline {
-                paragraphs.append("不方便担任（Hearth 将不会再就 \(self.name) 的事给您发邮件）：\n婉拒：\(decline)")
+                paragraphs.append("不方便担任（\(self.product) 将不会再就 \(self.name) 的事给您发邮件）：\n婉拒：\(decline)")
             }
-            paragraphs.append("如果您不想再收到 Hearth 关于 \(self.name) 的任何邮件，可以随时在此停止：\(optOut)")
+            paragraphs.append("如果您不想再收到 \(self.product) 关于 \(self.name) 的任何邮件，可以随时在此停止：\(optOut)")
         case .traditionalChinese:
             if let confirm {
                 paragraphs.append("我願意擔任 \(self.name) 的緊急聯絡人：\n確認：\(confirm)")
             }
             if let decline {
-                paragraphs.append("不方便擔任（Hearth 將不會再就 \(self.name) 的事寄郵件給您）：\n婉拒：\(decline)")
+                paragraphs.append("不方便擔任（\(self.product) 將不會再就 \(self.name) 的事寄郵件給您）：\n婉拒：\(decline)")
             }
-            paragraphs.append("如果您不想再收到 Hearth 關於 \(self.name) 的任何郵件，可以隨時在此停止：\(optOut)")
+            paragraphs.append("如果您不想再收到 \(self.product) 關於 \(self.name) 的任何郵件，可以隨時在此停止：\(optOut)")
         }
         return paragraphs.joined(separator: "\n\n")
     }
@@ -140,7 +140,7 @@ extension AlertTexts {
             case .optedOut:
                 return (
                     "Emergency contact opted out",
-                    "\(contact) stopped all emails from Hearth and will no longer be alerted. You may want to add someone else."
+                    "\(contact) stopped all emails from \(self.product) and will no longer be alerted. You may want to add someone else."
                 )
             case .bounced:
                 return (
@@ -155,7 +155,7 @@ extension AlertTexts {
             case .declined:
                 return ("紧急联系人邀请未被接受", "\(contact) 婉拒了担任您的紧急联系人。您可以添加其他联系人。")
             case .optedOut:
-                return ("紧急联系人已停止接收邮件", "\(contact) 已停止接收 Hearth 的所有邮件，今后将不会再收到提醒。您可以添加其他联系人。")
+                return ("紧急联系人已停止接收邮件", "\(contact) 已停止接收 \(self.product) 的所有邮件，今后将不会再收到提醒。您可以添加其他联系人。")
             case .bounced:
                 return ("邮件无法送达", "我们无法将邮件送达 \(contact)，请检查紧急联系人的邮箱地址。")
             }
@@ -166,7 +166,7 @@ extension AlertTexts {
             case .declined:
                 return ("緊急聯絡人邀請未被接受", "\(contact) 婉拒了擔任您的緊急聯絡人。您可以新增其他聯絡人。")
             case .optedOut:
-                return ("緊急聯絡人已停止接收郵件", "\(contact) 已停止接收 Hearth 的所有郵件，之後將不會再收到通知。您可以新增其他聯絡人。")
+                return ("緊急聯絡人已停止接收郵件", "\(contact) 已停止接收 \(self.product) 的所有郵件，之後將不會再收到通知。您可以新增其他聯絡人。")
             case .bounced:
                 return ("郵件無法送達", "我們無法將郵件寄送至 \(contact)，請檢查緊急聯絡人的電子郵件地址。")
             }

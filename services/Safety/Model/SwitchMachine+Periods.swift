@@ -101,11 +101,11 @@ extension SwitchMachine {
         self.state.nextDueAt = [next, reminder].compactMap { $0 }.min()
     }
 
-    /// The next daily reminder (nil when off, paused or not armed: nothing is scheduled for a
-    /// switch without contacts): a day needs none once the user checked in that day or was
-    /// reminded.
+    /// The next daily reminder (nil when off, paused or inactive), contacts or not: it builds
+    /// the habit before anyone is watching. A day needs none once the user checked in that day or
+    /// was reminded.
     func reminderDue(_ clock: SwitchClock, at now: Date) -> (date: LocalDate, time: Date)? {
-        guard self.state.reminderEnabled, clock.armed, !clock.isPaused(at: now) else { return nil }
+        guard self.state.reminderEnabled, self.state.isActive, !clock.isPaused(at: now) else { return nil }
         guard let reminders = self.facts.reminders else { preconditionFailure("the reminders were not read") }
         let zone = self.state.zone
         let rule = DailyReminderRule(hour: self.state.reminderHour, minute: self.state.reminderMinute, zone: zone)

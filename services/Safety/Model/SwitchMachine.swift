@@ -23,7 +23,7 @@ struct SwitchMachine: Sendable {
             thresholdHours: self.state.thresholdHours,
             snoozes: self.state.snoozes,
             pausedUntil: self.state.pausedUntil,
-            armed: !self.facts.contacts.isEmpty
+            armed: self.state.isActive && !self.facts.contacts.isEmpty
         )
     }
 
@@ -146,10 +146,16 @@ struct SwitchMachine: Sendable {
 
     // MARK: Settings and contacts
 
-    /// New settings (threshold, zone, reminder). A new threshold moves the deadline (it counts
-    /// from the last check-in); a new zone moves the reminder as much as a new time does.
+    /// New settings (threshold, zone, reminder, active or not). A new threshold moves the
+    /// deadline (it counts from the last check-in); a new zone moves the reminder as much as a new
+    /// time does. Made inactive, the switch cancels what is pending; active again, it starts a new
+    /// period then, as a resume does (the period's messages are read for that).
     mutating func changeSettings(to settings: SwitchState, at now: Date) {
         let before = self.state
+        self.state.isActive = settings.isActive
+        if before.isActive && !settings.isActive { self.cancelPending(.warningsAndAlarms) }
+        let reactivated = !before.isActive && settings.isActive
+        if reactivated { self.startPeriod(at: now, checkIn: false) }
         self.state.thresholdHours = settings.thresholdHours
         self.state.timeZone = settings.timeZone
         self.state.reminderEnabled = settings.reminderEnabled
@@ -168,7 +174,7 @@ struct SwitchMachine: Sendable {
         }
         let reminder = { (state: SwitchState) in (state.reminderEnabled, state.reminderHour, state.reminderMinute) }
         if self.state.reminderEnabled,
-            reminder(before) != reminder(self.state) || self.state.timeZone != before.timeZone
+            reactivated || reminder(before) != reminder(self.state) || self.state.timeZone != before.timeZone
         {
             self.reconsiderTodaysReminder(at: now)
         }
@@ -193,8 +199,6 @@ struct SwitchMachine: Sendable {
             self.newEpoch(at: now)
             self.state.periodStart = now
         }
-        // Reminders begin with the switch: armed after today's time, the first is tomorrow's.
-        if arms, self.state.reminderEnabled { self.reconsiderTodaysReminder(at: now) }
         self.reschedule(at: now)
         return .added
     }

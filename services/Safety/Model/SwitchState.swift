@@ -9,6 +9,8 @@ struct SwitchState: Equatable, Sendable {
     var reminderEnabled: Bool
     var reminderHour: Int
     var reminderMinute: Int
+    /// False: nothing fires (no warning, alarm or reminder) until the user makes it active again.
+    var isActive: Bool
     /// The last check-in, or when the switch was last resumed or armed: the deadline counts
     /// from it.
     var periodStart: Date

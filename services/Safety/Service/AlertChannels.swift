@@ -41,18 +41,25 @@ public struct AlertChannels: Sendable {
     /// Where the contact page is served, as contacts reach it (`https://hearth.example`): the
     /// links in their emails point there.
     public var contactPage: String
+    /// What the app is called in the emails and pushes ("Hearth Alert: Joey hasn't checked in").
+    public var productName: String
 
     public init(
         mail: any MailTransport,
         from: MailAddress,
         push: any PushSender,
-        contactPage: String = AlertChannels.localContactPage
+        contactPage: String = AlertChannels.localContactPage,
+        productName: String = AlertChannels.defaultProductName
     ) {
         self.mail = mail
         self.from = from
         self.push = push
         self.contactPage = contactPage
+        self.productName = productName
     }
+
+    /// Unless the operator names it (`--product-name`).
+    public static let defaultProductName = AlertTexts.defaultProduct
 
     /// The gateway's contact page on this machine, as `hearth up` serves it.
     public static let localContactPage = "http://127.0.0.1:7180"
@@ -71,7 +78,12 @@ public struct AlertChannels: Sendable {
         )
         guard let links = claim.links else { return message }
         let optOut = ContactPagePath.optOut.link(base: self.contactPage, token: links.optOut.text)
-        let texts = AlertTexts(language: links.language, name: links.personName, timeZone: .gmt)
+        let texts = AlertTexts(
+            language: links.language,
+            name: links.personName,
+            timeZone: .gmt,
+            product: self.productName
+        )
         message.body +=
             "\n\n"
             + texts.contactLinks(

@@ -6,31 +6,6 @@ import HearthScheduler
 import Logging
 import Synchronization
 
-/// The words of each message the switch decides, in the user's language.
-enum AlertWords {
-    /// A decided item's: a warning push, or the alert email.
-    static func texts(_ profile: ProfileRecord, _ item: DueItem, _ now: Date) -> (subject: String, body: String) {
-        let texts = profile.texts
-        switch item {
-        case .warning(let minutes):
-            let push = texts.warningPush(minutesBefore: minutes)
-            return (push.title, push.body)
-        case .alert:
-            return texts.alertEmail(lastCheckIn: profile.lastCheckInAt ?? profile.periodStart, now: now)
-        }
-    }
-
-    /// The all-clear email after a check-in `at`, to a contact who was alerted.
-    static func allClear(_ profile: ProfileRecord, _ at: Date) -> (subject: String, body: String) {
-        profile.texts.allClearEmail(checkedInAt: at)
-    }
-
-    static func reminderText(_ profile: ProfileRecord) -> (subject: String, body: String) {
-        let push = profile.texts.reminderPush()
-        return (push.title, push.body)
-    }
-}
-
 /// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
 /// each), and the senders are woken after each batch. It never waits for a delivery, so a slow SMTP
 /// server holds back no warning. So do the ends of the graces of contacts stored before
@@ -51,12 +26,7 @@ struct AlertDecider: DueWork {
     func runDue(now: Date) async throws {
         var decided = Self.batch
         while decided == Self.batch {
-            decided = try await self.store.decideDue(
-                now: now,
-                limit: Self.batch,
-                texts: AlertWords.texts,
-                reminderText: AlertWords.reminderText
-            )
+            decided = try await self.store.decideDue(now: now, limit: Self.batch)
             // Sending begins while later batches are decided.
             if decided > 0 { self.wakeSenders() }
         }
@@ -246,7 +216,7 @@ struct AlertSender: DueWork {
 
     private func record(_ id: String, _ attempt: Result<String, DeliveryFailure>, at now: Date) async {
         do {
-            try await self.store.record(id, attempt: attempt, now: now, allClear: AlertWords.allClear)
+            try await self.store.record(id, attempt: attempt, now: now)
             self.unrecorded.remove(id)
         } catch {
             self.unrecorded.hold(id, attempt, at: now, because: error)

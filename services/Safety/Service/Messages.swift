@@ -5,8 +5,13 @@ import SwiftProtobuf
 
 extension ProfileRecord {
     /// What the switch says to and about this user, in their language and zone.
-    var texts: AlertTexts {
-        AlertTexts(language: self.language, name: self.name, timeZone: TimeZone(iana: self.timeZone) ?? .gmt)
+    func texts(product: String) -> AlertTexts {
+        AlertTexts(
+            language: self.language,
+            name: self.name,
+            timeZone: TimeZone(iana: self.timeZone) ?? .gmt,
+            product: product
+        )
     }
 
     var message: Hearth_Safety_V1_Profile {
@@ -24,6 +29,7 @@ extension ProfileRecord {
             }
             $0.pushToken = self.pushToken
             $0.countActivityAsCheckIn = self.countActivity
+            $0.isActive = self.isActive
             $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
             $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.updatedAt)
         }
@@ -86,6 +92,7 @@ extension SafetyStore.StatusSnapshot {
         if status.state == .notArmed {
             status.notArmedReason =
                 switch self.invitations {
+                case _ where !self.profile.isActive: .inactive
                 case .none: .noContact
                 case .open: .awaitingConfirmation
                 case .expired: .invitationExpired

@@ -32,13 +32,13 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         logger: Logger,
         messageDomain: String = "hearth.local"
     ) throws {
-        let store = try SafetyStore(location: location, keys: keys, clock: clock)
+        let store = try SafetyStore(location: location, keys: keys, clock: clock, product: channels.productName)
         // First: a contact stored before receives alarms from then on (a late all-clear too).
         let invited = try store.inviteContactsStoredBefore()
         if invited > 0 {
             logger.notice("contacts stored before invitations were invited", metadata: ["contacts": "\(invited)"])
         }
-        try store.releaseClaims(allClear: AlertWords.allClear)
+        try store.releaseClaims()
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
                 work: AlertSender(
@@ -100,6 +100,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             profile.reminderMinute = Int(request.dailyReminder.minute)
             profile.pushToken = request.pushToken
             profile.countActivity = request.countActivityAsCheckIn
+            if request.hasIsActive { profile.isActive = request.isActive }
         }
         self.decider.wake()
         return profile.message
@@ -144,8 +145,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             timeZone: zone,
             deviceInfo: FieldChecks.cut(request.deviceInfo, characters: SafetyRules.maxDeviceInfoCharacters),
             requestID: SafetyRules.HeartbeatID.app(request.clientRequestID),
-            source: "app",
-            allClear: AlertWords.allClear
+            source: "app"
         )
         self.scheduleWork(after: result)
         if case .rateLimited(let retryAfter) = result.outcome {
@@ -215,7 +215,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         default:
             throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
         }
-        let text = profile.texts.test()
+        let text = profile.texts(product: self.store.product).test()
         if let retryAfter = try await self.store.enqueueTest(
             user,
             channel: channel,
@@ -256,8 +256,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             deviceInfo: "",
             requestID: SafetyRules.HeartbeatID.forwarded(source: request.source, eventID: request.eventID),
             source: request.source,
-            occurredAt: occurredAt,
-            allClear: AlertWords.allClear
+            occurredAt: occurredAt
         )
         self.scheduleWork(after: result)
         switch result.outcome {

@@ -217,6 +217,10 @@ enum SafetyMigrations {
                 arguments: [StoredDate(ContactConsent.optOutLinksEnd(removedAt: now))]
             )
         }
+        migrator.registerMigration("v9: a profile can be inactive") { db in
+            // Every profile stored before was active.
+            try db.execute(sql: "ALTER TABLE profile ADD COLUMN is_active BOOLEAN NOT NULL DEFAULT 1")
+        }
         return migrator
     }
 }

@@ -15,6 +15,8 @@ struct ProfileRecord: TableRecord, Equatable, Sendable {
     var reminderMinute: Int
     var pushToken: String
     var countActivity: Bool
+    /// False: kept, but nothing fires.
+    var isActive: Bool
     /// The last check-in, or the last resume: the deadline counts from it.
     var periodStart: Date
     var lastCheckInAt: Date?
@@ -43,7 +45,7 @@ extension ProfileRecord {
         "user_id", "name", "email", "threshold_hours", "language", "time_zone", "reminder_enabled",
         "reminder_hour", "reminder_minute", "push_token", "count_activity", "period_start", "last_check_in_at",
         "snoozes", "paused_until", "epoch", "check_in_epoch", "next_due_at", "created_at", "updated_at",
-        "snoozes_in_a_row",
+        "snoozes_in_a_row", "is_active",
     ]
 
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
@@ -72,6 +74,7 @@ extension ProfileRecord {
         self.createdAt = try columns.date(18)
         self.updatedAt = try columns.date(19)
         self.snoozesInARow = try columns.value(20)
+        self.isActive = try columns.value(21)
     }
 
     /// The values of ``columnNames``, in their order, the name and email sealed with `keys`.
@@ -82,7 +85,7 @@ extension ProfileRecord {
             self.reminderEnabled, self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity,
             self.periodStart.stored, self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch,
             self.checkInEpoch, self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
-            self.snoozesInARow,
+            self.snoozesInARow, self.isActive,
         ]
     }
 
@@ -134,6 +137,7 @@ extension ProfileRecord {
             reminderEnabled: self.reminderEnabled,
             reminderHour: self.reminderHour,
             reminderMinute: self.reminderMinute,
+            isActive: self.isActive,
             periodStart: self.periodStart,
             lastCheckInAt: self.lastCheckInAt,
             snoozes: self.snoozes,
@@ -154,6 +158,7 @@ extension ProfileRecord {
         profile.reminderEnabled = state.reminderEnabled
         profile.reminderHour = state.reminderHour
         profile.reminderMinute = state.reminderMinute
+        profile.isActive = state.isActive
         profile.periodStart = state.periodStart
         profile.lastCheckInAt = state.lastCheckInAt
         profile.snoozes = state.snoozes

@@ -195,7 +195,7 @@ extension SafetyStore {
             machine.removeContact(id: contact.id, at: now)
         }
         let changed = try self.commit(machine, of: profile, in: db)
-        let push = changed.texts.contactPush(event, contact: contact.label)
+        let push = changed.texts(product: self.product).contactPush(event, contact: contact.label)
         try AlertRecord.queued(
             userID: changed.userID,
             epoch: changed.epoch,
@@ -239,7 +239,7 @@ extension SafetyStore {
         ).execute(binding: contact.userID, contact.emailKey, now.stored)
         try db.cachedStatement(sql: "INSERT INTO invitation_sent (user_id, at) VALUES (?, ?)")
             .execute(binding: contact.userID, now.stored)
-        let text = profile.texts.invitationEmail(
+        let text = profile.texts(product: self.product).invitationEmail(
             contactName: contact.name,
             thresholdHours: profile.thresholdHours,
             expiresAt: contact.invitationExpiresAt ?? now

@@ -10,7 +10,7 @@ extension SafetyStore {
     /// once, and each may have arrived (the process may have died after the server took it).
     /// Such an attempt, without an outcome, does not count toward giving up. One that a
     /// check-in cancelled meanwhile earns its contact the all-clear.
-    func releaseClaims(allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)) throws {
+    func releaseClaims() throws {
         let now = self.now
         try self.db.write { db in
             let claimed = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE claimed_at IS NOT NULL")
@@ -21,7 +21,7 @@ extension SafetyStore {
                 alert.mayHaveArrived = true
                 try alert.updateDelivery(in: db)
                 if alert.state == .cancelled {
-                    try self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                    try self.allClearIfCheckedInSince(alert, at: now, in: db)
                 }
             }
         }
@@ -129,13 +129,8 @@ extension SafetyStore {
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is
     /// not tried again; but one that went out all the same is recorded as sent, and an alert
     /// that went out or may have (no answer came to its content) earns its contact the
-    /// all-clear when a check-in cancelled it (`allClear`'s words).
-    func record(
-        _ id: String,
-        attempt: Result<String, DeliveryFailure>,
-        now: Date,
-        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
-    ) async throws {
+    /// all-clear when a check-in cancelled it.
+    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
         try await self.outcomes.write { db in
             if case .success(let note) = attempt {
                 // The common case, in one prepared statement.
@@ -182,7 +177,7 @@ extension SafetyStore {
             }
             try alert.updateDelivery(in: db)
             if alert.state == .sent || (alert.state == .cancelled && alert.mayHaveArrived) {
-                try self.allClearIfCheckedInSince(alert, at: now, allClear, in: db)
+                try self.allClearIfCheckedInSince(alert, at: now, in: db)
             }
         }
     }
@@ -192,7 +187,6 @@ extension SafetyStore {
     private func allClearIfCheckedInSince(
         _ alert: AlertRecord,
         at now: Date,
-        _ allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String),
         in db: Database
     ) throws {
         guard alert.kind == MessageKind.alert, let profile = try self.profile(alert.userID, in: db),
@@ -211,6 +205,6 @@ extension SafetyStore {
             allClearedSince: allClearedSince,
             at: now
         )
-        try self.apply(machine.effects, of: profile, words: MessageWords(allClear: allClear), in: db)
+        try self.apply(machine.effects, of: profile, in: db)
     }
 }

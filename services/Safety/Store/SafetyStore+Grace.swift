@@ -44,7 +44,7 @@ extension SafetyStore {
                 contact.consent = consent
                 try contact.updateConsent(in: db)
                 guard tell, let profile = try self.profile(contact.userID, in: db) else { continue }
-                let push = profile.texts.graceEndedPush(contact: contact.label)
+                let push = profile.texts(product: self.product).graceEndedPush(contact: contact.label)
                 try AlertRecord.queued(
                     userID: profile.userID,
                     epoch: profile.epoch,

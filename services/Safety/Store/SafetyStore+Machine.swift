@@ -38,39 +38,8 @@ extension SafetyStore {
         return SwitchMachine(state: profile.switchState, facts: facts)
     }
 
-    /// The words of the messages a transition records, from the profile as it leaves it. A
-    /// transition records only messages whose words its caller gave.
-    struct MessageWords: Sendable {
-        var due: (@Sendable (ProfileRecord, DueItem, Date) -> (subject: String, body: String))?
-        var allClear: (@Sendable (ProfileRecord, Date) -> (subject: String, body: String))?
-        var reminder: (@Sendable (ProfileRecord) -> (subject: String, body: String))?
-
-        func text(_ words: SwitchMessage.Words, of profile: ProfileRecord, at now: Date) -> (
-            subject: String, body: String
-        ) {
-            switch words {
-            case .due(let item):
-                guard let due = self.due else { preconditionFailure("a due item's words were not given") }
-                return due(profile, item, now)
-            case .allClear(let checkedInAt):
-                guard let allClear = self.allClear else { preconditionFailure("the all-clear's words were not given") }
-                return allClear(profile, checkedInAt)
-            case .reminder:
-                guard let reminder = self.reminder else { preconditionFailure("the reminder's words were not given") }
-                return reminder(profile)
-            case .none:
-                return ("", "")
-            }
-        }
-    }
-
     /// Applies `machine`'s effects, in order, for `profile` (which holds its state).
-    func apply(
-        _ effects: [SwitchEffect],
-        of profile: ProfileRecord,
-        words: MessageWords = MessageWords(),
-        in db: Database
-    ) throws {
+    func apply(_ effects: [SwitchEffect], of profile: ProfileRecord, in db: Database) throws {
         for effect in effects {
             switch effect {
             case .cancelPending(.warnings):
@@ -85,12 +54,8 @@ extension SafetyStore {
                         """
                 ).execute(binding: profile.userID, id)
             case .record(let message):
-                try self.alert(
-                    message,
-                    of: profile,
-                    text: words.text(message.words, of: profile, at: message.at),
-                    in: db
-                ).insert(in: db, sealingWith: self.keys, ignoringConflict: true)
+                try self.alert(message, of: profile, in: db)
+                    .insert(in: db, sealingWith: self.keys, ignoringConflict: true)
             case .forgetSkippedReminder(let key):
                 try db.cachedStatement(
                     sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'"
@@ -102,32 +67,36 @@ extension SafetyStore {
     /// Saves what `machine` decided for `profile`: its state in the profile's switch columns,
     /// then its effects, in this transaction. Answers the profile as saved.
     @discardableResult
-    func commit(
-        _ machine: SwitchMachine,
-        of profile: ProfileRecord,
-        words: MessageWords = MessageWords(),
-        in db: Database
-    ) throws -> ProfileRecord {
+    func commit(_ machine: SwitchMachine, of profile: ProfileRecord, in db: Database) throws -> ProfileRecord {
         let changed = profile.with(machine.state)
-        try self.apply(machine.effects, of: changed, words: words, in: db)
+        try self.apply(machine.effects, of: changed, in: db)
         try changed.saveSwitch(in: db)
         return changed
     }
 
-    /// The outbox row of a decided message. A contact's address is read (and opened) only for
-    /// a message that is sent: the rules work with its keyed hash.
-    private func alert(
-        _ message: SwitchMessage,
-        of profile: ProfileRecord,
-        text: (subject: String, body: String),
-        in db: Database
-    ) throws -> AlertRecord {
-        let (channel, contactID, address, addressKey): (AlertRecord.Channel, String, String, String) =
+    /// The outbox row of a decided message, in the words of `profile` as the transition leaves
+    /// it. A contact's address and name are read (and opened) only for a message that is sent:
+    /// the rules work with the address's keyed hash.
+    private func alert(_ message: SwitchMessage, of profile: ProfileRecord, in db: Database) throws -> AlertRecord {
+        let (channel, contactID, addressKey): (AlertRecord.Channel, String, String) =
             switch message.recipient {
-            case .user(let key): (.push, key, profile.pushToken, "")
-            case .contact(let contact):
-                (.email, contact.id, message.sends ? try self.contactAddress(contact.id, in: db) : "", contact.key)
+            case .user(let key): (.push, key, "")
+            case .contact(let contact): (.email, contact.id, contact.key)
             }
+        var (address, contactName) = ("", "")
+        switch message.recipient {
+        case .user: address = profile.pushToken
+        case .contact(let contact) where message.sends:
+            (address, contactName) = try self.contactAddressAndName(contact.id, in: db)
+        case .contact: break
+        }
+        let text = profile.texts(product: self.product).text(
+            of: message.words,
+            lastCheckIn: profile.lastCheckInAt,
+            periodStart: profile.periodStart,
+            contactName: contactName,
+            at: message.at
+        )
         return AlertRecord(
             id: UUID().uuidString.lowercased(),
             userID: profile.userID,
@@ -167,10 +136,14 @@ extension SafetyStore {
             .fetchOne(binding: user) { try ProfileRecord(columns: $0, keys: self.keys) }
     }
 
-    /// A contact's address, opened; "" for a contact removed since.
-    func contactAddress(_ id: String, in db: Database) throws -> String {
-        try db.cachedStatement(sql: "SELECT email FROM contact WHERE id = ?")
-            .fetchOne(binding: id) { try self.keys.open($0.value(0), .contactEmail, row: id) } ?? ""
+    /// A contact's address and name, opened; both "" for a contact removed since.
+    func contactAddressAndName(_ id: String, in db: Database) throws -> (address: String, name: String) {
+        try db.cachedStatement(sql: "SELECT email, name FROM contact WHERE id = ?").fetchOne(binding: id) {
+            (
+                try self.keys.open($0.value(0), .contactEmail, row: id),
+                try self.keys.open($0.value(1), .contactName, row: id)
+            )
+        } ?? ("", "")
     }
 
     /// The contacts an alarm at `now` emails (``ContactConsent/receivesAlarms(at:)``).

@@ -38,8 +38,7 @@ extension SafetyStore {
         deviceInfo: String,
         requestID: String,
         source: String,
-        occurredAt: Date? = nil,
-        allClear: @Sendable @escaping (ProfileRecord, Date) -> (subject: String, body: String)
+        occurredAt: Date? = nil
     ) async throws -> HeartbeatResult {
         // A forwarded activity counts from when it happened (never from the future).
         let clockNow = self.now
@@ -52,7 +51,7 @@ extension SafetyStore {
         )
         let row = HeartbeatRow(deviceInfo: deviceInfo, requestID: requestID, source: source)
         return try await self.heartbeats.write { db in
-            try self.heartbeat(user, checkIn, row, words: MessageWords(allClear: allClear), in: db)
+            try self.heartbeat(user, checkIn, row, in: db)
         }
     }
 
@@ -67,7 +66,6 @@ extension SafetyStore {
         _ user: String,
         _ checkIn: SwitchMachine.CheckIn,
         _ row: HeartbeatRow,
-        words: MessageWords,
         in db: Database
     ) throws -> HeartbeatResult {
         guard let profile = try self.profile(user, in: db) else {
@@ -123,7 +121,7 @@ extension SafetyStore {
             }
             (allClears, retryAfter) = (count, retry)
         }
-        let changed = try self.commit(machine, of: profile, words: words, in: db)
+        let changed = try self.commit(machine, of: profile, in: db)
         let status = StatusSnapshot(
             profile: changed,
             clock: machine.clock,
@@ -237,12 +235,7 @@ extension SafetyStore {
     /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
     /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
     /// switches it looked at.
-    func decideDue(
-        now: Date,
-        limit: Int,
-        texts: @Sendable @escaping (ProfileRecord, DueItem, Date) -> (subject: String, body: String),
-        reminderText: @Sendable @escaping (ProfileRecord) -> (subject: String, body: String)
-    ) async throws -> Int {
+    func decideDue(now: Date, limit: Int) async throws -> Int {
         // Most passes find nothing: look with a read before taking the writer.
         let anyDue = try self.base.read { db in
             try Bool.fetchOne(
@@ -252,7 +245,6 @@ extension SafetyStore {
                 ?? false
         }
         guard anyDue else { return 0 }
-        let words = MessageWords(due: texts, reminder: reminderText)
         return try await self.base.write { db in
             let due = try db.cachedStatement(
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
@@ -262,7 +254,7 @@ extension SafetyStore {
                     .union(.period(endingPauseOf: profile, at: now))
                 var machine = try self.machine(profile, at: now, reading: reads, in: db)
                 machine.decideDue(at: now)
-                try self.commit(machine, of: profile, words: words, in: db)
+                try self.commit(machine, of: profile, in: db)
             }
             return due.count
         }

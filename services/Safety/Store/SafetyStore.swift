@@ -13,11 +13,19 @@ struct SafetyStore: Sendable {
     let outcomes: WriteBatcher
     /// What personal values are sealed with (``SealedField``).
     let keys: DataKeys
+    /// What the app is called in the emails and pushes (``AlertTexts/product``).
+    let product: String
 
     /// Opens the store. Values stored in clear before sealing existed are sealed by the
     /// migration, and the file is then rebuilt so that no copy of them is left.
     /// - Throws: ``DataKeysDoNotMatch`` when `keys` are not those the store was sealed with.
-    init(location: StoreLocation, keys: DataKeys, clock: any WallClock = SystemClock()) throws {
+    /// - Parameter product: what the app is called in the emails and pushes the store words.
+    init(
+        location: StoreLocation,
+        keys: DataKeys,
+        clock: any WallClock = SystemClock(),
+        product: String = AlertTexts.defaultProduct
+    ) throws {
         self.base = try Store(
             location: location,
             migrator: SafetyMigrations.migrator(keys: keys, now: clock.now()),
@@ -26,6 +34,7 @@ struct SafetyStore: Sendable {
         self.heartbeats = WriteBatcher(writer: self.base.writer)
         self.outcomes = WriteBatcher(writer: self.base.writer)
         self.keys = keys
+        self.product = product
         try self.checkKeys()
     }
 
@@ -56,6 +65,7 @@ struct SafetyStore: Sendable {
                     reminderMinute: 0,
                     pushToken: "",
                     countActivity: false,
+                    isActive: true,
                     periodStart: now,
                     lastCheckInAt: nil,
                     snoozes: 0,
@@ -69,7 +79,10 @@ struct SafetyStore: Sendable {
                 )
             var settings = profile
             apply(&settings)
-            var machine = try self.machine(profile, at: now, reading: [.decided, .reminders], in: db)
+            // Made active again: a new period starts, which reads the old one's messages.
+            let reads: FactReads =
+                settings.isActive && !profile.isActive ? [.decided, .reminders, .period] : [.decided, .reminders]
+            var machine = try self.machine(profile, at: now, reading: reads, in: db)
             machine.changeSettings(to: settings.switchState, at: now)
             let changed = settings.with(machine.state)
             // Saved first: a new profile's messages refer to it.
