@@ -39,6 +39,14 @@ struct MailOptions: ParsableArguments, Sendable {
 
     @Option(
         help: """
+            Where safety's warning and reminder pushes open the app (its check-in button): a URL with the app's \
+            scheme, e.g. myapp://safety/check-in.
+            """
+    )
+    var checkInLink = AlertChannels.defaultCheckInLink
+
+    @Option(
+        help: """
             Where emergency contacts open the links in their emails (Confirm, Decline, Opt out): the gateway's \
             contact page (--contact-page-port) as they reach it, e.g. https://hearth.example.
             """
@@ -74,6 +82,11 @@ struct MailOptions: ParsableArguments, Sendable {
             !product.contains(where: { $0.isNewline || $0 == "\"" || $0.asciiValue.map { $0 < 0x20 } == true })
         else {
             throw ValidationError("--product-name is 1-40 characters on one line, without quotes or spaces around it")
+        }
+        guard self.checkInLink.count <= 200, let link = URL(string: self.checkInLink), let scheme = link.scheme,
+            !scheme.isEmpty, link.absoluteString.count > scheme.count + 1
+        else {
+            throw ValidationError("--check-in-link is a URL the app opens, such as myapp://safety/check-in")
         }
     }
 

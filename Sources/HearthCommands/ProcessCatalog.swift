@@ -85,7 +85,8 @@ extension ProcessName {
                 from: settings.mail.from,
                 push: settings.pushSender,
                 contactPage: settings.mail.contactPageUrl,
-                productName: settings.mail.productName
+                productName: settings.mail.productName,
+                checkInLink: settings.mail.checkInLink
             )
             guard let keyFile = settings.dataKeyFile else { preconditionFailure("safety is given its data key file") }
             return try SafetyService.module(

@@ -6,8 +6,36 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
-/// A notification for one user's devices.
+/// A notification for one user's devices, as the webhook receives it in JSON (its schema:
+/// schemas/push-webhook.schema.json; a field left nil is left out).
 public struct PushMessage: Codable, Sendable, Equatable {
+    /// How urgently the phone presents it: Apple's interruption levels, which the receiver maps
+    /// to its platform (an Android channel's importance).
+    public enum InterruptionLevel: String, Codable, Sendable {
+        case passive
+        case active
+        /// Breaks through a scheduled summary and Focus.
+        case timeSensitive = "time-sensitive"
+        /// Sound and vibration even when muted (the app needs Apple's critical-alerts entitlement).
+        case critical
+    }
+
+    /// A button on the notification, which acts without opening the app.
+    public struct Action: Codable, Sendable, Equatable {
+        /// Stable: the app registers its category's actions by these (`IM_SAFE`).
+        public var id: String
+        /// In the user's language.
+        public var title: String
+        /// The call the app makes when it is tapped (`hearth.safety.v1.Safety/RecordHeartbeat`).
+        public var method: String
+
+        public init(id: String, title: String, method: String) {
+            self.id = id
+            self.title = title
+            self.method = method
+        }
+    }
+
     /// Unique per message; sent as `Idempotency-Key` so that a receiver can drop a repeat.
     public var id: String
     public var userID: String
@@ -20,6 +48,13 @@ public struct PushMessage: Codable, Sendable, Equatable {
     /// After this it is no longer worth showing: an outbox that could not send it by then
     /// drops it. Nil: it never goes stale.
     public var expiresAt: Date?
+    /// Nil: the receiver's default (active).
+    public var interruptionLevel: InterruptionLevel?
+    /// The notification category the app registers with `actions` (`SAFETY_CHECK_IN`).
+    public var category: String?
+    public var actions: [Action]?
+    /// Where tapping the notification opens the app.
+    public var deepLink: String?
 
     public init(
         id: String = UUID().uuidString.lowercased(),
@@ -29,7 +64,11 @@ public struct PushMessage: Codable, Sendable, Equatable {
         body: String,
         data: [String: String] = [:],
         createdAt: Date,
-        expiresAt: Date? = nil
+        expiresAt: Date? = nil,
+        interruptionLevel: InterruptionLevel? = nil,
+        category: String? = nil,
+        actions: [Action]? = nil,
+        deepLink: String? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -39,6 +78,10 @@ public struct PushMessage: Codable, Sendable, Equatable {
         self.data = data
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.interruptionLevel = interruptionLevel
+        self.category = category
+        self.actions = actions
+        self.deepLink = deepLink
     }
 }
 

@@ -1,7 +1,9 @@
 import Foundation
+import HearthContracts
 import HearthCore
 public import HearthMail
 public import HearthPush
+import HearthRPC
 public import Logging
 
 /// Where alert emails go: an SMTP server, or the log when none is configured.
@@ -43,26 +45,59 @@ public struct AlertChannels: Sendable {
     public var contactPage: String
     /// What the app is called in the emails and pushes ("Hearth Alert: Joey hasn't checked in").
     public var productName: String
+    /// Where a warning or reminder push opens the app: its check-in button.
+    public var checkInLink: String
 
     public init(
         mail: any MailTransport,
         from: MailAddress,
         push: any PushSender,
         contactPage: String = AlertChannels.localContactPage,
-        productName: String = AlertChannels.defaultProductName
+        productName: String = AlertChannels.defaultProductName,
+        checkInLink: String = AlertChannels.defaultCheckInLink
     ) {
         self.mail = mail
         self.from = from
         self.push = push
         self.contactPage = contactPage
         self.productName = productName
+        self.checkInLink = checkInLink
     }
+
+    /// Unless the operator names another (`--check-in-link`).
+    public static let defaultCheckInLink = "hearth://safety/check-in"
 
     /// Unless the operator names it (`--product-name`).
     public static let defaultProductName = AlertTexts.defaultProduct
 
     /// The gateway's contact page on this machine, as `hearth up` serves it.
     public static let localContactPage = "http://127.0.0.1:7180"
+
+    /// The push of a claimed message, presented as its kind asks (``PushPresentation``): a
+    /// warning critical or time-sensitive with "I'm safe" and "Snooze" buttons and a link to the
+    /// check-in button, the reminder with "I'm safe".
+    func push(_ claim: SafetyStore.ClaimedAlert) -> PushMessage {
+        let alert = claim.alert
+        let texts = AlertTexts(language: claim.language ?? "en", name: "", timeZone: .gmt, product: self.productName)
+        let presentation = texts.presentation(ofPush: alert.kind)
+        return PushMessage(
+            id: alert.id,
+            userID: alert.userID,
+            kind: "safety.\(alert.kind)",
+            title: alert.subject,
+            body: alert.body,
+            data: ["push_token": alert.address],
+            createdAt: alert.createdAt,
+            interruptionLevel: presentation.urgency.level,
+            category: presentation.category,
+            actions: presentation.actions.isEmpty
+                ? nil
+                : presentation.actions.map {
+                    PushMessage.Action(id: $0.kind.rawValue, title: $0.title, method: $0.kind.method)
+                },
+            deepLink: presentation.opensCheckIn ? self.checkInLink : nil
+        )
+    }
 
     /// The email of a claimed message. One to a contact ends with its links (an invitation's
     /// Confirm and Decline, and an opt-out link in every one) and carries the opt-out link as
@@ -96,5 +131,25 @@ public struct AlertChannels: Sendable {
             MailHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
         ].compactMap { $0 }
         return message
+    }
+}
+
+extension PushPresentation.Urgency {
+    var level: PushMessage.InterruptionLevel {
+        switch self {
+        case .active: .active
+        case .timeSensitive: .timeSensitive
+        case .critical: .critical
+        }
+    }
+}
+
+extension PushPresentation.ActionKind {
+    /// The call the app makes for the button.
+    var method: String {
+        switch self {
+        case .imSafe: Hearth_Safety_V1_Safety.Method.recordHeartbeat.name
+        case .snooze: Hearth_Safety_V1_Safety.Method.snooze.name
+        }
     }
 }

@@ -172,17 +172,7 @@ struct AlertSender: DueWork {
                         mayHaveArrived: false
                     )
                 }
-                try await self.channels.push.send(
-                    PushMessage(
-                        id: alert.id,
-                        userID: alert.userID,
-                        kind: "safety.\(alert.kind)",
-                        title: alert.subject,
-                        body: alert.body,
-                        data: ["push_token": alert.address],
-                        createdAt: alert.createdAt
-                    )
-                )
+                try await self.channels.push.send(self.channels.push(claim))
             }
             outcome = .success("")
         } catch let failure as DeliveryFailure {

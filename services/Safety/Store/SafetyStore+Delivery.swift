@@ -49,6 +49,8 @@ extension SafetyStore {
     struct ClaimedAlert: Sendable {
         var alert: AlertRecord
         var links: ContactLinks?
+        /// A push's: the user's language, for its buttons' titles.
+        var language: String?
     }
 
     /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
@@ -102,7 +104,15 @@ extension SafetyStore {
                 try db.cachedStatement(
                     sql: "UPDATE alert SET attempts = ?, claimed_at = ?, next_attempt_at = ? WHERE id = ?"
                 ).execute(binding: alert.attempts, claimedAt.stored, retryAt.stored, alert.id)
-                claimed.append(ClaimedAlert(alert: alert, links: try self.mintLinks(for: alert, at: claimedAt, in: db)))
+                claimed.append(
+                    ClaimedAlert(
+                        alert: alert,
+                        links: try self.mintLinks(for: alert, at: claimedAt, in: db),
+                        language: alert.channel == .push
+                            ? try db.cachedStatement(sql: "SELECT language FROM profile WHERE user_id = ?")
+                                .fetchOne(binding: alert.userID) { try $0.value(0) as String } : nil
+                    )
+                )
             }
             return claimed
         }
