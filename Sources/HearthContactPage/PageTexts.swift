@@ -1,11 +1,11 @@
 import Foundation
+import HearthCore
 
-/// The page's languages; the page picks one from `?lang=`, else the invitation's language, else Accept-Language, else English.
-enum PageLanguage: String, Sendable, CaseIterable {
-    case english = "en"
-    case simplifiedChinese = "zh-Hans"
-    case traditionalChinese = "zh-Hant"
+/// The page's languages, Hearth's; the page picks one from `?lang=`, else the invitation's
+/// language, else Accept-Language, else English.
+typealias PageLanguage = UserLanguage
 
+extension UserLanguage {
     /// The HTML lang attribute value: the BCP 47 tag itself (`zh-Hans` and `zh-Hant` pick the
     /// right fonts in browsers regardless of region).
     var htmlLang: String { self.rawValue }
@@ -16,53 +16,6 @@ enum PageLanguage: String, Sendable, CaseIterable {
         case .english: "English"
         case .simplifiedChinese: "简体中文"
         case .traditionalChinese: "繁體中文"
-        }
-    }
-
-    /// From an Accept-Language header value (e.g. "zh-TW,zh;q=0.9,en;q=0.8"): zh-Hant for zh-TW/zh-HK/zh-MO/zh-Hant*, zh-Hans for zh-CN/zh-SG/zh-Hans*/plain zh, en for en*; first match by q-order; nil when none match.
-    ///
-    /// A script subtag wins over a region (`zh-Hans-HK` is zh-Hans); any other `zh-` region is
-    /// zh-Hans. Tags are case-insensitive and may use `_`. Of equal q-values the earlier wins; an
-    /// item with q=0 (refused), an unreadable q, or `*` counts for nothing.
-    static func fromAcceptLanguage(_ header: String) -> PageLanguage? {
-        var best: (language: PageLanguage, q: Double)?
-        for item in header.split(separator: ",") {
-            let parts = item.split(separator: ";")
-            guard let tag = parts.first, let language = Self.language(ofTag: String(tag)) else { continue }
-            var q = 1.0
-            for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "q" else {
-                    continue
-                }
-                q = Double(pair[1].trimmingCharacters(in: .whitespaces)) ?? 0
-            }
-            // NaN fails this too.
-            guard q > 0 else { continue }
-            q = min(q, 1)
-            if let current = best, q <= current.q { continue }
-            best = (language, q)
-        }
-        return best?.language
-    }
-
-    /// One language tag ("zh-TW", "en_US", "zh-Hant-HK"), or nil when the page has no such language.
-    private static func language(ofTag tag: String) -> PageLanguage? {
-        let subtags = tag.trimmingCharacters(in: .whitespaces).lowercased()
-            .split(whereSeparator: { $0 == "-" || $0 == "_" })
-            .map(String.init)
-        guard let primary = subtags.first else { return nil }
-        switch primary {
-        case "en":
-            return .english
-        case "zh":
-            let rest = subtags.dropFirst()
-            if rest.contains("hant") { return .traditionalChinese }
-            if rest.contains("hans") { return .simplifiedChinese }
-            if rest.contains(where: { $0 == "tw" || $0 == "hk" || $0 == "mo" }) { return .traditionalChinese }
-            return .simplifiedChinese
-        default:
-            return nil
         }
     }
 }

@@ -32,7 +32,8 @@ struct Fixture {
         owner: String = "olivia",
         sitter: String = "sam",
         hours: Double = 72,
-        zone: String = "Asia/Taipei"
+        zone: String = "Asia/Taipei",
+        ownerLanguage: String? = nil
     )
         async throws -> (Hearth_Checkins_V1_Nest, Hearth_Checkins_V1_Session)
     {
@@ -45,7 +46,7 @@ struct Fixture {
         request.startsAt = Google_Protobuf_Timestamp(date: self.clock.now())
         request.endsAt = Google_Protobuf_Timestamp(date: self.clock.now().addingTimeInterval(hours * 3600))
         request.timeZone = zone
-        return (nest, try await self.service.createSession(request, self.context(owner)))
+        return (nest, try await self.service.createSession(request, callContext(owner, language: ownerLanguage)))
     }
 
     func checkIn(

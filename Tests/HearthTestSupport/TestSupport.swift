@@ -188,13 +188,16 @@ public func expectCode(
     }
 }
 
-/// The context of a call that came through the gateway for `user`, for calling handlers directly.
-public func callContext(_ user: String) -> RPCContext {
+/// The context of a call that came through the gateway for `user`, for calling handlers directly;
+/// with `language`, the app's `accept-language` as the gateway passes it on.
+public func callContext(_ user: String, language: String? = nil) -> RPCContext {
     var logger = Logger(label: "test")
     logger.logLevel = .critical
+    let metadata: Metadata =
+        language.map { [TrustedMetadata.user: user, RPCContext.languageKey: $0] } ?? [TrustedMetadata.user: user]
     return RPCContext(
         method: "test",
-        metadata: [TrustedMetadata.user: user],
+        metadata: metadata,
         deadline: nil,
         peer: "test",
         callID: 1,

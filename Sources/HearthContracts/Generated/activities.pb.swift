@@ -1048,10 +1048,11 @@ public nonisolated struct Hearth_Tasks_V1_Offer: Sendable {
   /// Clears the value of `deliverAt`. Subsequent reads from it will return its default value.
   public mutating func clearDeliverAt() {self._deliverAt = nil}
 
-  /// "Mark done?"
+  /// "Mark done?", in the language of the call that returns it (its `accept-language` metadata:
+  /// en, zh-Hant, zh-Hans; English when none of them).
   public var title: String = String()
 
-  /// "Did you finish 'Gym workout'?"
+  /// "Did you finish 'Gym workout'?", in the same language.
   public var body: String = String()
 
   public var actions: [Hearth_Tasks_V1_OfferAction] = []

@@ -38,7 +38,9 @@ extension Hearth_Checkins_V1_Checkins {
 
         /// Schedules a session in a nest, for its owner, with someone else as the sitter; returns it.
         /// NOT_FOUND when the caller cannot see the nest, PERMISSION_DENIED for a sitter,
-        /// RESOURCE_EXHAUSTED when the nest has 100 sessions not yet ended.
+        /// RESOURCE_EXHAUSTED when the nest has 100 sessions not yet ended. The owner's pushes about the
+        /// session's check-ins ("New check-in") are in the language the call's `accept-language` metadata
+        /// names (en, zh-Hant, zh-Hans; English when none of them).
         public func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Checkins_V1_Session
         {

@@ -21,7 +21,9 @@ extension Hearth_Checkins_V1_Checkins {
 
         /// Schedules a session in a nest, for its owner, with someone else as the sitter; returns it.
         /// NOT_FOUND when the caller cannot see the nest, PERMISSION_DENIED for a sitter,
-        /// RESOURCE_EXHAUSTED when the nest has 100 sessions not yet ended.
+        /// RESOURCE_EXHAUSTED when the nest has 100 sessions not yet ended. The owner's pushes about the
+        /// session's check-ins ("New check-in") are in the language the call's `accept-language` metadata
+        /// names (en, zh-Hant, zh-Hans; English when none of them).
         func createSession(_ request: Hearth_Checkins_V1_CreateSessionRequest, _ context: RPCContext) async throws -> Hearth_Checkins_V1_Session
 
         /// Returns a session to its owner or its sitter; NOT_FOUND for anyone else.

@@ -14,7 +14,9 @@ extension Hearth_Tasks_V1_Tasks {
 
         /// Creates a task for the acting user with all its prompts (times already past are skipped); a
         /// retry with the same client_request_id returns that task. RESOURCE_EXHAUSTED with 50 active
-        /// tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task.
+        /// tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task. The prompts'
+        /// words and their pushes are in the language the call's `accept-language` metadata names (en,
+        /// zh-Hant for zh-TW/HK/MO, zh-Hans for other zh; English when none of them), kept with the task.
         public func createTask(_ request: Hearth_Tasks_V1_CreateTaskRequest = .init(), options: CallOptions = CallOptions())
             async throws -> Hearth_Tasks_V1_CreateTaskResponse
         {

@@ -11,14 +11,18 @@ public enum Hearth_Tasks_V1_Tasks {
     public enum Method {
         /// Creates a task for the acting user with all its prompts (times already past are skipped); a
         /// retry with the same client_request_id returns that task. RESOURCE_EXHAUSTED with 50 active
-        /// tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task.
+        /// tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task. The prompts'
+        /// words and their pushes are in the language the call's `accept-language` metadata names (en,
+        /// zh-Hant for zh-TW/HK/MO, zh-Hans for other zh; English when none of them), kept with the task.
         public static let createTask = RPCMethodDescriptor<Hearth_Tasks_V1_CreateTaskRequest, Hearth_Tasks_V1_CreateTaskResponse>(
             name: "hearth.tasks.v1.Tasks/CreateTask",
             servicesOnly: false,
             documentation: #"""
             Creates a task for the acting user with all its prompts (times already past are skipped); a
             retry with the same client_request_id returns that task. RESOURCE_EXHAUSTED with 50 active
-            tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task.
+            tasks or 100 made in 24 h; ALREADY_EXISTS when the id made a different task. The prompts'
+            words and their pushes are in the language the call's `accept-language` metadata names (en,
+            zh-Hant for zh-TW/HK/MO, zh-Hans for other zh; English when none of them), kept with the task.
             """#,
             requestShape: #"""
             {

@@ -328,6 +328,7 @@ public nonisolated struct Hearth_Tasks_V1_Prompt: @unchecked Sendable {
   /// Clears the value of `expiresAt`. Subsequent reads from it will return its default value.
   public mutating func clearExpiresAt() {_uniqueStorage()._expiresAt = nil}
 
+  /// In the language the task was created in (see CreateTask).
   public var question: String {
     get {_storage._question}
     set {_uniqueStorage()._question = newValue}

@@ -77,12 +77,16 @@ extension CheckinsService {
             photoHeight: photo?.full.height,
             photoBytes: photo?.full.data.count
         )
+        // In the owner's language, as they last created a session of the nest.
+        let language = UserLanguage(rawValue: session.ownerLanguage) ?? .english
+        let texts = CheckinText.catalog
         let notify = PushMessage(
             id: CheckinStore.createdPushID(record.id),
             userID: session.ownerUserID,
             kind: "checkin.created",
-            title: "New check-in",
-            body: caption.isEmpty ? "Your sitter posted a photo." : "Your sitter: \(caption)",
+            title: texts.text(.newCheckInTitle, language),
+            body: caption.isEmpty
+                ? texts.text(.photoPosted, language) : texts.text(.captioned, language, ["caption": caption]),
             data: ["session_id": session.id, "check_in_id": record.id],
             createdAt: now
         )

@@ -104,7 +104,8 @@ public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
             startsAt: startsAt,
             endsAt: endsAt,
             timeZone: request.timeZone,
-            createdAt: self.store.now
+            createdAt: self.store.now,
+            ownerLanguage: (context.language ?? .english).rawValue
         )
         guard try await self.store.createSession(session) else {
             throw RPCError(

@@ -35,11 +35,15 @@ struct SessionRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     var endsAt: Date
     var timeZone: String
     var createdAt: Date
+    /// The language the owner asked for when they created it (``UserLanguage``): the check-in
+    /// pushes they get are in it.
+    var ownerLanguage: String
 
     enum CodingKeys: String, CodingKey {
         case id
         case nestID = "nest_id"
         case ownerUserID = "owner_user_id"
+        case ownerLanguage = "owner_language"
         case sitterUserID = "sitter_user_id"
         case startsAt = "starts_at"
         case endsAt = "ends_at"
@@ -194,6 +198,10 @@ enum CheckinMigrations {
             try db.execute(sql: "CREATE INDEX session_sitter_open ON session(sitter_user_id, ends_at)")
         }
         CheckinStore.registerErasedNestsMigration(in: &migrator)
+        migrator.registerMigration("v5: the owner's language on a session") { db in
+            // Sessions from before: English, as their pushes were.
+            try db.execute(sql: "ALTER TABLE session ADD COLUMN owner_language TEXT NOT NULL DEFAULT 'en'")
+        }
         return migrator
     }
 }
@@ -219,6 +227,7 @@ extension SessionRecord {
         self.endsAt = try row.decode(Date.self, forColumn: "ends_at")
         self.timeZone = try row.decode(String.self, forColumn: "time_zone")
         self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.ownerLanguage = try row.decode(String.self, forColumn: "owner_language")
     }
 }
 

@@ -318,9 +318,12 @@ enum OfferRules {
         return kind == .daily ? LocalDate(lastCompletedAt, in: zone) == day : true
     }
 
-    /// The offer's words.
-    static func texts(title: String) -> (title: String, body: String) {
-        ("Mark done?", "Did you finish '\(title)'?")
+    /// The offer's words, in `language`.
+    static func texts(title: String, language: UserLanguage) -> (title: String, body: String) {
+        (
+            TaskText.catalog.text(.offerTitle, language),
+            TaskText.catalog.text(.offerBody, language, ["title": title])
+        )
     }
 
     static let actions = OfferAction.allCases

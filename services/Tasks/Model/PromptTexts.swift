@@ -1,35 +1,30 @@
-/// A prompt's words: a question that quotes the task's title and fits the time of day, and a
-/// context line that says where in the task it falls.
+import HearthCore
+
+/// A prompt's words, in the task's language: a question that quotes the task's title and fits
+/// the time of day, and a context line that says where in the task it falls.
 struct PromptTexts: Sendable, Equatable {
     var question: String
     var context: String
     var questionType: String
 
-    init(title: String, part: PartOfDay, day: Int, of days: Int) {
-        let quoted = "\u{201C}\(title)\u{201D}"
+    init(title: String, part: PartOfDay, day: Int, of days: Int, language: UserLanguage) {
+        let texts = TaskText.catalog
+        let (question, name): (TaskText, TaskText)
         switch part {
         case .morning:
-            self.question = "Good morning! Let's check in on \(quoted). What feels most important about it today?"
-            self.questionType = "morning_intention"
+            (question, name, self.questionType) = (.morningQuestion, .morning, "morning_intention")
         case .afternoon:
-            self.question = "Good afternoon! How is \(quoted) sitting with you so far today?"
-            self.questionType = "afternoon_progress"
+            (question, name, self.questionType) = (.afternoonQuestion, .afternoon, "afternoon_progress")
         case .evening:
-            self.question = "Good evening! Looking back on today, what did you notice about \(quoted)?"
-            self.questionType = "evening_reflection"
+            (question, name, self.questionType) = (.eveningQuestion, .evening, "evening_reflection")
         case .lateNight:
-            self.question = "Before you rest: any last thoughts on \(quoted) tonight?"
-            self.questionType = "late_night_wind_down"
+            (question, name, self.questionType) = (.lateNightQuestion, .lateNight, "late_night_wind_down")
         }
-        self.context = "Day \(day) of \(days): \(Self.name(of: part)) check-in for \(quoted)"
-    }
-
-    static func name(of part: PartOfDay) -> String {
-        switch part {
-        case .morning: "morning"
-        case .afternoon: "afternoon"
-        case .evening: "evening"
-        case .lateNight: "late-night"
-        }
+        self.question = texts.text(question, language, ["title": title])
+        self.context = texts.text(
+            .promptContext,
+            language,
+            ["day": "\(day)", "days": "\(days)", "part": texts.text(name, language), "title": title]
+        )
     }
 }

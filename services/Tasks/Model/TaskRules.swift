@@ -129,6 +129,8 @@ enum TaskRules {
         var timeZone: String
         var zone: TimeZone
         var startDate: LocalDate
+        /// The language its prompts are written in.
+        var language: UserLanguage
 
         var endDate: LocalDate { self.startDate.adding(days: self.durationDays - 1) }
         /// When its last day ends in its zone: from then on it is COMPLETED.
@@ -249,7 +251,8 @@ enum TaskRules {
                 durationDays: days,
                 timeZone: request.timeZone,
                 zone: zone,
-                startDate: start
+                startDate: start,
+                language: request.language
             )
         )
     }
@@ -306,7 +309,13 @@ enum TaskRules {
                 // Two times the clocks skip (02:00 and 02:30 on a spring-forward night) land on
                 // the same minute: one prompt, not two at once.
                 guard at >= now, taken.insert(at).inserted else { continue }
-                let texts = PromptTexts(title: task.title, part: time.partOfDay, day: offset + 1, of: task.durationDays)
+                let texts = PromptTexts(
+                    title: task.title,
+                    part: time.partOfDay,
+                    day: offset + 1,
+                    of: task.durationDays,
+                    language: task.language
+                )
                 prompts.append(
                     PlannedPrompt(
                         day: offset + 1,

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 // The words the rules of tasks speak. The service's Messages.swift maps them to and from the
 // protobuf messages; the rules and the stores never see those.
@@ -29,6 +30,8 @@ struct TaskDraft: Sendable, Equatable {
     /// "YYYY-MM-DD", or empty for today.
     var startDate: String
     var clientRequestID: String
+    /// What the caller asked to read in: the task's prompts are written in it.
+    var language: UserLanguage
 }
 
 /// What a task has become, at a moment.

@@ -57,7 +57,7 @@ public struct AccountService: Hearth_Account_V1_Account.Handler {
                 .with { $0.ownedNestIds = nests },
                 options: options.routines
             )
-            export.tasks = try await self.tasks.userExport(of: user)
+            export.tasks = try await self.tasks.userExport(of: user, language: context.language ?? .english)
             (export.checkins, export.safety, export.routines) = try await (checkins, safety, routines)
         } catch let error as RPCError where error.code == .resourceExhausted {
             // A part over the largest frame (4 MiB): asking again will not help.

@@ -213,6 +213,7 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
             foreground: request.appState == .foreground
         )
         let now = self.store.now
+        let language = context.language ?? .english
         switch try await self.store.report(
             user: user,
             activityID: request.activityID,
@@ -232,9 +233,9 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
                 }
             case .offer:
                 guard let offer else { throw RPCError(.internal, "an offer was decided but not recorded") }
-                response.offer = offer.message(now: now)
+                response.offer = offer.message(now: now, language: language)
             }
-            if let dropped { response.droppedOffer = dropped.message(now: now) }
+            if let dropped { response.droppedOffer = dropped.message(now: now, language: language) }
             return response
         }
     }
@@ -243,9 +244,10 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         async throws -> Hearth_Tasks_V1_ListPendingOffersResponse
     {
         let now = self.store.now
+        let language = context.language ?? .english
         var response = Hearth_Tasks_V1_ListPendingOffersResponse()
         response.offers = try await self.store.pendingOffers(user: context.verifiedUser(), now: now).map {
-            $0.message(now: now)
+            $0.message(now: now, language: language)
         }
         return response
     }
@@ -261,12 +263,13 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
             )
         }
         let now = self.store.now
+        let language = context.language ?? .english
         switch try await self.store.respond(offerID: request.offerID, user: user, action: action, now: now) {
         case .answered(let offer, let activity, let snoozed):
             var response = Hearth_Tasks_V1_RespondToOfferResponse()
-            response.offer = offer.message(now: now)
+            response.offer = offer.message(now: now, language: language)
             if let activity { response.activity = try await self.message(activity, user: user, now: now) }
-            if let snoozed { response.snoozedOffer = snoozed.message(now: now) }
+            if let snoozed { response.snoozedOffer = snoozed.message(now: now, language: language) }
             return response
         case .answeredDifferently(let offer):
             let earlier = Hearth_Tasks_V1_OfferAction(rawValue: offer.action ?? 0) ?? .unspecified

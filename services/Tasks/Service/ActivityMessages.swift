@@ -44,13 +44,14 @@ extension RuleRecord {
 }
 
 extension OfferRecord {
-    func message(now: Date) -> Hearth_Tasks_V1_Offer {
+    /// The offer, its words in `language` (the reader's: an offer is read, never pushed).
+    func message(now: Date, language: UserLanguage) -> Hearth_Tasks_V1_Offer {
         var offer = Hearth_Tasks_V1_Offer()
         offer.offerID = self.id
         offer.activityID = self.activityID
         offer.channel = Hearth_Tasks_V1_Channel(rawValue: self.channel) ?? .unspecified
         offer.deliverAt = Google_Protobuf_Timestamp(millisecondsOf: self.deliverAt)
-        let texts = OfferRules.texts(title: self.title)
+        let texts = OfferRules.texts(title: self.title, language: language)
         offer.title = texts.title
         offer.body = texts.body
         offer.actions = OfferRules.actions.map { .init($0) }

@@ -1,5 +1,6 @@
 import Foundation
 import HearthContracts
+import HearthCore
 import HearthRPC
 import SwiftProtobuf
 
@@ -137,7 +138,7 @@ extension TaskRules {
 // MARK: Between the rules' words and the protobuf messages
 
 extension TaskDraft {
-    init(_ request: Hearth_Tasks_V1_CreateTaskRequest) {
+    init(_ request: Hearth_Tasks_V1_CreateTaskRequest, language: UserLanguage) {
         self.init(
             title: request.title,
             checkInTimes: request.checkInTimes.map { time in
@@ -150,7 +151,8 @@ extension TaskDraft {
             durationDays: Int(request.durationDays),
             timeZone: request.timeZone,
             startDate: request.startDate,
-            clientRequestID: request.clientRequestID
+            clientRequestID: request.clientRequestID,
+            language: language
         )
     }
 }

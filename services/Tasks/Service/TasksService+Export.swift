@@ -1,5 +1,6 @@
 import Foundation
 import HearthContracts
+import HearthCore
 import SwiftProtobuf
 
 extension TasksService {
@@ -12,7 +13,7 @@ extension TasksService {
     /// never set), the phone's permissions as ReportPermissions (unset when never), an offer as ListPendingOffers, and each location event and repeated report
     /// as the store recorded it (what came of it: the offer's id, or why none). A user with
     /// nothing here gets an empty export.
-    func userExport(of user: String) async throws -> Hearth_Tasks_V1_UserExport {
+    func userExport(of user: String, language: UserLanguage = .english) async throws -> Hearth_Tasks_V1_UserExport {
         let rows = try await self.store.userRows(of: user)
         let now = self.store.now
         // The zone ActivitiesService reads (``ActivityStore/preferences(user:)``).
@@ -26,7 +27,7 @@ extension TasksService {
             export.offerPreferences = preferences.message(permissions: rows.permissions)
         }
         if let permissions = rows.permissions { export.permissions = permissions.message }
-        export.offers = rows.offers.map { $0.message(now: now) }
+        export.offers = rows.offers.map { $0.message(now: now, language: language) }
         export.locationEvents = rows.locationEvents.map(\.message)
         export.locationEventRepeats = rows.locationEventRepeats.map(\.message)
         return export

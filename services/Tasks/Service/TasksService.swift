@@ -51,7 +51,7 @@ public struct TasksService: Hearth_Tasks_V1_Tasks.Handler {
         let now = self.store.now
         let requestID = request.clientRequestID.isEmpty ? nil : request.clientRequestID
         let made: (task: TaskRecord, prompts: [PromptRecord])
-        let draft = TaskDraft(request)
+        let draft = TaskDraft(request, language: context.language ?? .english)
         switch TaskRules.newTask(draft, now: now) {
         case .success(let new):
             let planned = TaskRules.prompts(for: new, now: now)

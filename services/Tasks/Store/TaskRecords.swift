@@ -21,9 +21,11 @@ struct TaskRecord: Codable, FetchableRecord, PersistableRecord, Equatable, Senda
     var cancelledAt: Date?
     /// The client's id for the request that made it, if it gave one.
     var clientRequestID: String?
+    /// ``UserLanguage`` raw value: its prompts and their pushes are in it.
+    var language: String
 
     enum CodingKeys: String, CodingKey {
-        case id, title
+        case id, title, language
         case clientRequestID = "client_request_id"
         case userID = "user_id"
         case checkInTimes = "check_in_times"
@@ -256,6 +258,10 @@ enum TaskMigrations {
         TaskStore.registerErasureMigration(in: &migrator)
         ActivityMigrations.registerOfferTriggers(in: &migrator)
         ActivityMigrations.registerOptInAndDwell(in: &migrator)
+        migrator.registerMigration("v9: a task's language") { db in
+            // Tasks from before: English, as their prompts were written.
+            try db.execute(sql: "ALTER TABLE task ADD COLUMN language TEXT NOT NULL DEFAULT 'en'")
+        }
         return migrator
     }
 }
@@ -275,6 +281,7 @@ extension TaskRecord {
         self.createdAt = try row.decode(Date.self, forColumn: "created_at")
         self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
         self.clientRequestID = try row.decode(String?.self, forColumn: "client_request_id")
+        self.language = try row.decode(String.self, forColumn: "language")
     }
 }
 

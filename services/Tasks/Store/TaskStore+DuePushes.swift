@@ -31,12 +31,18 @@ extension TaskStore {
             for prompt in due {
                 var pushedAt: Date?
                 if prompt.promptStatus == .open, now < prompt.expiresAt {
+                    // The task's language, which its prompt's question is in.
+                    let language =
+                        try String.fetchOne(
+                            db.cachedStatement(sql: "SELECT language FROM task WHERE id = ?"),
+                            arguments: [prompt.taskID]
+                        ).flatMap(UserLanguage.init(rawValue:)) ?? .english
                     try Outbox.enqueue(
                         PushMessage(
                             id: Self.pushID(prompt.id),
                             userID: prompt.userID,
                             kind: "tasks.prompt_due",
-                            title: "Time to check in",
+                            title: TaskText.catalog.text(.promptPushTitle, language),
                             body: prompt.question,
                             data: ["task_id": prompt.taskID, "prompt_id": prompt.id],
                             createdAt: now,

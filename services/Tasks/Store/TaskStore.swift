@@ -57,7 +57,8 @@ struct TaskStore: Sendable {
             endsAt: new.endsAt,
             createdAt: now,
             cancelledAt: nil,
-            clientRequestID: clientRequestID
+            clientRequestID: clientRequestID,
+            language: new.language.rawValue
         )
         let records = prompts.map { planned in
             PromptRecord(
