@@ -50,7 +50,7 @@ public struct PushMessage: Codable, Sendable, Equatable {
     public var expiresAt: Date?
     /// Nil: the receiver's default (active).
     public var interruptionLevel: InterruptionLevel?
-    /// The notification category the app registers with `actions` (`SAFETY_CHECK_IN`).
+    /// The notification category the app registers with `actions` (`SAFETY_WARNING`).
     public var category: String?
     public var actions: [Action]?
     /// Where tapping the notification opens the app.

@@ -35,14 +35,14 @@ struct AlarmEmailTests {
                 ]
             ),
             "zh-Hans": (
-                "Nest Guard 提醒：Joey 尚未报平安",
+                "Nest Guard 警报：Joey 尚未报平安",
                 [
                     "亲爱的 Ana：", "Joey 已 26 小时没有报平安。", "2026年1月12日", "这可能是误报", "请您现在尝试",
                     "隐私说明：Nest Guard 仅应",
                 ]
             ),
             "zh-Hant": (
-                "Nest Guard 通知：Joey 尚未報平安",
+                "Nest Guard 警報：Joey 尚未報平安",
                 [
                     "親愛的 Ana：", "Joey 已 26 小時沒有報平安。", "2026年1月12日", "這可能是誤報", "請您現在嘗試",
                     "隱私說明：Nest Guard 僅應",

@@ -204,10 +204,10 @@ struct SafetyTests {
             try await eventually("two alerts") { try system.emails().count == 2 }
             let byTo = Dictionary(uniqueKeysWithValues: try system.emails().map { ($0.to, $0) })
             let hant = try #require(byTo["a@example.com"])
-            #expect(hant.subject == "Hearth 通知：陳小文 尚未報平安")
+            #expect(hant.subject == "Hearth 警報：陳小文 尚未報平安")
             #expect(hant.body.contains("2026年1月13日 下午2:00 [GMT+8]"), "\(hant.body)")
             let hans = try #require(byTo["b@example.com"])
-            #expect(hans.subject == "Hearth 提醒：李华 尚未报平安")
+            #expect(hans.subject == "Hearth 警报：李华 尚未报平安")
             #expect(
                 hans.body.contains("2026年1月12日 晚上10:00 [PST]") || hans.body.contains("2026年1月12日 下午10:00 [PST]"),
                 "\(hans.body)"

@@ -197,7 +197,7 @@ struct SwitchEdgeTests {
                 }.first { $0["kind"] as? String == "safety.reminder" }
             )
             #expect(push["body"] as? String == "Time to check in! Give a smile to those who care about you.")
-            #expect(push["title"] as? String == "Hearth")
+            #expect(push["title"] as? String == "Daily check-in")
             // One a day, the 10th to the 13th; no warning and no alarm without a contact.
             for day in 1...3 {
                 try await system.advance(to: t0 + Double(1 + 24 * day) * hour)

@@ -73,7 +73,7 @@ struct ExportTests {
             let arrivedAt = system.clock.now()
             #expect(try await a.reason(meiGym, .arrive, event: "e-2") == .triggerMismatch)
 
-            let export = try await system.service.userExport(of: "mei")
+            let export = try await system.service.userExport(of: "mei", language: .english)
 
             // Tasks: oldest first, each as GetTask and ListTasks (newest first) answer it.
             #expect(export.tasks.map(\.id) == meiTasks)
@@ -145,7 +145,7 @@ struct ExportTests {
             for kais in ["Should I sell the boat?", "Gym with kai", kai.task.id, kaiGym, kaiOffer.offerID] {
                 #expect(bytes.range(of: Data(kais.utf8)) == nil, "\(kais) is kai's")
             }
-            let kais = try await system.service.userExport(of: "kai")
+            let kais = try await system.service.userExport(of: "kai", language: .english)
             #expect(kais.tasks.map(\.id) == [kai.task.id])
             #expect(kais.activities.map(\.id) == [kaiGym])
             #expect(kais.offers == [kaiOffer])
@@ -157,7 +157,7 @@ struct ExportTests {
 
             // A day later the one-day task has ended: there still, COMPLETED, as ListTasks says.
             try await system.advance(to: at("2026-06-02T05:00:00Z"))
-            let later = try await system.service.userExport(of: "mei")
+            let later = try await system.service.userExport(of: "mei", language: .english)
             #expect(later.tasks.map(\.state) == [.active, .completed, .cancelled])
             let listedLater = try await system.listTasks(user: "mei").tasks
             #expect(later.tasks == Array(listedLater.reversed()))
@@ -175,12 +175,14 @@ struct ExportTests {
             try await kai.preferences()
             _ = try await kai.create()
 
-            #expect(try await system.service.userExport(of: "nobody") == Hearth_Tasks_V1_UserExport())
+            #expect(
+                try await system.service.userExport(of: "nobody", language: .english) == Hearth_Tasks_V1_UserExport()
+            )
 
             let lee = Activities(system: system, user: "lee")
             let walk = try await lee.create("Walk the dog", repeat: .daily)
             _ = try await lee.service.completeActivity(.with { $0.activityID = walk }, lee.context)
-            let export = try await system.service.userExport(of: "lee")
+            let export = try await system.service.userExport(of: "lee", language: .english)
             #expect(!export.hasOfferPreferences, "never set")
             let answered = try await lee.service.getActivity(.with { $0.activityID = walk }, lee.context)
             #expect(export.activities == [answered])

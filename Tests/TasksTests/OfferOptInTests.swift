@@ -142,7 +142,7 @@ struct OfferOptInTests {
             // A leave after the dwell, before the delivery: the stay counted; nothing dropped.
             try await system.advance(by: 10 * 60)
             let leave = try await a.report(id, .leave)
-            #expect(!leave.hasDroppedOffer && a.outcome(leave) == .triggerMismatch)
+            #expect(leave.droppedOffers.isEmpty && a.outcome(leave) == .triggerMismatch)
             #expect(try await a.pending().isEmpty)
             try await system.advance(by: 10 * 60)
             #expect(try await a.pending().map(\.offerID) == [delayed.offerID])
@@ -163,10 +163,11 @@ struct OfferOptInTests {
             #expect(held.deliverAt.date == noon.addingTimeInterval(600) && held.state == .scheduled)
             try await system.advance(by: 599)
             let leave = try await a.report(id, .leave, event: "out-1")
-            #expect(leave.droppedOffer.offerID == held.offerID && leave.droppedOffer.state == .cancelled)
+            #expect(leave.droppedOffers.map(\.offerID) == [held.offerID])
+            #expect(leave.droppedOffers.map(\.state) == [.cancelled])
             #expect(a.outcome(leave) == .triggerMismatch, "the leave itself is no offer")
             // Reported again: nothing more is dropped.
-            #expect(try await a.report(id, .leave, event: "out-1").hasDroppedOffer == false)
+            #expect(try await a.report(id, .leave, event: "out-1").droppedOffers.isEmpty)
             try await system.advance(by: 60)
             #expect(try await a.pending().isEmpty, "never delivered")
 
@@ -178,7 +179,7 @@ struct OfferOptInTests {
             }
             // Exactly the dwell later: the stay counted.
             try await system.advance(by: 600)
-            #expect(try await a.report(id, .leave, event: "out-2").hasDroppedOffer == false)
+            #expect(try await a.report(id, .leave, event: "out-2").droppedOffers.isEmpty)
             #expect(try await a.pending().map(\.offerID) == [stayed.offerID])
             #expect(stayed.deliverAt.date == arrivedAt.addingTimeInterval(600))
 
@@ -193,6 +194,51 @@ struct OfferOptInTests {
             #expect(stats.eligible == 1, "only the arrival that stayed")
             // The leaves, the repeated one too (answered as the first).
             #expect(suppressed[.dwellNotMet] == 1 && suppressed[.triggerMismatch] == 3, "\(suppressed)")
+        }
+    }
+
+    @Test("a leave drops every arrival still held within its dwell, but not as a stale, future or unconfirmed event")
+    func dwellLeaveCounts() async throws {
+        try await withTasksSystem(now: noon) { system in
+            let a = Activities(system: system)
+            try await a.preferences(spacing: 1, cooldown: 1)
+            let id = try await a.create()
+            try await a.rule(id, trigger: .arrive, dwell: 60)
+            // Two arrivals two minutes apart (past the cooldown), both held for an hour.
+            #expect(try await a.reason(id, .arrive, event: "in-1") == nil)
+            try await system.advance(by: 120)
+            #expect(try await a.reason(id, .arrive, event: "in-2") == nil)
+            try await system.advance(by: 1800)
+            // Not a leave to trust: from the future, stale (a second over 30 minutes old), or with
+            // a position not surely outside the place.
+            let now = system.clock.now()
+            let inside = north(of: gym, 100)
+            let doubtful: [(Date, (Double, Double, Double)?)] = [
+                (now.addingTimeInterval(1), nil), (now.addingTimeInterval(-1801), nil),
+                (now, (inside.0, inside.1, 10)),
+            ]
+            for (at, position) in doubtful {
+                #expect(try await a.report(id, .leave, at: at, position: position).droppedOffers.isEmpty)
+            }
+            let outside = north(of: gym, 300)
+            let leave = try await a.report(
+                id,
+                .leave,
+                at: now.addingTimeInterval(-1800),
+                position: (outside.0, outside.1, 10)
+            )
+            #expect(leave.droppedOffers.count == 2, "both arrivals of the short stay, 30 minutes old at the limit")
+            try await system.advance(by: 3600)
+            #expect(try await a.pending().isEmpty)
+
+            // An arrival whose offer was delivered was made: a late leave no longer drops it.
+            let arrivedAt = system.clock.now()
+            #expect(try await a.reason(id, .arrive, event: "in-3") == nil)
+            try await system.advance(by: 3600)
+            #expect(try await a.pending().count == 1)
+            let late = try await a.report(id, .leave, at: arrivedAt.addingTimeInterval(1800 + 60))
+            #expect(late.droppedOffers.isEmpty)
+            #expect(try await a.pending().count == 1)
         }
     }
 
@@ -227,5 +273,46 @@ struct CooldownIndexTests {
             }
             for plan in plans { #expect(plan.contains("location_event_by_activity"), "\(plan)") }
         }
+    }
+}
+
+@Suite("Activities: offers opt-in on a store from before")
+struct OptInMigrationTests {
+    @Test("v10: the open offers of users who never turned offers on are cancelled; answered ones and others' stay")
+    func cancelsOpenOffers() throws {
+        let queue = try DatabaseQueue()
+        try TaskMigrations.migrator.migrate(queue, upTo: "v9: a task's language")
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO offer_preferences (user_id, enabled, daily_cap, min_spacing_minutes,
+                      default_cooldown_minutes, time_zone, updated_at)
+                    VALUES ('chose', 1, 2, 360, 120, 'UTC', '2026-06-01 12:00:00.000')
+                    """
+            )
+            for (id, user, answered) in [("o-1", "never", false), ("o-2", "never", true), ("o-3", "chose", false)] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO offer (id, user_id, activity_id, title, channel, occurred_at, deliver_at, created_at,
+                          snoozed, action, answered_at, trigger)
+                        VALUES (?, ?, 'a-1', 'Gym', 2, '2026-06-01 12:00:00.000', '2026-06-01 12:00:00.000',
+                          '2026-06-01 12:00:00.000', 0, ?, ?, 2)
+                        """,
+                    arguments: [id, user, answered ? 1 : nil, answered ? "2026-06-01 12:05:00.000" : nil]
+                )
+            }
+        }
+        try TaskMigrations.migrator.migrate(queue)
+        let cancelled = try queue.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM offer WHERE cancelled_at IS NOT NULL ORDER BY id")
+        }
+        #expect(cancelled == ["o-1"])
+        let stamp = try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT cancelled_at FROM offer WHERE id = 'o-1'")
+        }
+        #expect(
+            stamp.flatMap { StoredDate.fromDatabaseValue($0.databaseValue) } != nil,
+            "a date as the store keeps them"
+        )
     }
 }

@@ -202,7 +202,7 @@ public enum Hearth_Tasks_V1_Activities {
         /// Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
         /// deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
         /// suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
-        /// arrival's minimum dwell drops the arrival's held offer (dropped_offer).
+        /// arrival's minimum dwell drops the arrival's held offer (dropped_offers).
         public static let reportLocationEvent = RPCMethodDescriptor<Hearth_Tasks_V1_ReportLocationEventRequest, Hearth_Tasks_V1_ReportLocationEventResponse>(
             name: "hearth.tasks.v1.Activities/ReportLocationEvent",
             servicesOnly: false,
@@ -210,7 +210,7 @@ public enum Hearth_Tasks_V1_Activities {
             Reports that the phone arrived at or left an activity's place; returns the offer it earns (to
             deliver at deliver_at) or why none. Never marks anything done. A repeated client_event_id is
             suppressed as DUPLICATE_EVENT; NOT_FOUND for another user's activity. A LEAVE within an
-            arrival's minimum dwell drops the arrival's held offer (dropped_offer).
+            arrival's minimum dwell drops the arrival's held offer (dropped_offers).
             """#,
             requestShape: #"""
             {

@@ -396,8 +396,9 @@ public nonisolated enum Hearth_Tasks_V1_SuppressionReason: SwiftProtobuf.Enum, S
   /// without notification permission.
   case permissionMissing // = 13
 
-  /// Not answered to an event: set on an arrival afterwards, when a LEAVE within the rule's
-  /// minimum dwell dropped its held offer (counted so in GetOfferStats).
+  /// The stay was shorter than the rule's minimum dwell: answered to an arrival reported after a
+  /// LEAVE within it, or set on an arrival afterwards when such a LEAVE dropped its held offer
+  /// (counted so in GetOfferStats).
   case dwellNotMet // = 14
   case UNRECOGNIZED(Int)
 
@@ -534,8 +535,8 @@ public nonisolated struct Hearth_Tasks_V1_LocationRule: Sendable {
   public mutating func clearUpdatedAt() {self._updatedAt = nil}
 
   /// ARRIVE only, 0-120; 0: none. An arrival counts only if the person stays: its offer is held
-  /// at least this long, and a LEAVE reported for the activity within this many minutes of the
-  /// arrival drops it (DWELL_NOT_MET).
+  /// (not delivered) at least this long, and a LEAVE reported for the activity within this many
+  /// minutes of the arrival, while the offer is still held, drops it (DWELL_NOT_MET).
   public var minDwellMinutes: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1091,42 +1092,34 @@ public nonisolated struct Hearth_Tasks_V1_Suppressed: Sendable {
   public init() {}
 }
 
-public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: @unchecked Sendable {
+public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var decision: OneOf_Decision? {
-    get {return _storage._decision}
-    set {_uniqueStorage()._decision = newValue}
-  }
+  public var decision: Hearth_Tasks_V1_ReportLocationEventResponse.OneOf_Decision? = nil
 
   public var offer: Hearth_Tasks_V1_Offer {
     get {
-      if case .offer(let v)? = _storage._decision {return v}
+      if case .offer(let v)? = decision {return v}
       return Hearth_Tasks_V1_Offer()
     }
-    set {_uniqueStorage()._decision = .offer(newValue)}
+    set {decision = .offer(newValue)}
   }
 
   public var suppressed: Hearth_Tasks_V1_Suppressed {
     get {
-      if case .suppressed(let v)? = _storage._decision {return v}
+      if case .suppressed(let v)? = decision {return v}
       return Hearth_Tasks_V1_Suppressed()
     }
-    set {_uniqueStorage()._decision = .suppressed(newValue)}
+    set {decision = .suppressed(newValue)}
   }
 
-  /// A LEAVE within an arrival's minimum dwell: the arrival's held offer, now cancelled (a phone
-  /// that scheduled it unschedules it).
-  public var droppedOffer: Hearth_Tasks_V1_Offer {
-    get {_storage._droppedOffer ?? Hearth_Tasks_V1_Offer()}
-    set {_uniqueStorage()._droppedOffer = newValue}
-  }
-  /// Returns true if `droppedOffer` has been explicitly set.
-  public var hasDroppedOffer: Bool {_storage._droppedOffer != nil}
-  /// Clears the value of `droppedOffer`. Subsequent reads from it will return its default value.
-  public mutating func clearDroppedOffer() {_uniqueStorage()._droppedOffer = nil}
+  /// A LEAVE within arrivals' minimum dwell: their offers still held (not yet delivered), now
+  /// cancelled (a phone that scheduled them unschedules them). A leave counts as an event that
+  /// makes an offer does: not stale, not from the future, surely outside the place when a position
+  /// comes with it.
+  public var droppedOffers: [Hearth_Tasks_V1_Offer] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1137,8 +1130,6 @@ public nonisolated struct Hearth_Tasks_V1_ReportLocationEventResponse: @unchecke
   }
 
   public init() {}
-
-  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Hearth_Tasks_V1_ListPendingOffersRequest: Sendable {
@@ -2428,109 +2419,71 @@ nonisolated extension Hearth_Tasks_V1_Suppressed: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Hearth_Tasks_V1_ReportLocationEventResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ReportLocationEventResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offer\0\u{1}suppressed\0\u{3}dropped_offer\0")
-
-  fileprivate class _StorageClass {
-    var _decision: Hearth_Tasks_V1_ReportLocationEventResponse.OneOf_Decision?
-    var _droppedOffer: Hearth_Tasks_V1_Offer? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _decision = source._decision
-      _droppedOffer = source._droppedOffer
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offer\0\u{1}suppressed\0\u{3}dropped_offers\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try {
-          var v: Hearth_Tasks_V1_Offer?
-          var hadOneofValue = false
-          if let current = _storage._decision {
-            hadOneofValue = true
-            if case .offer(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._decision = .offer(v)
-          }
-        }()
-        case 2: try {
-          var v: Hearth_Tasks_V1_Suppressed?
-          var hadOneofValue = false
-          if let current = _storage._decision {
-            hadOneofValue = true
-            if case .suppressed(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._decision = .suppressed(v)
-          }
-        }()
-        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._droppedOffer) }()
-        default: break
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: Hearth_Tasks_V1_Offer?
+        var hadOneofValue = false
+        if let current = self.decision {
+          hadOneofValue = true
+          if case .offer(let m) = current {v = m}
         }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.decision = .offer(v)
+        }
+      }()
+      case 2: try {
+        var v: Hearth_Tasks_V1_Suppressed?
+        var hadOneofValue = false
+        if let current = self.decision {
+          hadOneofValue = true
+          if case .suppressed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.decision = .suppressed(v)
+        }
+      }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.droppedOffers) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      switch _storage._decision {
-      case .offer?: try {
-        guard case .offer(let v)? = _storage._decision else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-      }()
-      case .suppressed?: try {
-        guard case .suppressed(let v)? = _storage._decision else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-      }()
-      case nil: break
-      }
-      try { if let v = _storage._droppedOffer {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.decision {
+    case .offer?: try {
+      guard case .offer(let v)? = self.decision else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    }()
+    case .suppressed?: try {
+      guard case .suppressed(let v)? = self.decision else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case nil: break
+    }
+    if !self.droppedOffers.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.droppedOffers, fieldNumber: 3)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Hearth_Tasks_V1_ReportLocationEventResponse, rhs: Hearth_Tasks_V1_ReportLocationEventResponse) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._decision != rhs_storage._decision {return false}
-        if _storage._droppedOffer != rhs_storage._droppedOffer {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.decision != rhs.decision {return false}
+    if lhs.droppedOffers != rhs.droppedOffers {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

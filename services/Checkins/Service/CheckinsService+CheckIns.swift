@@ -77,7 +77,7 @@ extension CheckinsService {
             photoHeight: photo?.full.height,
             photoBytes: photo?.full.data.count
         )
-        // In the owner's language, as they last created a session of the nest.
+        // In the owner's language, as they asked for it when they created this session.
         let language = UserLanguage(rawValue: session.ownerLanguage) ?? .english
         let texts = CheckinText.catalog
         let notify = PushMessage(

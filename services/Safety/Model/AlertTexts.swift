@@ -99,7 +99,7 @@ struct AlertTexts: Sendable {
                     "\(name) 已 \(Self.hours(since: $0, now: now)) 小时没有报平安。最后一次报平安的时间是 \(self.localTime($0))。"
                 } ?? "自 \(self.localTime(armedAt)) 开启平安守护以来，\(name) 还没有报过平安。"
             return (
-                "\(product) 提醒：\(name) 尚未报平安",
+                "\(product) 警报：\(name) 尚未报平安",
                 """
                 \(greeting)
 
@@ -120,7 +120,7 @@ struct AlertTexts: Sendable {
                     "\(name) 已 \(Self.hours(since: $0, now: now)) 小時沒有報平安。最後一次報平安的時間是 \(self.localTime($0))。"
                 } ?? "自 \(self.localTime(armedAt)) 開啟平安守護以來，\(name) 還沒有報過平安。"
             return (
-                "\(product) 通知：\(name) 尚未報平安",
+                "\(product) 警報：\(name) 尚未報平安",
                 """
                 \(greeting)
 
@@ -209,9 +209,9 @@ struct AlertTexts: Sendable {
     /// The daily reminder push, with the plan's words: it builds the habit, contacts or not.
     func reminderPush() -> (title: String, body: String) {
         switch self.language {
-        case .english: (self.product, "Time to check in! Give a smile to those who care about you.")
-        case .simplifiedChinese: (self.product, "该报平安了！给关心您的人一个微笑吧。")
-        case .traditionalChinese: (self.product, "該報平安了！給關心您的人一個微笑吧。")
+        case .english: ("Daily check-in", "Time to check in! Give a smile to those who care about you.")
+        case .simplifiedChinese: ("每日报平安", "该报平安了！给关心您的人一个微笑吧。")
+        case .traditionalChinese: ("每日報平安", "該報平安了！給關心您的人一個微笑吧。")
         }
     }
 

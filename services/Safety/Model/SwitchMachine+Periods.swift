@@ -93,12 +93,16 @@ extension SwitchMachine {
         }
     }
 
-    /// Sets when the scheduler looks at this switch next.
+    /// Sets when the scheduler looks at this switch next: the next due item, the next reminder,
+    /// or, for reminders paused on a switch not armed (which has no item to wake it), the end of
+    /// the pause.
     mutating func reschedule(at now: Date) {
         let clock = self.clock
         let next = clock.nextDue(after: now, decided: self.decided)
         let reminder = self.reminderDue(clock, at: now).map { max($0.time, now) }
-        self.state.nextDueAt = [next, reminder].compactMap { $0 }.min()
+        let pauseEnd =
+            self.state.reminderEnabled && self.state.isActive ? self.state.pausedUntil.map { max($0, now) } : nil
+        self.state.nextDueAt = [next, reminder, pauseEnd].compactMap { $0 }.min()
     }
 
     /// The next daily reminder (nil when off, paused or inactive), contacts or not: it builds

@@ -153,7 +153,10 @@ struct SwitchMachine: Sendable {
     mutating func changeSettings(to settings: SwitchState, at now: Date) {
         let before = self.state
         self.state.isActive = settings.isActive
-        if before.isActive && !settings.isActive { self.cancelPending(.warningsAndAlarms) }
+        if before.isActive && !settings.isActive {
+            self.cancelPending(.warningsAndAlarms)
+            self.cancelPending(.reminders)
+        }
         let reactivated = !before.isActive && settings.isActive
         if reactivated { self.startPeriod(at: now, checkIn: false) }
         self.state.thresholdHours = settings.thresholdHours

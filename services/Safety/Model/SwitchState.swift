@@ -144,6 +144,8 @@ enum SwitchEffect: Equatable, Sendable {
         case warningsAndAlarms
         /// The alarm emails to one contact.
         case contact(id: String)
+        /// The daily reminders still to be sent.
+        case reminders
     }
 }
 

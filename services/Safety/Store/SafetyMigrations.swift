@@ -1,10 +1,38 @@
 import Foundation
 import GRDB
+import HearthCore
 import HearthStore
 
 enum SafetyMigrations {
+    /// The daily reminder now comes before any contact: a switch with reminders on and nothing
+    /// scheduled (one without contacts had nothing to wake it) is looked at at its next reminder
+    /// time (today's if still ahead, never at once), or at the end of its pause; the decider
+    /// then decides as for any switch.
+    static func scheduleReminders(at now: Date, in db: Database) throws {
+        let waiting = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT user_id, time_zone, reminder_hour, reminder_minute, paused_until FROM profile
+                WHERE reminder_enabled AND is_active AND next_due_at IS NULL
+                """
+        )
+        for row in waiting {
+            let zone = TimeZone(iana: row["time_zone"]) ?? .gmt
+            let pausedUntil = (row["paused_until"] as StoredDate?)?.date
+            let rule = DailyReminderRule(hour: row["reminder_hour"], minute: row["reminder_minute"], zone: zone)
+            let next = rule.next(at: now) { date in
+                date == LocalDate(now, in: zone) && date.instant(hour: rule.hour, minute: rule.minute, in: zone) <= now
+            }
+            let wake = pausedUntil.map { $0 > now ? $0 : next.time } ?? next.time
+            try db.execute(
+                sql: "UPDATE profile SET next_due_at = ? WHERE user_id = ?",
+                arguments: [StoredDate(wake), row["user_id"] as String]
+            )
+        }
+    }
+
     /// Named and append-only: a shipped migration is never edited. `keys` seal what earlier
-    /// versions kept in clear; `now` is the store clock's time (v8 dates from it).
+    /// versions kept in clear; `now` is the store clock's time (v8 and v10 date from it).
     static func migrator(keys: DataKeys, now: Date = Date()) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: profiles, contacts, heartbeats, alerts") { db in
@@ -220,6 +248,9 @@ enum SafetyMigrations {
         migrator.registerMigration("v9: a profile can be inactive") { db in
             // Every profile stored before was active.
             try db.execute(sql: "ALTER TABLE profile ADD COLUMN is_active BOOLEAN NOT NULL DEFAULT 1")
+        }
+        migrator.registerMigration("v10: daily reminders before any contact") { db in
+            try Self.scheduleReminders(at: now, in: db)
         }
         return migrator
     }

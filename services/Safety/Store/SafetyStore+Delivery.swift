@@ -50,7 +50,7 @@ extension SafetyStore {
         var alert: AlertRecord
         var links: ContactLinks?
         /// A push's: the user's language, for its buttons' titles.
-        var language: String?
+        let language: String?
     }
 
     /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out

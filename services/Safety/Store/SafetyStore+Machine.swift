@@ -46,6 +46,13 @@ extension SafetyStore {
                 try db.cachedStatement(sql: Self.cancelPendingWarningsSQL).execute(binding: profile.userID)
             case .cancelPending(.warningsAndAlarms):
                 try db.cachedStatement(sql: Self.cancelPendingSQL).execute(binding: profile.userID)
+            case .cancelPending(.reminders):
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetText)
+                        WHERE user_id = ? AND kind = ? AND state = 'pending'
+                        """
+                ).execute(binding: profile.userID, MessageKind.reminder)
             case .cancelPending(.contact(let id)):
                 try db.cachedStatement(
                     sql: """

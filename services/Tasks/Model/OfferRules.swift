@@ -300,8 +300,20 @@ enum OfferRules {
         return nil
     }
 
-    /// Whether a leave of an activity at `leftAt` ends a stay begun at `arrivedAt` within `rule`'s
-    /// minimum dwell, so that the arrival's held offer is dropped.
+    /// Whether a leave event may end a stay at `rule`'s place: the rule offers on arriving, with a
+    /// minimum dwell, and the leave is as trustworthy as an event that makes an offer: not from
+    /// the future, not stale, and, with a position, surely outside the place.
+    static func leaveCounts(_ event: Event, rule: Rule, now: Date) -> Bool {
+        guard event.trigger == .leave, rule.trigger == .arrive, rule.minDwellMinutes > 0,
+            event.occurredAt <= now, now.timeIntervalSince(event.occurredAt) <= Self.staleAfter
+        else { return false }
+        guard let position = event.position else { return true }
+        let distance = Self.distance((position.latitude, position.longitude), (rule.latitude, rule.longitude))
+        return distance - position.accuracy >= Double(rule.radiusMeters) + Self.confirmationMargin
+    }
+
+    /// Whether a leave at `leftAt` ends a stay begun at `arrivedAt` within `rule`'s minimum dwell,
+    /// so that the arrival's held offer is dropped.
     static func endsStayWithinDwell(leftAt: Date, arrivedAt: Date, rule: Rule) -> Bool {
         rule.trigger == .arrive && rule.minDwellMinutes > 0 && arrivedAt <= leftAt
             && leftAt.timeIntervalSince(arrivedAt) < TimeInterval(rule.minDwellMinutes * 60)

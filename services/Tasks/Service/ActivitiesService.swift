@@ -116,9 +116,12 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         async throws -> Hearth_Tasks_V1_OfferPreferences
     {
         let user = try context.verifiedUser()
-        let current = try await self.store.preferences(user: user)
-        let preferences = try OfferRules.preferences(PreferencesDraft(request), current: current).get()
-        try await self.store.setPreferences(preferences, user: user, now: self.store.now)
+        let preferences = try await self.store.setPreferences(
+            PreferencesDraft(request),
+            user: user,
+            now: self.store.now
+        )
+        .get()
         return preferences.message(permissions: try await self.store.permissions(user: user))
     }
 
@@ -235,7 +238,7 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
                 guard let offer else { throw RPCError(.internal, "an offer was decided but not recorded") }
                 response.offer = offer.message(now: now, language: language)
             }
-            if let dropped { response.droppedOffer = dropped.message(now: now, language: language) }
+            response.droppedOffers = dropped.map { $0.message(now: now, language: language) }
             return response
         }
     }

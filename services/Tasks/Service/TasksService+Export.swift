@@ -13,7 +13,7 @@ extension TasksService {
     /// never set), the phone's permissions as ReportPermissions (unset when never), an offer as ListPendingOffers, and each location event and repeated report
     /// as the store recorded it (what came of it: the offer's id, or why none). A user with
     /// nothing here gets an empty export.
-    func userExport(of user: String, language: UserLanguage = .english) async throws -> Hearth_Tasks_V1_UserExport {
+    func userExport(of user: String, language: UserLanguage) async throws -> Hearth_Tasks_V1_UserExport {
         let rows = try await self.store.userRows(of: user)
         let now = self.store.now
         // The zone ActivitiesService reads (``ActivityStore/preferences(user:)``).

@@ -6,9 +6,9 @@ import HearthStore
 // ReportLocationEvent's side of the store: the decision on an event and what it records.
 extension ActivityStore {
     enum ReportOutcome: Sendable {
-        /// The decision, the offer it made, and the arrival's offer a leave within its minimum
+        /// The decision, the offer it made, and the arrivals' offers a leave within their minimum
         /// dwell dropped.
-        case decided(OfferRules.Decision, OfferRecord?, dropped: OfferRecord?)
+        case decided(OfferRules.Decision, OfferRecord?, dropped: [OfferRecord])
         case missing
     }
 
@@ -146,9 +146,9 @@ extension ActivityStore {
                     offerID: offer?.id
                 ).insertPrepared(db)
             }
-            var dropped: OfferRecord?
-            if let rule, event.trigger == .leave, !eventSeen {
-                dropped = try Self.dropHeldArrival(
+            var dropped: [OfferRecord] = []
+            if let rule, !eventSeen, OfferRules.leaveCounts(event, rule: rule, now: now) {
+                dropped = try Self.dropHeldArrivals(
                     user: user,
                     activityID: activityID,
                     leftAt: event.occurredAt,
@@ -180,44 +180,46 @@ extension ActivityStore {
         ) != nil
     }
 
-    /// A leave within an arrival's minimum dwell: the arrival's offer, still unanswered, is
-    /// cancelled and its event counted as DWELL_NOT_MET (out of the cooldown: the person did not
-    /// stay). Answers the offer dropped, if any.
-    private static func dropHeldArrival(
+    /// A leave within arrivals' minimum dwell: each arrival's offer still held (not yet
+    /// delivered: once delivered it was made) is cancelled and its event counted as DWELL_NOT_MET
+    /// (out of the cooldown: the person did not stay). Answers the offers dropped, oldest first.
+    private static func dropHeldArrivals(
         user: String,
         activityID: String,
         leftAt: Date,
         rule: OfferRules.Rule,
         now: Date,
         in db: Database
-    ) throws -> OfferRecord? {
-        guard rule.trigger == .arrive, rule.minDwellMinutes > 0 else { return nil }
-        // Held at least the dwell: an arrival within it is delivered after the leave.
+    ) throws -> [OfferRecord] {
+        // Held at least the dwell: an arrival within it is delivered after the leave, and after
+        // now while it is still held.
         let held = try OfferRecord.fetchAll(
             db.cachedStatement(
                 sql: """
                     SELECT * FROM offer WHERE activity_id = ? AND deliver_at > ? AND user_id = ? AND trigger = ?
-                    AND snoozed = 0 AND answered_at IS NULL AND cancelled_at IS NULL
+                    AND snoozed = 0 AND answered_at IS NULL AND cancelled_at IS NULL ORDER BY occurred_at
                     """
             ),
-            arguments: [activityID, leftAt.stored, user, Trigger.arrive.rawValue]
+            arguments: [activityID, max(leftAt, now).stored, user, Trigger.arrive.rawValue]
         )
         .filter { OfferRules.endsStayWithinDwell(leftAt: leftAt, arrivedAt: $0.occurredAt, rule: rule) }
-        .max { $0.occurredAt < $1.occurredAt }
-        guard var dropped = held else { return nil }
-        dropped.cancelledAt = now
-        try db.cachedStatement(sql: "UPDATE offer SET cancelled_at = ? WHERE id = ?")
-            .execute(arguments: [now.stored, dropped.id])
-        try db.cachedStatement(
-            sql: """
-                UPDATE location_event SET reason = ? WHERE user_id = ? AND activity_id = ? AND occurred_at = ?
-                AND (reason = 0 OR reason BETWEEN 8 AND 12) AND offer_id = ?
-                """
-        ).execute(
-            arguments: [
-                SuppressionReason.dwellNotMet.rawValue, user, activityID, dropped.occurredAt.stored, dropped.id,
-            ]
-        )
+        var dropped: [OfferRecord] = []
+        for var offer in held {
+            offer.cancelledAt = now
+            try db.cachedStatement(sql: "UPDATE offer SET cancelled_at = ? WHERE id = ?")
+                .execute(arguments: [now.stored, offer.id])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE location_event SET reason = ? WHERE user_id = ? AND activity_id = ? AND occurred_at = ?
+                    AND (reason = 0 OR reason BETWEEN 8 AND 12) AND offer_id = ?
+                    """
+            ).execute(
+                arguments: [
+                    SuppressionReason.dwellNotMet.rawValue, user, activityID, offer.occurredAt.stored, offer.id,
+                ]
+            )
+            dropped.append(offer)
+        }
         return dropped
     }
 }

@@ -130,40 +130,6 @@ struct ActivityStore: Sendable {
         }
     }
 
-    // MARK: Preferences
-
-    func preferences(user: String) async throws -> OfferRules.Preferences {
-        try self.base.read { db in try Self.preferences(user: user, in: db) }
-    }
-
-    func setPreferences(_ preferences: OfferRules.Preferences, user: String, now: Date) async throws {
-        let record = PreferencesRecord(
-            userID: user,
-            enabled: preferences.enabled,
-            dailyCap: preferences.dailyCap,
-            minSpacingMinutes: preferences.minSpacingMinutes,
-            defaultCooldownMinutes: preferences.defaultCooldownMinutes,
-            quietStart: preferences.quietHours?.start,
-            quietEnd: preferences.quietHours?.end,
-            timeZone: preferences.timeZone,
-            updatedAt: now
-        )
-        try await self.base.write { db in
-            try record.save(db)
-            // Offers off: none already made is delivered or answered any more. (Only those still
-            // open: an offer past its lifetime expired, and stays so in the stats; and a user's
-            // whole history is not read.)
-            if !preferences.enabled {
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE offer SET cancelled_at = ? WHERE user_id = ? AND deliver_at > ?
-                        AND answered_at IS NULL AND cancelled_at IS NULL
-                        """
-                ).execute(arguments: [now, user, OfferRules.expiredBy(now)])
-            }
-        }
-    }
-
     // MARK: Offers
 
     /// Offers delivered and still open (answerable), oldest delivery first.
@@ -331,26 +297,6 @@ struct ActivityStore: Sendable {
             activity: activity,
             rule: try db.cachedStatement(sql: "\(RuleRecord.selection) FROM activity_rule WHERE activity_id = ?")
                 .fetchOne(binding: id, read: RuleRecord.init(columns:))
-        )
-    }
-
-    static func preferences(user: String, in db: Database) throws -> OfferRules.Preferences {
-        guard
-            let record = try db.cachedStatement(
-                sql: "\(PreferencesRecord.selection) FROM offer_preferences WHERE user_id = ?"
-            ).fetchOne(binding: user, read: PreferencesRecord.init(columns:))
-        else {
-            return OfferRules.Preferences()
-        }
-        return OfferRules.Preferences(
-            enabled: record.enabled,
-            dailyCap: record.dailyCap,
-            minSpacingMinutes: record.minSpacingMinutes,
-            defaultCooldownMinutes: record.defaultCooldownMinutes,
-            quietHours: record.quietStart.flatMap { start in
-                record.quietEnd.map { OfferRules.QuietHours(start: start, end: $0) }
-            },
-            timeZone: record.timeZone
         )
     }
 

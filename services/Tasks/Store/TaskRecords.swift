@@ -262,6 +262,7 @@ enum TaskMigrations {
             // Tasks from before: English, as their prompts were written.
             try db.execute(sql: "ALTER TABLE task ADD COLUMN language TEXT NOT NULL DEFAULT 'en'")
         }
+        ActivityMigrations.registerOptInOffersCancelled(in: &migrator)
         return migrator
     }
 }
