@@ -278,10 +278,13 @@ struct CooldownIndexTests {
 
 @Suite("Activities: offers opt-in on a store from before")
 struct OptInMigrationTests {
-    @Test("v10: the open offers of users who never turned offers on are cancelled; answered ones and others' stay")
+    @Test("v10: the open offers of users who never turned offers on are cancelled; answered, expired and others' stay")
     func cancelsOpenOffers() throws {
         let queue = try DatabaseQueue()
         try TaskMigrations.migrator.migrate(queue, upTo: "v9: a task's language")
+        // The migration reads SQLite's clock: the offers are placed around the real now.
+        let recent = StoredDate(Date().addingTimeInterval(-3600))
+        let expired = StoredDate(Date().addingTimeInterval(-25 * 3600))
         try queue.write { db in
             try db.execute(
                 sql: """
@@ -290,15 +293,17 @@ struct OptInMigrationTests {
                     VALUES ('chose', 1, 2, 360, 120, 'UTC', '2026-06-01 12:00:00.000')
                     """
             )
-            for (id, user, answered) in [("o-1", "never", false), ("o-2", "never", true), ("o-3", "chose", false)] {
+            for (id, user, answered, deliverAt) in [
+                ("o-1", "never", false, recent), ("o-2", "never", true, recent), ("o-3", "chose", false, recent),
+                ("o-4", "never", false, expired),
+            ] {
                 try db.execute(
                     sql: """
                         INSERT INTO offer (id, user_id, activity_id, title, channel, occurred_at, deliver_at, created_at,
                           snoozed, action, answered_at, trigger)
-                        VALUES (?, ?, 'a-1', 'Gym', 2, '2026-06-01 12:00:00.000', '2026-06-01 12:00:00.000',
-                          '2026-06-01 12:00:00.000', 0, ?, ?, 2)
+                        VALUES (?, ?, 'a-1', 'Gym', 2, ?, ?, ?, 0, ?, ?, 2)
                         """,
-                    arguments: [id, user, answered ? 1 : nil, answered ? "2026-06-01 12:05:00.000" : nil]
+                    arguments: [id, user, deliverAt, deliverAt, deliverAt, answered ? 1 : nil, answered ? recent : nil]
                 )
             }
         }

@@ -73,14 +73,16 @@ extension ActivityStore {
 extension ActivityMigrations {
     /// v10: offers are opt-in, and a user who never turned them on has them off; the offers
     /// still open of such users (made while no preferences meant on) are cancelled, as turning
-    /// offers off cancels them.
+    /// offers off cancels them: those not yet past their 24 hours (an older one expired, and
+    /// stays so in the stats).
     static func registerOptInOffersCancelled(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v10: open offers of users who never turned offers on") { db in
-            // The stored text of a date (StoredDate), now.
+            // Dates as the store writes them (StoredDate): now, and a day ago.
             try db.execute(
                 sql: """
                     UPDATE offer SET cancelled_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
                     WHERE answered_at IS NULL AND cancelled_at IS NULL
+                    AND deliver_at > strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 day')
                     AND user_id NOT IN (SELECT user_id FROM offer_preferences)
                     """
             )
