@@ -305,28 +305,34 @@ public struct ActivitiesService: Hearth_Tasks_V1_Activities.Handler {
         // Offers off: no place can make one, and each geofence costs one of the phone's ~20.
         guard preferences.enabled else { return response }
         let today = LocalDate(now, in: preferences.zone)
-        let ranked = try await self.store.rules(user: user).filter { found in
-            guard let rule = found.rule else { return false }
-            return OfferRules.geofenceCanFire(
-                ruleEnabled: rule.enabled,
-                onlyIfIncomplete: rule.onlyIfIncomplete,
-                done: ActivityStore.isDone(found.activity, on: today, in: preferences.zone)
-            )
+        // Those without a rule are passed over below: no second list to build.
+        let found = try await self.store.activities(user: user)
+        // Ranked by keys alone: sorting the records themselves copied every field at each swap.
+        var ranked: [(priority: Int, updatedAt: Date, id: String, index: Int)] = []
+        for (index, candidate) in found.enumerated() {
+            guard let rule = candidate.rule,
+                OfferRules.geofenceCanFire(
+                    ruleEnabled: rule.enabled,
+                    onlyIfIncomplete: rule.onlyIfIncomplete,
+                    done: ActivityStore.isDone(candidate.activity, on: today, in: preferences.zone)
+                )
+            else { continue }
+            ranked.append((candidate.activity.priority, Self.updatedAt(candidate), candidate.activity.id, index))
         }
-        .sorted { a, b in
-            if a.activity.priority != b.activity.priority { return a.activity.priority > b.activity.priority }
-            let updatedA = Self.updatedAt(a)
-            let updatedB = Self.updatedAt(b)
-            if updatedA != updatedB { return updatedA > updatedB }
-            return a.activity.id < b.activity.id
+        ranked.sort { a, b in
+            if a.priority != b.priority { return a.priority > b.priority }
+            if a.updatedAt != b.updatedAt { return a.updatedAt > b.updatedAt }
+            return a.id < b.id
         }
-        response.geofences = ranked.prefix(max).map { found in
-            .with {
-                $0.activityID = found.activity.id
-                $0.title = found.activity.title
-                $0.place = found.rule!.place
-                $0.trigger = Hearth_Tasks_V1_Trigger(rawValue: found.rule!.trigger) ?? .unspecified
-                $0.minDwellMinutes = UInt32(found.rule!.minDwellMinutes)
+        response.geofences = ranked.prefix(max).map { key in
+            let candidate = found[key.index]
+            let rule = candidate.rule!
+            return .with {
+                $0.activityID = candidate.activity.id
+                $0.title = candidate.activity.title
+                $0.place = rule.place
+                $0.trigger = Hearth_Tasks_V1_Trigger(rawValue: rule.trigger) ?? .unspecified
+                $0.minDwellMinutes = UInt32(rule.minDwellMinutes)
             }
         }
         response.leftOut = UInt32(Swift.max(0, ranked.count - max))

@@ -57,23 +57,18 @@ struct ActivityStore: Sendable {
         try self.base.read { db in try Self.activities(user: user, in: db) }
     }
 
-    /// `user`'s activities with their rules, newest first.
+    /// `user`'s activities with their rules, newest first, read by position (the lists and
+    /// ListGeofences read up to 200 at a time).
     static func activities(user: String, in db: Database) throws -> [ActivityWithRule] {
-        let activities = try ActivityRecord.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT * FROM activity WHERE user_id = ? ORDER BY created_at DESC, rowid DESC"
-            ),
-            arguments: [user]
-        )
-        let rules = try RuleRecord.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT activity_rule.* FROM activity_rule JOIN activity ON activity.id = activity_rule.activity_id
-                    WHERE activity.user_id = ?
-                    """
-            ),
-            arguments: [user]
-        )
+        let activities = try db.cachedStatement(
+            sql: "\(ActivityRecord.selection) FROM activity WHERE user_id = ? ORDER BY created_at DESC, rowid DESC"
+        ).fetchAll(binding: user, read: ActivityRecord.init(columns:))
+        let rules = try db.cachedStatement(
+            sql: """
+                \(RuleRecord.selection) FROM activity_rule
+                WHERE activity_id IN (SELECT id FROM activity WHERE user_id = ?)
+                """
+        ).fetchAll(binding: user, read: RuleRecord.init(columns:))
         let byActivity = Dictionary(uniqueKeysWithValues: rules.map { ($0.activityID, $0) })
         return activities.map { ActivityWithRule(activity: $0, rule: byActivity[$0.id]) }
     }
@@ -221,11 +216,6 @@ struct ActivityStore: Sendable {
             try offer.update(db)
             return .answered(offer, activity, snoozed: snoozed)
         }
-    }
-
-    /// Every activity of the user that has a rule.
-    func rules(user: String) async throws -> [ActivityWithRule] {
-        try await self.activities(user: user).filter { $0.rule != nil }
     }
 
     struct Stats: Sendable, Equatable {
