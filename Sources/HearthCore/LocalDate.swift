@@ -42,7 +42,9 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         self = date
     }
 
-    public var description: String { String(format: "%04d-%02d-%02d", self.year, self.month, self.day) }
+    public var description: String {
+        "\(self.year.zeroPadded(to: 4))-\(self.month.zeroPadded(to: 2))-\(self.day.zeroPadded(to: 2))"
+    }
 
     public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool {
         (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)

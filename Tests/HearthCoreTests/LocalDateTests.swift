@@ -122,3 +122,16 @@ struct LocalDateTests {
         #expect(checked > 1_000_000 && gaps > 50)
     }
 }
+
+@Suite("Zero-padded numbers")
+struct ZeroPaddedTests {
+    @Test("as String(format:) writes them, for every width and sign met here")
+    func asFormat() {
+        for value in [0, 7, 9, 10, 42, 99, 100, 999, 1000, 9999, 12345, -1, -42] {
+            for width in [0, 1, 2, 4] {
+                #expect(value.zeroPadded(to: width) == String(format: "%0\(width)d", value), "\(value), \(width)")
+            }
+        }
+        #expect(LocalDate(year: 5, month: 1, day: 9)?.description == "0005-01-09")
+    }
+}

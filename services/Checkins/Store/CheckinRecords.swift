@@ -212,7 +212,7 @@ extension NestRecord {
         self.id = try row.decode(String.self, forColumn: "id")
         self.name = try row.decode(String.self, forColumn: "name")
         self.ownerUserID = try row.decode(String.self, forColumn: "owner_user_id")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.createdAt = try row.date("created_at")
     }
 }
 
@@ -223,10 +223,10 @@ extension SessionRecord {
         self.nestID = try row.decode(String.self, forColumn: "nest_id")
         self.ownerUserID = try row.decode(String.self, forColumn: "owner_user_id")
         self.sitterUserID = try row.decode(String.self, forColumn: "sitter_user_id")
-        self.startsAt = try row.decode(Date.self, forColumn: "starts_at")
-        self.endsAt = try row.decode(Date.self, forColumn: "ends_at")
+        self.startsAt = try row.date("starts_at")
+        self.endsAt = try row.date("ends_at")
         self.timeZone = try row.decode(String.self, forColumn: "time_zone")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.createdAt = try row.date("created_at")
         self.ownerLanguage = try row.decode(String.self, forColumn: "owner_language")
     }
 }
@@ -238,10 +238,10 @@ extension CheckInRecord: ColumnWrites {
         self.sessionID = try row.decode(String.self, forColumn: "session_id")
         self.submitterUserID = try row.decode(String.self, forColumn: "submitter_user_id")
         self.caption = try row.decode(String.self, forColumn: "caption")
-        self.capturedAt = try row.decode(Date.self, forColumn: "captured_at")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.capturedAt = try row.date("captured_at")
+        self.createdAt = try row.date("created_at")
         self.photoAltText = try row.decode(String.self, forColumn: "photo_alt_text")
-        self.viewedAt = try row.decode(Date?.self, forColumn: "viewed_at")
+        self.viewedAt = try row.optionalDate("viewed_at")
         self.clientRequestID = try row.decode(String.self, forColumn: "client_request_id")
         self.photoFormat = try row.decode(String?.self, forColumn: "photo_format")
         self.photoWidth = try row.decode(Int?.self, forColumn: "photo_width")
@@ -272,6 +272,6 @@ extension TemplateRecord {
         self.id = try row.decode(String.self, forColumn: "id")
         self.nestID = try row.decode(String.self, forColumn: "nest_id")
         self.text = try row.decode(String.self, forColumn: "text")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.createdAt = try row.date("created_at")
     }
 }

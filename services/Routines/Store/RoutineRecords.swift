@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HearthRelay
+import HearthStore
 
 struct RoutineRecord: Codable, FetchableRecord, PersistableRecord, Equatable {
     static let databaseTableName = "routine"
@@ -140,8 +141,8 @@ extension RoutineRecord {
         self.nestID = try row.decode(String.self, forColumn: "nest_id")
         self.title = try row.decode(String.self, forColumn: "title")
         self.category = try row.decode(String.self, forColumn: "category")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
-        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+        self.createdAt = try row.date("created_at")
+        self.updatedAt = try row.date("updated_at")
     }
 }
 
@@ -152,8 +153,8 @@ extension ActionRecord {
         self.routineID = try row.decode(String.self, forColumn: "routine_id")
         self.text = try row.decode(String.self, forColumn: "text")
         self.position = try row.decode(Int.self, forColumn: "position")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
-        self.removedAt = try row.decode(Date?.self, forColumn: "removed_at")
+        self.createdAt = try row.date("created_at")
+        self.removedAt = try row.optionalDate("removed_at")
     }
 }
 
@@ -164,7 +165,7 @@ extension CompletionRecord {
         self.actionID = try row.decode(String.self, forColumn: "action_id")
         self.userID = try row.decode(String.self, forColumn: "user_id")
         self.localDate = try row.decode(String.self, forColumn: "local_date")
-        self.doneAt = try row.decode(Date.self, forColumn: "done_at")
+        self.doneAt = try row.date("done_at")
         self.timeZone = try row.decode(String.self, forColumn: "time_zone")
     }
 }

@@ -41,7 +41,7 @@ enum TaskRules {
         var preset: PartOfDay?
 
         var partOfDay: PartOfDay { self.preset ?? TaskRules.partOfDay(hour: self.hour) }
-        var text: String { String(format: "%02d:%02d", self.hour, self.minute) }
+        var text: String { "\(self.hour.zeroPadded(to: 2)):\(self.minute.zeroPadded(to: 2))" }
         var minuteOfDay: Int { self.hour * 60 + self.minute }
 
         static func < (lhs: DailyTime, rhs: DailyTime) -> Bool {

@@ -323,9 +323,9 @@ extension ActivityRecord {
         self.title = try row.decode(String.self, forColumn: "title")
         self.repeatKind = try row.decode(Int.self, forColumn: "repeat_kind")
         self.priority = try row.decode(Int.self, forColumn: "priority")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
-        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
-        self.lastCompletedAt = try row.decode(Date?.self, forColumn: "last_completed_at")
+        self.createdAt = try row.date("created_at")
+        self.updatedAt = try row.date("updated_at")
+        self.lastCompletedAt = try row.optionalDate("last_completed_at")
     }
 }
 
@@ -342,7 +342,7 @@ extension RuleRecord {
         self.cooldownMinutes = try row.decode(Int?.self, forColumn: "cooldown_minutes")
         self.onlyIfIncomplete = try row.decode(Bool.self, forColumn: "only_if_incomplete")
         self.enabled = try row.decode(Bool.self, forColumn: "enabled")
-        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+        self.updatedAt = try row.date("updated_at")
         self.minDwellMinutes = try row.decode(Int.self, forColumn: "min_dwell_minutes")
     }
 }
@@ -358,7 +358,7 @@ extension PreferencesRecord {
         self.quietStart = try row.decode(Int?.self, forColumn: "quiet_start")
         self.quietEnd = try row.decode(Int?.self, forColumn: "quiet_end")
         self.timeZone = try row.decode(String.self, forColumn: "time_zone")
-        self.updatedAt = try row.decode(Date.self, forColumn: "updated_at")
+        self.updatedAt = try row.date("updated_at")
     }
 }
 
@@ -370,13 +370,13 @@ extension OfferRecord {
         self.activityID = try row.decode(String.self, forColumn: "activity_id")
         self.title = try row.decode(String.self, forColumn: "title")
         self.channel = try row.decode(Int.self, forColumn: "channel")
-        self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
-        self.deliverAt = try row.decode(Date.self, forColumn: "deliver_at")
-        self.createdAt = try row.decode(Date.self, forColumn: "created_at")
+        self.occurredAt = try row.date("occurred_at")
+        self.deliverAt = try row.date("deliver_at")
+        self.createdAt = try row.date("created_at")
         self.snoozed = try row.decode(Bool.self, forColumn: "snoozed")
         self.action = try row.decode(Int?.self, forColumn: "action")
-        self.answeredAt = try row.decode(Date?.self, forColumn: "answered_at")
-        self.cancelledAt = try row.decode(Date?.self, forColumn: "cancelled_at")
+        self.answeredAt = try row.optionalDate("answered_at")
+        self.cancelledAt = try row.optionalDate("cancelled_at")
         self.snoozedOfferID = try row.decode(String?.self, forColumn: "snoozed_offer_id")
         self.trigger = try row.decode(Int.self, forColumn: "trigger")
     }
@@ -389,8 +389,8 @@ extension LocationEventRecord {
         self.clientEventID = try row.decode(String.self, forColumn: "client_event_id")
         self.activityID = try row.decode(String.self, forColumn: "activity_id")
         self.trigger = try row.decode(Int.self, forColumn: "trigger")
-        self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
-        self.receivedAt = try row.decode(Date.self, forColumn: "received_at")
+        self.occurredAt = try row.date("occurred_at")
+        self.receivedAt = try row.date("received_at")
         self.reason = try row.decode(Int.self, forColumn: "reason")
         self.offerID = try row.decode(String?.self, forColumn: "offer_id")
     }

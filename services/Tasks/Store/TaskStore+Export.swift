@@ -51,8 +51,8 @@ extension TaskStore {
         /// Read column by column, as the records are.
         init(row: Row) throws {
             self.clientEventID = try row.decode(String.self, forColumn: "client_event_id")
-            self.occurredAt = try row.decode(Date.self, forColumn: "occurred_at")
-            self.receivedAt = try row.decode(Date.self, forColumn: "received_at")
+            self.occurredAt = try row.date("occurred_at")
+            self.receivedAt = try row.date("received_at")
             self.reason = try row.decode(Int.self, forColumn: "reason")
         }
     }
