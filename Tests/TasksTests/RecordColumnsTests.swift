@@ -142,4 +142,45 @@ struct TasksRecordColumnsTests {
             )
         }
     }
+
+    @Test("a prompt read by position is the prompt written, every field; the selection names every column")
+    func promptByPosition() throws {
+        let prompt = PromptRecord(
+            id: "p-1",
+            taskID: "t-1",
+            userID: "ana",
+            day: 2,
+            localDate: "2026-06-02",
+            localTime: "19:30",
+            timeOfDay: 3,
+            scheduledAt: self.first,
+            expiresAt: self.second,
+            question: "How was it?",
+            context: "Day 2 of 3",
+            questionType: "evening_reflection",
+            priority: 0.7,
+            status: "responded",
+            respondedAt: self.first.addingTimeInterval(1),
+            dismissedAt: self.first.addingTimeInterval(2),
+            cancelledAt: self.first.addingTimeInterval(3),
+            notifyAt: self.first.addingTimeInterval(4),
+            pushedAt: self.first.addingTimeInterval(5)
+        )
+        let queue = try DatabaseQueue()
+        try TaskMigrations.migrator.migrate(queue)
+        let read = try queue.writeWithoutTransaction { db in
+            // A prompt belongs to a task (a foreign key): its reading alone is checked here.
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            try prompt.insert(db)
+            return try db.cachedStatement(sql: "\(PromptRecord.selection) FROM prompt")
+                .fetchOne(read: PromptRecord.init(columns:))
+        }
+        #expect(read == prompt)
+        let selected = Set(
+            PromptRecord.selection.dropFirst("SELECT ".count).split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        )
+        #expect(selected == (try ColumnWritesCheck.codableKeys(prompt)))
+    }
 }

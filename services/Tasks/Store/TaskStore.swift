@@ -257,10 +257,8 @@ struct TaskStore: Sendable {
 
     /// A task's prompts in time order.
     static func prompts(ofTask taskID: String, in db: Database) throws -> [PromptRecord] {
-        try PromptRecord.fetchAll(
-            db.cachedStatement(sql: "SELECT * FROM prompt WHERE task_id = ? ORDER BY scheduled_at, id"),
-            arguments: [taskID]
-        )
+        try db.cachedStatement(sql: "\(PromptRecord.selection) FROM prompt WHERE task_id = ? ORDER BY scheduled_at, id")
+            .fetchAll(binding: taskID, read: PromptRecord.init(columns:))
     }
 
     /// `user`'s prompt `id`, if there is one.
