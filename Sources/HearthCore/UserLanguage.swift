@@ -71,16 +71,7 @@ public struct TextCatalog<Key: Hashable & CaseIterable & Sendable>: Sendable {
     /// lacks it (never, in a tested catalog).
     public func text(_ key: Key, _ language: UserLanguage, _ values: [String: String] = [:]) -> String {
         let template = self.entries[key]?[language] ?? self.entries[key]?[.english] ?? ""
-        // One pass over the template: a value that holds "{name}" itself stays as it is.
-        var text = ""
-        var rest = template[...]
-        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
-            text += rest[..<open]
-            let name = String(rest[rest.index(after: open)..<close])
-            text += values[name] ?? String(rest[open...close])
-            rest = rest[rest.index(after: close)...]
-        }
-        return text + rest
+        return Self.filled(template) { values[$0] }
     }
 
     /// What is wrong with the catalog, for people: a key missing a language, a text that is
@@ -110,11 +101,23 @@ public struct TextCatalog<Key: Hashable & CaseIterable & Sendable>: Sendable {
     /// The `{name}`s in `text`.
     static func placeholders(in text: String) -> Set<String> {
         var names: Set<String> = []
-        var rest = text[...]
-        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
-            names.insert(String(rest[rest.index(after: open)..<close]))
-            rest = rest[rest.index(after: close)...]
+        _ = Self.filled(text) { name in
+            names.insert(name)
+            return nil
         }
         return names
+    }
+
+    /// `template` with each `{name}` replaced by `value(name)`, or kept as it is when that is
+    /// nil. One pass: a value that holds "{name}" itself stays as it is.
+    static func filled(_ template: String, _ value: (String) -> String?) -> String {
+        var text = ""
+        var rest = template[...]
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            text += rest[..<open]
+            text += value(String(rest[rest.index(after: open)..<close])) ?? String(rest[open...close])
+            rest = rest[rest.index(after: close)...]
+        }
+        return text + rest
     }
 }
