@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // Shared libraries.
@@ -204,6 +205,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // PostgreSQL for a store several processes share (safety's replicas): the pool run as a
+        // lifecycle service, named append-only migrations, failures answered UNAVAILABLE.
+        .target(
+            name: "HearthPostgres",
+            dependencies: [
+                "HearthCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Email over SMTP (no SMTP library in the mirror): MIME messages and the conversation.
         .target(
             name: "HearthMail",
@@ -239,11 +256,13 @@ let package = Package(
                 "HearthCore",
                 "HearthContracts",
                 "HearthMail",
+                "HearthPostgres",
                 "HearthPush",
                 "HearthRPC",
                 "HearthScheduler",
                 "HearthStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -382,6 +401,8 @@ let package = Package(
         .target(
             name: "HearthTestSupport",
             dependencies: [
+                "HearthPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "HearthRPC",
                 "HearthStore",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -82,7 +82,7 @@ struct AlertRaceTests {
         )
     }
 
-    private func checkIn(_ store: SafetyStore) async throws -> SafetyStore.HeartbeatResult {
+    private func checkIn(_ store: SafetyStore) async throws -> HeartbeatResult {
         try await store.recordHeartbeat(
             "mei",
             timeZone: nil,

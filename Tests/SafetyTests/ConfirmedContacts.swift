@@ -110,3 +110,11 @@ extension SafetySystem {
         return String(body[start...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
     }
 }
+
+extension SafetyService {
+    /// The SQLite store this service runs on (tests that read its file directly).
+    var fileStore: SafetyStore {
+        guard let store = self.store as? SafetyStore else { preconditionFailure("safety runs on its SQLite file here") }
+        return store
+    }
+}

@@ -127,7 +127,7 @@ extension SafetySystem {
     /// Makes every contact as version 5 left it, in the store only.
     func storeContactsAsBeforeInvitations() async throws {
         try await self.settle()
-        try await self.service.store.base.writer.write { db in
+        try await self.service.fileStore.base.writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE contact SET state = 'invited', invitations_sent = 0, invited_at = NULL,

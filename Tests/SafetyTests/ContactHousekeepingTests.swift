@@ -52,10 +52,10 @@ struct ContactHousekeepingTests {
         let removedEnd = self.t0 + self.hour + 30 * self.day
         clock.set(removedEnd - self.ms)
         #expect(try await store.pruneContactLinks(now: clock.now(), rowsPerTransaction: 1) == 0)
-        let stillWorks = SafetyStore.LinkView(check: .usable, personName: "Mei Chen", language: "en", state: .optedOut)
-        #expect(try store.link(b.optOut, for: .optOut) == stillWorks)
+        let stillWorks = LinkView(check: .usable, personName: "Mei Chen", language: "en", state: .optedOut)
+        #expect(try await store.link(b.optOut, for: .optOut) == stillWorks)
         clock.set(removedEnd)
-        #expect(try store.link(b.optOut, for: .optOut).check == .notFound)
+        #expect(try await store.link(b.optOut, for: .optOut).check == .notFound)
         #expect(try await store.answer(b.optOut, .optOut).view.check == .notFound)
         #expect(try await store.pruneContactLinks(now: clock.now(), rowsPerTransaction: 1) == 1)
         #expect(try await Self.tokens(in: store) == 5)
@@ -64,22 +64,22 @@ struct ContactHousekeepingTests {
         let spentEnd = self.t0 + self.week + 30 * self.day
         clock.set(spentEnd)
         #expect(try await store.pruneContactLinks(now: clock.now(), rowsPerTransaction: 1) == 0)
-        #expect(try store.link(aAnswer, for: .confirm).check == .expired, "the page can still say so")
-        #expect(try store.link(bAnswer, for: .decline).check == .expired)
-        #expect(try store.link(cAnswer, for: .confirm).check == .alreadyAnswered)
+        #expect(try await store.link(aAnswer, for: .confirm).check == .expired, "the page can still say so")
+        #expect(try await store.link(bAnswer, for: .decline).check == .expired)
+        #expect(try await store.link(cAnswer, for: .confirm).check == .alreadyAnswered)
         clock.set(spentEnd + self.ms)
         // One a transaction: each of the three in its own.
         #expect(try await store.pruneContactLinks(now: clock.now(), rowsPerTransaction: 1) == 3)
         for token in [aAnswer, bAnswer, cAnswer] {
-            #expect(try store.link(token, for: .confirm).check == .notFound)
+            #expect(try await store.link(token, for: .confirm).check == .notFound)
         }
 
         // A contact's own opt-out links (the one-click unsubscribe of every email sent) stay.
         clock.set(self.t0 + 1000 * self.day)
         #expect(try await store.pruneContactLinks(now: clock.now()) == 0)
         #expect(try await Self.tokens(in: store) == 2)
-        #expect(try store.link(a.optOut, for: .optOut).state == .invited)
-        #expect(try store.link(c.optOut, for: .optOut).state == .confirmed)
+        #expect(try await store.link(a.optOut, for: .optOut).state == .invited)
+        #expect(try await store.link(c.optOut, for: .optOut).state == .confirmed)
         #expect(try await store.answer(a.optOut, .optOut).view.state == .optedOut, "and still works")
     }
 
@@ -165,7 +165,7 @@ struct ContactHousekeepingTests {
             let optOut = try #require(SafetySystem.token(in: body, path: "/contact/opt-out?t="))
             _ = try await system.service.removeContact(.with { $0.contactID = added.id }, callContext("mei"))
             #expect(try await system.contactLink(optOut, .optOut).outcome == .linkOk)
-            let store = system.service.store
+            let store = system.service.fileStore
             #expect(try await Self.tokens(in: store) == 2)
             #expect(try await Self.addresses(in: store) == ["mei x"])
 

@@ -203,7 +203,7 @@ struct SafetyErasureAtRestTests {
 
     /// `user`'s rows in each table EraseUser deletes from.
     static func rows(of user: String, _ system: SafetySystem) throws -> [String: Int] {
-        try system.service.store.base.read { db in
+        try system.service.fileStore.base.read { db in
             try Dictionary(
                 uniqueKeysWithValues: Self.erasedTables.map { table in
                     (
@@ -218,7 +218,7 @@ struct SafetyErasureAtRestTests {
 
     /// The one text `sql` reads from the store ("" when none).
     static func text(_ sql: String, _ system: SafetySystem) throws -> String {
-        try system.service.store.base.read { db in try String.fetchOne(db, sql: sql) ?? "" }
+        try system.service.fileStore.base.read { db in try String.fetchOne(db, sql: sql) ?? "" }
     }
 
     /// Those of `texts` found, in any case, in the bytes of the store's file, its WAL or its

@@ -174,7 +174,7 @@ final class SafetySystem: Sendable {
             // With the schedulers stopped, so that no sender claims an invitation first.
             try await self.whileStopped { service in
                 for email in contacts { _ = try await service.store.addContact(user, email: email, name: "") }
-                try await service.store.confirmWithoutMail(user)
+                try await service.fileStore.confirmWithoutMail(user)
             }
             return
         }
@@ -188,7 +188,7 @@ final class SafetySystem: Sendable {
 
     /// Heartbeat rows kept without counting toward the rate limit.
     func uncountedHeartbeats() async throws -> Int {
-        try await self.service.store.base.writer.read { db in
+        try await self.service.fileStore.base.writer.read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
         }
     }

@@ -362,7 +362,7 @@ struct SafetyTests {
             try await system.advance(to: t0 + 29 * 86_400)
             try await system.checkIn(id: "later")
             let heartbeats = {
-                try await system.service.store.base.writer.read { db in
+                try await system.service.fileStore.base.writer.read { db in
                     try String.fetchAll(db, sql: "SELECT request_id FROM heartbeat ORDER BY at")
                 }
             }

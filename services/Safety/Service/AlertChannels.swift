@@ -76,7 +76,7 @@ public struct AlertChannels: Sendable {
     /// The push of a claimed message, presented as its kind asks (``PushPresentation``): a
     /// warning critical or time-sensitive with "I'm safe" and "Snooze" buttons and a link to the
     /// check-in button, the reminder with "I'm safe".
-    func push(_ claim: SafetyStore.ClaimedAlert) -> PushMessage {
+    func push(_ claim: ClaimedAlert) -> PushMessage {
         let alert = claim.alert
         let texts = AlertTexts(language: claim.language ?? "en", name: "", timeZone: .gmt, product: self.productName)
         let presentation = texts.presentation(ofPush: alert.kind)
@@ -102,7 +102,7 @@ public struct AlertChannels: Sendable {
     /// The email of a claimed message. One to a contact ends with its links (an invitation's
     /// Confirm and Decline, and an opt-out link in every one) and carries the opt-out link as
     /// `List-Unsubscribe`, one click (RFC 8058): a mail client's unsubscribe button opts out.
-    func email(_ claim: SafetyStore.ClaimedAlert, date: Date, messageID: String) -> MailMessage {
+    func email(_ claim: ClaimedAlert, date: Date, messageID: String) -> MailMessage {
         var message = MailMessage(
             from: self.from,
             to: MailAddress(claim.alert.address),

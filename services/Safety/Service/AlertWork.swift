@@ -10,11 +10,11 @@ import Synchronization
 /// each), and the senders are woken after each batch. It never waits for a delivery, so a slow SMTP
 /// server holds back no warning. So do the ends of the graces of contacts stored before
 /// invitations existed: the user is told of one that ended unanswered
-/// (``SafetyStore/endGraces(now:limit:)``).
+/// (``SafetyPersistence/endGraces(now:limit:)``).
 struct AlertDecider: DueWork {
     static let batch = 500
 
-    let store: SafetyStore
+    let store: any SafetyPersistence
     let wakeSenders: @Sendable () -> Void
 
     func nextDueTime() async throws -> Date? {
@@ -48,10 +48,10 @@ struct AlertSender: DueWork {
     /// Claims are made for at least this many free senders (or when all are free): with more
     /// than 48 sends hanging, a message newly due waits for one of them to end.
     static let claimAtLeast = 16
-    /// How long a claimed message waits before it can be claimed again: it is under way, or
-    /// its outcome is held in memory (``UnrecordedOutcomes``), and either way this process
-    /// leaves it out; the lease only matters for a claim that never reached a send. A process
-    /// start releases claims at once.
+    /// How long a claimed message waits before it can be claimed again, by default: it is under
+    /// way, or its outcome is held in memory (``UnrecordedOutcomes``), and either way this process
+    /// leaves it out; on SQLite the lease only matters for a claim that never reached a send (a
+    /// process start releases claims at once).
     static let lease: TimeInterval = 10 * 60
     /// How often a sender with sends under way looks for messages newly due.
     static let lookAgainEvery: Duration = .milliseconds(250)
@@ -60,11 +60,13 @@ struct AlertSender: DueWork {
     static let outcomeRetry: TimeInterval = 5
 
     let channel: AlertRecord.Channel
-    let store: SafetyStore
+    let store: any SafetyPersistence
     let channels: AlertChannels
     let logger: Logger
     /// The domain Message-IDs end in.
     let messageDomain: String
+    /// How long a claim holds a message (``lease``, unless the store's replicas need another).
+    let lease: TimeInterval
     /// Outcomes known but not yet written: never sent again while this process holds them.
     let unrecorded = UnrecordedOutcomes()
 
@@ -95,7 +97,7 @@ struct AlertSender: DueWork {
                             self.channel,
                             now: max(now, self.store.now),
                             limit: free,
-                            lease: Self.lease,
+                            lease: self.lease,
                             excluding: underWay.union(self.unrecorded.ids)
                         )
                         for claim in claimed {
@@ -150,7 +152,7 @@ struct AlertSender: DueWork {
         }
     }
 
-    private func deliver(_ claim: SafetyStore.ClaimedAlert) async {
+    private func deliver(_ claim: ClaimedAlert) async {
         let alert = claim.alert
         let outcome: Result<String, DeliveryFailure>
         do {

@@ -70,7 +70,7 @@ extension Hearth_Safety_V1_ContactState {
 }
 
 extension Hearth_Safety_V1_ContactLink {
-    init(_ view: SafetyStore.LinkView) {
+    init(_ view: LinkView) {
         self.init()
         self.outcome =
             switch view.check {
@@ -85,7 +85,7 @@ extension Hearth_Safety_V1_ContactLink {
     }
 }
 
-extension SafetyStore.StatusSnapshot {
+extension StatusSnapshot {
     func message(now: Date) -> Hearth_Safety_V1_Status {
         var status = Hearth_Safety_V1_Status()
         status.state = .init(self.clock.state(at: now))

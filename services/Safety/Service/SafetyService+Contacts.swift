@@ -69,15 +69,15 @@ extension SafetyService {
         async throws -> Hearth_Safety_V1_ContactLink
     {
         let answer = try Self.answer(request.action)
-        guard let token = LinkToken(request.token) else { return .init(SafetyStore.LinkView(check: .notFound)) }
-        return .init(try self.store.link(token, for: answer))
+        guard let token = LinkToken(request.token) else { return .init(LinkView(check: .notFound)) }
+        return .init(try await self.store.link(token, for: answer))
     }
 
     public func answerContactLink(_ request: Hearth_Safety_V1_AnswerContactLinkRequest, _ context: RPCContext)
         async throws -> Hearth_Safety_V1_ContactLink
     {
         let answer = try Self.answer(request.action)
-        guard let token = LinkToken(request.token) else { return .init(SafetyStore.LinkView(check: .notFound)) }
+        guard let token = LinkToken(request.token) else { return .init(LinkView(check: .notFound)) }
         let (view, changed) = try await self.store.answer(token, answer)
         if changed {
             // The switch may be armed or disarmed, and the user's push is queued.

@@ -30,7 +30,7 @@ extension SafetyService {
     }
 }
 
-extension SafetyStore.CheckInRow {
+extension CheckInRow {
     var message: Hearth_Safety_V1_CheckInRecord {
         .with {
             $0.at = Google_Protobuf_Timestamp(millisecondsOf: self.at)

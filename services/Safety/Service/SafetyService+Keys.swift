@@ -18,8 +18,8 @@ extension SafetyService {
         let ring: DataKeyRing
         do {
             // Off the event loop: a value under each key in use, which the new ring must open.
-            let samples = try await store.base.longRead { db in try SafetyStore.sealedSamples(in: db) }
-            ring = try store.keys.reload { ring in try SafetyStore.check(DataKeys(ring: ring), opens: samples) }
+            let samples = try await store.sealedSamples()
+            ring = try store.keys.reload { ring in try SealedSample.check(DataKeys(ring: ring), opens: samples) }
         } catch let error as DataKeysDoNotMatch {
             throw RPCError(.failedPrecondition, error.description)
         } catch let error as DataKeyFileInvalid {

@@ -13,7 +13,7 @@ import SwiftProtobuf
 /// scheduler (a timer to the earliest `next_due_at`) and decided into the alert outbox in one
 /// transaction; a scheduler per channel delivers them, with retries.
 public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
-    let store: SafetyStore
+    let store: any SafetyPersistence
     /// Decides what falls due. Calls that change a switch wake it.
     public let decider: DueTimeScheduler
     /// Deliver the alert outbox: one per channel (email, push).
@@ -23,6 +23,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     /// Run beside the server.
     public var schedulers: [DueTimeScheduler] { [self.decider] + self.senders + [self.pruner] }
 
+    /// On a SQLite file: the default, one process.
     /// - Parameter keys: what personal data is sealed with at rest (``DataKeys``).
     public init(
         location: StoreLocation,
@@ -38,7 +39,20 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         if invited > 0 {
             logger.notice("contacts stored before invitations were invited", metadata: ["contacts": "\(invited)"])
         }
+        // This process is the file's only one: what a killed one left under way is released now.
         try store.releaseClaims()
+        self.init(store: store, channels: channels, clock: clock, logger: logger, messageDomain: messageDomain)
+    }
+
+    /// On `store`, with its schedulers; a message claimed for sending is under way for `lease`.
+    init(
+        store: any SafetyPersistence,
+        channels: AlertChannels,
+        clock: any WallClock,
+        logger: Logger,
+        messageDomain: String,
+        lease: TimeInterval = AlertSender.lease
+    ) {
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
                 work: AlertSender(
@@ -46,7 +60,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
                     store: store,
                     channels: channels,
                     logger: logger,
-                    messageDomain: messageDomain
+                    messageDomain: messageDomain,
+                    lease: lease
                 ),
                 clock: clock,
                 logger: logger
@@ -59,10 +74,10 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             clock: clock,
             logger: logger
         )
-        // Deletes the history no rule reads any more (``SafetyStore/pruneHistory(now:)``), the
+        // Deletes the history no rule reads any more (``SafetyPersistence/pruneHistory(now:usersPerBatch:rowsPerTransaction:)``), the
         // links that can no longer act and what addresses answered once nothing needs it
-        // (``SafetyStore/pruneContactLinks(now:rowsPerTransaction:)``,
-        // ``SafetyStore/pruneContactAddresses(now:rowsPerTransaction:)``), on a scheduler of its
+        // (``SafetyPersistence/pruneContactLinks(now:rowsPerTransaction:)``,
+        // ``SafetyPersistence/pruneContactAddresses(now:rowsPerTransaction:)``), on a scheduler of its
         // own: a long pass holds back no alert.
         self.pruner = DueTimeScheduler(
             work: Housekeeping(start: clock.now(), logger: logger) { now in
@@ -278,7 +293,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
     /// After a check-in: the decider looks again when the switch is due sooner than it may be
     /// waiting for (a check-in ends a snooze, a forward counts from when it happened), the
     /// senders when all-clears wait. Most check-ins only move the deadline later.
-    private func scheduleWork(after result: SafetyStore.HeartbeatResult) {
+    private func scheduleWork(after result: HeartbeatResult) {
         if result.dueSooner { self.decider.wake() }
         if result.enqueued { self.wakeSenders() }
     }
@@ -292,7 +307,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         for scheduler in schedulers { scheduler.wake() }
     }
 
-    private func changed(_ change: SafetyStore.SwitchChange) throws {
+    private func changed(_ change: SwitchChange) throws {
         switch change {
         case .changed: self.decider.wake()
         case .noProfile: throw RPCError(.failedPrecondition, "no safety profile yet: create one with UpsertProfile")

@@ -28,7 +28,7 @@ extension SafetyStore {
     /// (``ContactConsent/removedOptOutLifetime``, their `expires_at` set at the removal). An
     /// opt-out link of a contact who exists has no end (the one-click `List-Unsubscribe` of every
     /// email sent to them): never deleted here. Returns how many went.
-    func pruneContactLinks(now: Date, rowsPerTransaction: Int = 5000) async throws -> Int {
+    func pruneContactLinks(now: Date, rowsPerTransaction: Int) async throws -> Int {
         let spentBefore = StoredDate(now.addingTimeInterval(-Self.spentLinkRetention))
         return try await self.deleteInBatches(rowsPerTransaction) { db, limit in
             // Along `contact_token_expiry`: only links with an end have a row in it.
@@ -54,7 +54,7 @@ extension SafetyStore {
     /// has the address, and its last invitation is more than ``addressRetention`` ago (a row
     /// whose invitations have no date counts as old). A refusal is never deleted: that address is
     /// never mailed again for that user, past the contact and the account. Returns how many went.
-    func pruneContactAddresses(now: Date, rowsPerTransaction: Int = 5000) async throws -> Int {
+    func pruneContactAddresses(now: Date, rowsPerTransaction: Int) async throws -> Int {
         let unusedBefore = StoredDate(now.addingTimeInterval(-Self.addressRetention))
         return try await self.deleteInBatches(rowsPerTransaction) { db, limit in
             // Along `contact_address_unrefused`; a current contact is found by its unique

@@ -7,13 +7,6 @@ import HearthStore
 // the switch (``SwitchMachine/addContact(_:at:)``) when they confirm, and leaves it when they opt
 // out or their address bounces, in the transaction that records it.
 extension SafetyStore {
-    enum ContactOutcome: Sendable {
-        case added(ContactRecord)
-        case noProfile
-        case duplicate
-        case full
-        case refused(InvitationRefusal)
-    }
 
     /// Adds a contact, invited: the invitation goes into the outbox in the same transaction.
     func addContact(_ user: String, email: String, name: String) async throws -> ContactOutcome {
@@ -47,12 +40,6 @@ extension SafetyStore {
             try self.queueInvitation(contact, of: profile, at: now, in: db)
             return .added(contact)
         }
-    }
-
-    enum ResendOutcome: Sendable {
-        case sent(ContactRecord)
-        case notFound
-        case refused(InvitationRefusal)
     }
 
     /// A new invitation to an invited contact: new links, 7 more days. The one before, if still

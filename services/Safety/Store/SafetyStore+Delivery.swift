@@ -44,15 +44,6 @@ extension SafetyStore {
         }
     }
 
-    /// A message claimed for an attempt, with the links it carries to its contact (new ones for
-    /// each attempt: only their hashes are kept).
-    struct ClaimedAlert: Sendable {
-        var alert: AlertRecord
-        var links: ContactLinks?
-        /// A push's: the user's language, for its buttons' titles.
-        let language: String?
-    }
-
     /// Claims up to `limit` messages of `channel` due by `now` (oldest first, leaving out
     /// `excluded`) for an attempt, in one write: the attempt is counted, and the message is not
     /// due again until `lease` has passed, so no other pass takes it meanwhile, and one whose
@@ -62,7 +53,7 @@ extension SafetyStore {
         now: Date,
         limit: Int,
         lease: TimeInterval,
-        excluding excluded: Set<String> = []
+        excluding excluded: Set<String>
     ) async throws -> [ClaimedAlert] {
         // Most passes find nothing: look with a read before taking the writer. A message under
         // way (excluded) is usually not due (its lease is ahead), but may be (a send longer

@@ -13,20 +13,6 @@ import HearthStore
 // contact and the account so that one who said no is not mailed again; the contacts themselves,
 // with where each stands, are exported).
 extension SafetyStore {
-    /// One check-in as its heartbeat row keeps it. Its request id (kept by source, only to know
-    /// a retry) is not part of it.
-    struct CheckInRow: Sendable, Equatable {
-        /// When it happened: a forwarded activity's own time.
-        var at: Date
-        /// `app`, or the service that forwarded the activity (``SafetyRules/activitySources``).
-        var source: String
-        /// The zone it came with, or the profile's when it came without one.
-        var timeZone: String
-        var deviceInfo: String
-        /// Whether it counted: one merged into the check-in before it, or over the rate limit,
-        /// was kept without counting.
-        var counted: Bool
-    }
 
     /// The check-ins kept for `user` (``heartbeatRetention``: those of the last 30 days, until
     /// the hourly prune), oldest first. Nothing in them is sealed. On a reader thread: a user

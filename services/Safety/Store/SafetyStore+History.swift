@@ -19,8 +19,8 @@ extension SafetyStore {
     /// transaction (``UserBatches``). Returns how many rows of each went.
     func pruneHistory(
         now: Date,
-        usersPerBatch: Int = 500,
-        rowsPerTransaction: Int = 5000
+        usersPerBatch: Int,
+        rowsPerTransaction: Int
     ) async throws -> (heartbeats: Int, alerts: Int) {
         let heartbeatsBefore = StoredDate(now.addingTimeInterval(-Self.heartbeatRetention))
         let alertsBefore = StoredDate(now.addingTimeInterval(-Self.alertRetention))

@@ -6,12 +6,6 @@ import HearthStore
 // runs (`hearth rotate-data-key`: a new key in the file, every value sealed again under it, the
 // old keys retired).
 extension SafetyStore {
-    /// One stored value sealed under a key: what shows whether a ring holds that very key.
-    struct SealedSample: Sendable {
-        var field: SealedField
-        var row: String
-        var value: Data
-    }
 
     /// Refuses keys that are not the store's: an index key other than the one its address keys
     /// were hashed with, or a ring without (or with another) key some value is sealed with. The
@@ -30,7 +24,7 @@ extension SafetyStore {
             guard (row["index_check"] as String) == check else { throw DataKeysDoNotMatch(indexKey: true) }
             return row["scrub_needed"] as Bool
         }
-        try self.base.read { db in try Self.check(self.keys, opens: try Self.sealedSamples(in: db)) }
+        try self.base.read { db in try SealedSample.check(self.keys, opens: try Self.sealedSamples(in: db)) }
         if scrub {
             try self.base.scrub()
             try self.db.write { db in try db.execute(sql: "UPDATE data_key SET scrub_needed = 0") }
@@ -39,16 +33,8 @@ extension SafetyStore {
         }
     }
 
-    /// Whether `keys` open a value sealed under each key in use: the store's own keys, not merely
-    /// keys of the same ids.
-    /// - Throws: ``DataKeysDoNotMatch`` naming the keys missing and those that do not open.
-    static func check(_ keys: DataKeys, opens samples: [UInt32: SealedSample]) throws {
-        let ring = keys.current
-        let missing = samples.keys.filter { ring.key($0) == nil }.sorted()
-        let wrong = samples.filter { id, sample in
-            ring.key(id) != nil && (try? keys.open(sample.value, sample.field, row: sample.row)) == nil
-        }.keys.sorted()
-        guard missing.isEmpty, wrong.isEmpty else { throw DataKeysDoNotMatch(missingKeys: missing, wrongKeys: wrong) }
+    func sealedSamples() async throws -> [UInt32: SealedSample] {
+        try await self.base.longRead { db in try Self.sealedSamples(in: db) }
     }
 
     /// A value sealed under each key in use, by key id.
@@ -78,7 +64,7 @@ extension SafetyStore {
 
     /// Seals again, under the sealing key, every value sealed under another, walking each table
     /// by its key `batch` rows a transaction (calls go on between). Returns how many values.
-    func resealAll(batch: Int = 500) async throws -> Int {
+    func resealAll(batch: Int) async throws -> Int {
         var total = 0
         for field in SealedField.allCases {
             var after = ""

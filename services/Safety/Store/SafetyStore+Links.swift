@@ -6,17 +6,9 @@ import HearthStore
 // The links in emails to contacts: made when an email is claimed for sending (only their
 // hashes are kept), shown by the contact page (GET) and acted on (POST).
 extension SafetyStore {
-    /// What a link from an email shows, or did.
-    struct LinkView: Sendable, Equatable {
-        var check: LinkCheck
-        /// Unless not found: the user who added the contact, their language, the contact's state.
-        var personName = ""
-        var language = ""
-        var state: ContactState?
-    }
 
     /// What `token`'s link can do for `answer` (the page's GET): changes nothing.
-    func link(_ token: LinkToken, for answer: ContactAnswer) throws -> LinkView {
+    func link(_ token: LinkToken, for answer: ContactAnswer) async throws -> LinkView {
         let now = self.now
         return try self.base.read { db in
             guard let target = try self.linkTarget(token, in: db) else { return LinkView(check: .notFound) }
@@ -28,7 +20,7 @@ extension SafetyStore {
     /// A link that cannot act is answered from a read: made-up tokens never take the writer. The
     /// rules decide (``ConsentLink/answer(_:at:)``); this writes what they decided.
     func answer(_ token: LinkToken, _ answer: ContactAnswer) async throws -> (view: LinkView, changed: Bool) {
-        let seen = try self.link(token, for: answer)
+        let seen = try await self.link(token, for: answer)
         guard seen.check == .usable else { return (seen, false) }
         let now = self.now
         return try await self.base.write { db in

@@ -8,28 +8,6 @@ import HearthStore
 extension SafetyStore {
     // MARK: Check-ins
 
-    enum HeartbeatOutcome: Sendable {
-        /// Counted: a new period began.
-        case recorded
-        /// The same request id, or within 5 s of the previous heartbeat (or a forwarded activity
-        /// from before the period began): nothing changed.
-        case repeated
-        /// Over 120 counted in the last hour: the switch was reset, the heartbeat kept uncounted.
-        case rateLimited(retryAfter: TimeInterval)
-        case noProfile
-    }
-
-    struct HeartbeatResult: Sendable {
-        var outcome: HeartbeatOutcome
-        /// The status right after it, read in the same transaction.
-        var status: StatusSnapshot?
-        /// Whether it put something in the outbox (all-clear emails): the senders must look.
-        var enqueued: Bool
-        /// Whether the switch is now due sooner than before (a check-in after a snooze ends
-        /// the snooze; a new zone moves the daily reminder): the scheduler must look again.
-        var dueSooner: Bool
-    }
-
     /// A check-in: a new period starts, every pending warning and alert of the old one is
     /// cancelled, and contacts who were alerted get an all-clear email.
     func recordHeartbeat(
@@ -38,7 +16,7 @@ extension SafetyStore {
         deviceInfo: String,
         requestID: String,
         source: String,
-        occurredAt: Date? = nil
+        occurredAt: Date?
     ) async throws -> HeartbeatResult {
         // A forwarded activity counts from when it happened (never from the future).
         let clockNow = self.now
@@ -164,12 +142,6 @@ extension SafetyStore {
     }
 
     // MARK: Snooze, pause, resume
-
-    enum SwitchChange: Sendable {
-        case changed(ProfileRecord)
-        case noProfile
-        case refused(String)
-    }
 
     /// Moves the deadline 24 h later (``SwitchMachine/snooze(at:)``).
     func snooze(_ user: String) async throws -> SwitchChange {

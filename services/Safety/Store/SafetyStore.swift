@@ -5,7 +5,7 @@ import HearthStore
 
 /// The safety service's SQLite store. Deciding what fires and recording it in the alert
 /// outbox happen in one write transaction, so a decision is never lost or taken twice.
-struct SafetyStore: Sendable {
+struct SafetyStore: SafetyPersistence {
     let base: Store
     /// Heartbeats arriving together are committed together (group commit).
     let heartbeats: WriteBatcher
@@ -99,17 +99,6 @@ struct SafetyStore: Sendable {
     }
 
     // MARK: Status
-
-    struct StatusSnapshot: Sendable {
-        var profile: ProfileRecord
-        var clock: SwitchClock
-        var alerts: [AlertRecord]
-        /// Where the invitations stand, read only when the switch is not armed.
-        var invitations: PendingInvitations
-        /// The contacts' addresses by id, read only when `alerts` has an email (a message
-        /// keeps its address only until it is sent).
-        var addresses: [String: String] = [:]
-    }
 
     /// The profile, its switch, and the messages of this period (since the last check-in).
     func status(_ user: String) async throws -> StatusSnapshot? {
