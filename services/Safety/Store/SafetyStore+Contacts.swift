@@ -182,19 +182,8 @@ extension SafetyStore {
             machine.removeContact(id: contact.id, at: now)
         }
         let changed = try self.commit(machine, of: profile, in: db)
-        let push = changed.texts(product: self.product).contactPush(event, contact: contact.label)
-        try AlertRecord.queued(
-            userID: changed.userID,
-            epoch: changed.epoch,
-            kind: event.kind,
-            channel: .push,
-            // Not the contact's id: removing the contact must not cancel the user's news of it.
-            contactID: "contact:\(contact.id)",
-            address: changed.pushToken,
-            subject: push.title,
-            body: push.body,
-            at: now
-        ).insert(in: db, sealingWith: self.keys, ignoringConflict: true)
+        try AlertRecord.contactNews(event, of: contact, to: changed, product: self.product, at: now)
+            .insert(in: db, sealingWith: self.keys, ignoringConflict: true)
     }
 
     /// A decline or opt-out, kept for the user and address past the contact and the account.
@@ -226,23 +215,8 @@ extension SafetyStore {
         ).execute(binding: contact.userID, contact.emailKey, now.stored)
         try db.cachedStatement(sql: "INSERT INTO invitation_sent (user_id, at) VALUES (?, ?)")
             .execute(binding: contact.userID, now.stored)
-        let text = profile.texts(product: self.product).invitationEmail(
-            contactName: contact.name,
-            thresholdHours: profile.thresholdHours,
-            expiresAt: contact.invitationExpiresAt ?? now
-        )
-        try AlertRecord.queued(
-            userID: profile.userID,
-            epoch: profile.epoch,
-            kind: MessageKind.invitation,
-            channel: .email,
-            contactID: contact.id,
-            address: contact.email,
-            addressKey: contact.emailKey,
-            subject: text.subject,
-            body: text.body,
-            at: now
-        ).insert(in: db, sealingWith: self.keys)
+        try AlertRecord.invitation(to: contact, of: profile, product: self.product, at: now)
+            .insert(in: db, sealingWith: self.keys)
     }
 
     private func addressHistory(_ user: String, _ key: String, in db: Database) throws -> AddressHistory? {

@@ -15,10 +15,7 @@ extension SafetyStore {
         try self.db.write { db in
             let claimed = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE claimed_at IS NOT NULL")
             for var alert in claimed {
-                if alert.state == .pending { alert.nextAttemptAt = alert.claimedAt }
-                alert.attempts -= 1
-                alert.claimedAt = nil
-                alert.mayHaveArrived = true
+                alert.releaseClaim()
                 try alert.updateDelivery(in: db)
                 if alert.state == .cancelled {
                     try self.allClearIfCheckedInSince(alert, at: now, in: db)
@@ -147,39 +144,10 @@ extension SafetyStore {
             guard var alert = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE id = ?", binding: id).first else {
                 return
             }
-            alert.claimedAt = nil
-            switch (attempt, alert.state) {
-            case (.success(let note), .cancelled):
-                alert.state = .sent
-                alert.sentAt = now
-                alert.nextAttemptAt = nil
-                alert.lastError = note
-            case (.success, _):
-                break
-            case (.failure(let failure), _):
-                alert.lastError = failure.message
-                alert.mayHaveArrived = alert.mayHaveArrived || failure.mayHaveArrived
-                if failure.addressRefused, failure.isPermanent {
-                    try self.bounce(alert, at: now, in: db)
-                }
-                if alert.state == .pending {
-                    if failure.isPermanent
-                        || !DeliveryFailure.retriesForever(kind: alert.kind, mayHaveArrived: alert.mayHaveArrived)
-                            && alert.attempts >= DeliveryFailure.maxAttempts
-                    {
-                        alert.state = .failed
-                        alert.nextAttemptAt = nil
-                    } else {
-                        alert.nextAttemptAt = now.addingTimeInterval(
-                            DeliveryFailure.backoff(afterAttempts: alert.attempts)
-                        )
-                    }
-                }
-            }
+            let consequences = alert.record(attempt, at: now)
+            if consequences.bounce { try self.bounce(alert, at: now, in: db) }
             try alert.updateDelivery(in: db)
-            if alert.state == .sent || (alert.state == .cancelled && alert.mayHaveArrived) {
-                try self.allClearIfCheckedInSince(alert, at: now, in: db)
-            }
+            if consequences.allClear { try self.allClearIfCheckedInSince(alert, at: now, in: db) }
         }
     }
 

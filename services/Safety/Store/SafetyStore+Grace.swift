@@ -44,19 +44,8 @@ extension SafetyStore {
                 contact.consent = consent
                 try contact.updateConsent(in: db)
                 guard tell, let profile = try self.profile(contact.userID, in: db) else { continue }
-                let push = profile.texts(product: self.product).graceEndedPush(contact: contact.label)
-                try AlertRecord.queued(
-                    userID: profile.userID,
-                    epoch: profile.epoch,
-                    kind: MessageKind.graceEnded,
-                    channel: .push,
-                    // As a contact's news: removing the contact does not cancel it.
-                    contactID: "contact:\(contact.id)",
-                    address: profile.pushToken,
-                    subject: push.title,
-                    body: push.body,
-                    at: now
-                ).insert(in: db, sealingWith: self.keys, ignoringConflict: true)
+                try AlertRecord.graceEnded(of: contact, to: profile, product: self.product, at: now)
+                    .insert(in: db, sealingWith: self.keys, ignoringConflict: true)
                 told += 1
             }
             return (over.count, told)

@@ -81,47 +81,14 @@ extension SafetyStore {
         return changed
     }
 
-    /// The outbox row of a decided message, in the words of `profile` as the transition leaves
-    /// it. A contact's address and name are read (and opened) only for a message that is sent:
-    /// the rules work with the address's keyed hash.
+    /// The outbox row of a decided message (``AlertRecord/decided(_:of:product:contact:)``): a
+    /// contact's address and name are read (and opened) only for a message that is sent.
     private func alert(_ message: SwitchMessage, of profile: ProfileRecord, in db: Database) throws -> AlertRecord {
-        let (channel, contactID, addressKey): (AlertRecord.Channel, String, String) =
-            switch message.recipient {
-            case .user(let key): (.push, key, "")
-            case .contact(let contact): (.email, contact.id, contact.key)
-            }
-        var (address, contactName) = ("", "")
-        switch message.recipient {
-        case .user: address = profile.pushToken
-        case .contact(let contact) where message.sends:
-            (address, contactName) = try self.contactAddressAndName(contact.id, in: db)
-        case .contact: break
+        var contact = (address: "", name: "")
+        if case .contact(let recipient) = message.recipient, message.sends {
+            contact = try self.contactAddressAndName(recipient.id, in: db)
         }
-        let text = profile.texts(product: self.product).text(
-            of: message.words,
-            lastCheckIn: profile.lastCheckInAt,
-            periodStart: profile.periodStart,
-            contactName: contactName,
-            at: message.at
-        )
-        return AlertRecord(
-            id: UUID().uuidString.lowercased(),
-            userID: profile.userID,
-            epoch: message.epoch,
-            kind: message.kind,
-            channel: channel,
-            contactID: contactID,
-            address: address,
-            addressKey: addressKey,
-            subject: text.subject,
-            body: text.body,
-            state: message.sends ? .pending : .cancelled,
-            attempts: 0,
-            lastError: "",
-            nextAttemptAt: message.sends ? message.at : nil,
-            sentAt: nil,
-            createdAt: message.at
-        )
+        return .decided(message, of: profile, product: self.product, contact: contact)
     }
 
     /// The kinds a check-in or resume cancels while pending: the due items'.

@@ -1,0 +1,168 @@
+import Foundation
+import HearthCore
+
+// The outbox rows every store writes, and what an attempt's outcome does to one: built here
+// once, so that the SQLite and PostgreSQL stores persist the same messages.
+extension AlertRecord {
+    /// The row of a message the switch decided, in the words of `profile` as the transition
+    /// leaves it. `contact` is the address and name of a contact's message that is sent (read
+    /// and opened only for those: the rules work with the address's keyed hash).
+    static func decided(
+        _ message: SwitchMessage,
+        of profile: ProfileRecord,
+        product: String,
+        contact: (address: String, name: String)
+    ) -> AlertRecord {
+        let (channel, contactID, addressKey, address): (Channel, String, String, String) =
+            switch message.recipient {
+            case .user(let key): (.push, key, "", profile.pushToken)
+            case .contact(let recipient): (.email, recipient.id, recipient.key, contact.address)
+            }
+        let text = profile.texts(product: product).text(
+            of: message.words,
+            lastCheckIn: profile.lastCheckInAt,
+            periodStart: profile.periodStart,
+            contactName: contact.name,
+            at: message.at
+        )
+        return AlertRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: profile.userID,
+            epoch: message.epoch,
+            kind: message.kind,
+            channel: channel,
+            contactID: contactID,
+            address: address,
+            addressKey: addressKey,
+            subject: text.subject,
+            body: text.body,
+            state: message.sends ? .pending : .cancelled,
+            attempts: 0,
+            lastError: "",
+            nextAttemptAt: message.sends ? message.at : nil,
+            sentAt: nil,
+            createdAt: message.at
+        )
+    }
+
+    /// The invitation email to `contact`, queued now.
+    static func invitation(to contact: ContactRecord, of profile: ProfileRecord, product: String, at now: Date)
+        -> AlertRecord
+    {
+        let text = profile.texts(product: product).invitationEmail(
+            contactName: contact.name,
+            thresholdHours: profile.thresholdHours,
+            expiresAt: contact.invitationExpiresAt ?? now
+        )
+        return .queued(
+            userID: profile.userID,
+            epoch: profile.epoch,
+            kind: MessageKind.invitation,
+            channel: .email,
+            contactID: contact.id,
+            address: contact.email,
+            addressKey: contact.emailKey,
+            subject: text.subject,
+            body: text.body,
+            at: now
+        )
+    }
+
+    /// The push telling the user what their contact did, queued now.
+    static func contactNews(
+        _ event: ContactEvent,
+        of contact: ContactRecord,
+        to profile: ProfileRecord,
+        product: String,
+        at now: Date
+    )
+        -> AlertRecord
+    {
+        let push = profile.texts(product: product).contactPush(event, contact: contact.label)
+        return .queued(
+            userID: profile.userID,
+            epoch: profile.epoch,
+            kind: event.kind,
+            channel: .push,
+            // Not the contact's id: removing the contact must not cancel the user's news of it.
+            contactID: "contact:\(contact.id)",
+            address: profile.pushToken,
+            subject: push.title,
+            body: push.body,
+            at: now
+        )
+    }
+
+    /// The push telling the user that `contact`'s grace ended unanswered, queued now.
+    static func graceEnded(of contact: ContactRecord, to profile: ProfileRecord, product: String, at now: Date)
+        -> AlertRecord
+    {
+        let push = profile.texts(product: product).graceEndedPush(contact: contact.label)
+        return .queued(
+            userID: profile.userID,
+            epoch: profile.epoch,
+            kind: MessageKind.graceEnded,
+            channel: .push,
+            // As a contact's news: removing the contact does not cancel it.
+            contactID: "contact:\(contact.id)",
+            address: profile.pushToken,
+            subject: push.title,
+            body: push.body,
+            at: now
+        )
+    }
+}
+
+/// What an attempt's outcome asks of the store besides saving the message.
+struct AttemptConsequences: Equatable {
+    /// The server refused the contact's address for good: the contact bounces.
+    var bounce = false
+    /// The alarm reached its contact, or may have, after a check-in cancelled it: the contact
+    /// may be owed an all-clear.
+    var allClear = false
+}
+
+extension AlertRecord {
+    /// Records what became of the attempt under way. A message cancelled meanwhile (a check-in,
+    /// a pause) is not tried again; but one that went out all the same is recorded as sent.
+    mutating func record(_ attempt: Result<String, DeliveryFailure>, at now: Date) -> AttemptConsequences {
+        var consequences = AttemptConsequences()
+        self.claimedAt = nil
+        switch (attempt, self.state) {
+        case (.success(let note), .pending), (.success(let note), .cancelled):
+            self.state = .sent
+            self.sentAt = now
+            self.nextAttemptAt = nil
+            self.lastError = note
+        case (.success, _):
+            break
+        case (.failure(let failure), _):
+            self.lastError = failure.message
+            self.mayHaveArrived = self.mayHaveArrived || failure.mayHaveArrived
+            consequences.bounce = failure.addressRefused && failure.isPermanent
+            if self.state == .pending {
+                if failure.isPermanent
+                    || !DeliveryFailure.retriesForever(kind: self.kind, mayHaveArrived: self.mayHaveArrived)
+                        && self.attempts >= DeliveryFailure.maxAttempts
+                {
+                    self.state = .failed
+                    self.nextAttemptAt = nil
+                } else {
+                    self.nextAttemptAt = now.addingTimeInterval(DeliveryFailure.backoff(afterAttempts: self.attempts))
+                }
+            }
+        }
+        consequences.allClear = self.state == .sent || (self.state == .cancelled && self.mayHaveArrived)
+        return consequences
+    }
+
+    /// Takes back an attempt that a process left under way without an outcome (killed, or its
+    /// lease ran out): due again at once if still pending, and it may have arrived (the server
+    /// may have taken it before the process died). It does not count toward giving up.
+    mutating func releaseClaim() {
+        if self.state == .pending { self.nextAttemptAt = self.claimedAt }
+        self.attempts -= 1
+        self.claimedAt = nil
+        self.mayHaveArrived = true
+    }
+}
