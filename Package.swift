@@ -496,6 +496,8 @@ let package = Package(
             name: "SafetyTests",
             dependencies: [
                 "SafetyService",
+                "HearthPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "hearth-safety-probe",
                 "CheckinsService",

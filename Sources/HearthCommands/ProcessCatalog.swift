@@ -277,6 +277,11 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
                 health.noteFailure(error, logger: logger)
             }
         }
-        return HearthProcess(name: name, server: server, companions: module.work, metrics: metrics)
+        return HearthProcess(
+            name: name,
+            server: server,
+            companions: module.foundations + module.work,
+            metrics: metrics
+        )
     }
 }

@@ -1,4 +1,5 @@
 public import HearthRPC
+public import ServiceLifecycle
 
 /// What one service module runs in a process: its RPC services and, beside them, its background
 /// work (its own schedulers, its push outbox's deliverer, its relay's), each a `Service` for the
@@ -10,10 +11,14 @@ public struct ServiceModule: Sendable {
     /// Started in this order and stopped in the reverse: a piece that sends what another
     /// produces comes first.
     public var work: [DueTimeScheduler]
+    /// What the services and the work need running before them (a database's pool of
+    /// connections); started first, stopped last.
+    public var foundations: [any Service]
 
-    public init(services: [any RPCService], work: [DueTimeScheduler] = []) {
+    public init(services: [any RPCService], work: [DueTimeScheduler] = [], foundations: [any Service] = []) {
         self.services = services
         self.work = work
+        self.foundations = foundations
     }
 }
 

@@ -1,9 +1,11 @@
 import Foundation
 import GRDB
 import HearthContracts
+import HearthPostgres
 import HearthRPC
 import HearthStore
 import HearthTestSupport
+import PostgresNIO
 import SwiftProtobuf
 import Testing
 
@@ -111,7 +113,56 @@ extension SafetySystem {
     }
 }
 
+extension PostgresSafetyStore {
+    /// ``SafetyStore/confirmWithoutMail(_:)``, on PostgreSQL.
+    func confirmWithoutMail(_ user: String) async throws {
+        let now = self.now
+        let tokens = try await self.database.transaction { db in
+            try await db.run(
+                "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL WHERE user_id = \(user) AND kind = 'invitation'"
+            )
+            let contacts = try await db.rows(
+                "SELECT id, email_key FROM contact WHERE user_id = \(user) AND state = 'invited'"
+            ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
+            var tokens: [LinkToken] = []
+            for (id, key) in contacts {
+                let token = LinkToken.make()
+                try await db.run(
+                    """
+                    INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
+                    VALUES (\(token.hash), \(id), \(user), \(key), 'answer', NULL, \(now.postgres))
+                    """
+                )
+                tokens.append(token)
+            }
+            return tokens
+        }
+        for token in tokens { _ = try await self.answer(token, .confirm) }
+    }
+}
+
 extension SafetyService {
+    /// Confirms `user`'s invited contacts without mail, on whichever store the service runs.
+    func confirmWithoutMail(_ user: String) async throws {
+        if let postgres = self.store as? PostgresSafetyStore {
+            try await postgres.confirmWithoutMail(user)
+        } else {
+            try await self.fileStore.confirmWithoutMail(user)
+        }
+    }
+
+    /// How many heartbeat rows are kept without counting, on whichever store.
+    func uncountedHeartbeats() async throws -> Int {
+        if let postgres = self.store as? PostgresSafetyStore {
+            return try await postgres.database.read { db in
+                try await db.first("SELECT COUNT(*) FROM heartbeat WHERE NOT counted") { try $0.value(0, as: Int.self) }
+            } ?? -1
+        }
+        return try await self.fileStore.base.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
+        }
+    }
+
     /// The SQLite store this service runs on (tests that read its file directly).
     var fileStore: SafetyStore {
         guard let store = self.store as? SafetyStore else { preconditionFailure("safety runs on its SQLite file here") }

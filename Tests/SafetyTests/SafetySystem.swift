@@ -3,6 +3,7 @@ import GRDB
 import HearthContracts
 import HearthCore
 import HearthMail
+import HearthPostgres
 import HearthPush
 import HearthRPC
 import HearthScheduler
@@ -21,11 +22,23 @@ import Testing
 ///   - start: the clock's time at first.
 ///   - smtpPort: where emails go; the sink's port unless given.
 func withSafetySystem<T>(
+    store: StoreKind = .sqlite,
     start: Date = SafetySystem.start,
     smtpPort: Int? = nil,
     _ body: (SafetySystem) async throws -> T
 ) async throws -> T {
-    try await using(SafetySystem(start: start, smtpPort: smtpPort), teardown: { await $0.stop() }, body)
+    try await using(
+        SafetySystem(store: store, start: start, smtpPort: smtpPort),
+        teardown: { await $0.stop() },
+        body
+    )
+}
+
+/// Which store the service runs on: its SQLite file, or a real PostgreSQL server of the test's.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { self.rawValue }
 }
 
 /// The safety service on a file store with its schedulers running on a clock the test moves;
@@ -39,6 +52,8 @@ final class SafetySystem: Sendable {
     let sink: SMTPSink
     let webhook: WebhookListener
     let file: TemporaryStoreFile
+    /// The PostgreSQL server the store is on; nil on the SQLite file.
+    let postgres: PostgresServer?
     /// Where emails go: the sink's port unless the test names another server.
     let smtpPort: Int
     /// The service and its running schedulers; replaced by a restart.
@@ -46,14 +61,15 @@ final class SafetySystem: Sendable {
 
     var service: SafetyService { self.state.withLock { $0.service } }
 
-    fileprivate init(start: Date, smtpPort: Int?) async throws {
+    fileprivate init(store: StoreKind, start: Date, smtpPort: Int?) async throws {
         self.clock = ManualClock(start)
         self.sink = try await SMTPSink()
         self.webhook = try await WebhookListener()
         self.smtpPort = smtpPort ?? self.sink.port
         self.file = try TemporaryStoreFile()
+        self.postgres = store == .postgres ? try await PostgresServer() : nil
         try DataKeyRing.generate().text.write(to: Self.keyFile(of: self.file), atomically: true, encoding: .utf8)
-        let started = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
+        let started = try await Self.start(self.file, self.postgres, self.clock, self.smtpPort, self.webhook)
         self.state = Mutex((started.0, started.1))
     }
 
@@ -67,12 +83,11 @@ final class SafetySystem: Sendable {
 
     private static func start(
         _ file: TemporaryStoreFile,
+        _ postgres: PostgresServer?,
         _ clock: ManualClock,
         _ smtpPort: Int,
         _ webhook: WebhookListener
-    )
-        throws -> (SafetyService, Task<Void, any Error>)
-    {
+    ) async throws -> (SafetyService, Task<Void, any Error>) {
         var logger = Logger(label: "safety-test")
         logger.logLevel = .critical
         let channels = AlertChannels(
@@ -80,21 +95,46 @@ final class SafetySystem: Sendable {
             from: MailAddress("alerts@hearth.example", name: "Hearth"),
             push: WebhookPushSender(url: "http://127.0.0.1:\(webhook.port)/push")
         )
-        let service = try SafetyService(
-            location: file.location,
-            keys: try DataKeys(file: Self.keyFile(of: file)),
+        let keys = try DataKeys(file: Self.keyFile(of: file))
+        guard let postgres else {
+            let service = try SafetyService(
+                location: file.location,
+                keys: keys,
+                channels: channels,
+                clock: clock,
+                logger: logger
+            )
+            return (service, Task { try await service.schedulers.runAll() })
+        }
+        let store = try await PostgresSafetyStore.open(postgres.location, keys: keys, clock: clock, logger: logger)
+        let service = SafetyService(
+            store: store,
             channels: channels,
             clock: clock,
-            logger: logger
+            logger: logger,
+            messageDomain: "hearth.local"
         )
-        return (service, Task { try await service.schedulers.runAll() })
+        // The pool stops last, as in a process: the schedulers' last sends record their outcomes.
+        let running = Task {
+            let pool = Task { try await store.database.run() }
+            let work = Task { try await service.schedulers.runAll() }
+            let schedulers = await withTaskCancellationHandler {
+                await work.result
+            } onCancel: {
+                work.cancel()
+            }
+            pool.cancel()
+            _ = await pool.result
+            try schedulers.get()
+        }
+        return (service, running)
     }
 
     /// Stops the process (its schedulers) and starts it again on the same file.
     func restart(after change: () -> Void = {}) async throws {
         await self.halt()
         change()
-        let started = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
+        let started = try await Self.start(self.file, self.postgres, self.clock, self.smtpPort, self.webhook)
         self.state.withLock { $0 = (started.0, started.1) }
     }
 
@@ -103,7 +143,7 @@ final class SafetySystem: Sendable {
     func whileStopped(_ body: (SafetyService) async throws -> Void) async throws {
         await self.halt()
         try await body(self.service)
-        let started = try Self.start(self.file, self.clock, self.smtpPort, self.webhook)
+        let started = try await Self.start(self.file, self.postgres, self.clock, self.smtpPort, self.webhook)
         self.state.withLock { $0 = (started.0, started.1) }
     }
 
@@ -115,6 +155,7 @@ final class SafetySystem: Sendable {
 
     fileprivate func stop() async {
         await self.halt()
+        await self.postgres?.remove()
         await self.webhook.close()
         self.sink.stop()
     }
@@ -174,7 +215,7 @@ final class SafetySystem: Sendable {
             // With the schedulers stopped, so that no sender claims an invitation first.
             try await self.whileStopped { service in
                 for email in contacts { _ = try await service.store.addContact(user, email: email, name: "") }
-                try await service.fileStore.confirmWithoutMail(user)
+                try await service.confirmWithoutMail(user)
             }
             return
         }
@@ -188,9 +229,7 @@ final class SafetySystem: Sendable {
 
     /// Heartbeat rows kept without counting toward the rate limit.
     func uncountedHeartbeats() async throws -> Int {
-        try await self.service.fileStore.base.writer.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM heartbeat WHERE NOT counted") ?? -1
-        }
+        try await self.service.uncountedHeartbeats()
     }
 
     @discardableResult

@@ -19,9 +19,12 @@ import Testing
 struct SafetyTests {
     let hour: TimeInterval = 3600
 
-    @Test("warnings at 3 h, 1 h and 10 min before the deadline, the email at it; GetStatus follows")
-    func onTime() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "warnings at 3 h, 1 h and 10 min before the deadline, the email at it; GetStatus follows",
+        arguments: StoreKind.allCases
+    )
+    func onTime(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             let t0 = system.clock.now()
             try await system.checkIn()
@@ -54,9 +57,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("a check-in cancels the period's warnings; after an alert, the next check-in sends an all-clear")
-    func checkInCancelsAndClears() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a check-in cancels the period's warnings; after an alert, the next check-in sends an all-clear",
+        arguments: StoreKind.allCases
+    )
+    func checkInCancelsAndClears(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: ["a@example.com", "b@example.com"])
             let t0 = system.clock.now()
             try await system.settle()
@@ -88,9 +94,9 @@ struct SafetyTests {
         }
     }
 
-    @Test("changing the threshold moves the deadline from the last check-in")
-    func thresholdChange() async throws {
-        try await withSafetySystem { system in
+    @Test("changing the threshold moves the deadline from the last check-in", arguments: StoreKind.allCases)
+    func thresholdChange(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 48)
             let t0 = system.clock.now()
             try await system.settle()
@@ -105,9 +111,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("snooze adds 24 h at most 3 times in a row; pause stops everything; resume starts a new period")
-    func snoozePauseResume() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "snooze adds 24 h at most 3 times in a row; pause stops everything; resume starts a new period",
+        arguments: StoreKind.allCases
+    )
+    func snoozePauseResume(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             let t0 = system.clock.now()
             try await system.settle()
@@ -141,9 +150,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("snoozes in a row end only at a check-in: a pause and a resume do not give three more")
-    func snoozeRunOutlastsPause() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "snoozes in a row end only at a check-in: a pause and a resume do not give three more",
+        arguments: StoreKind.allCases
+    )
+    func snoozeRunOutlastsPause(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             try await system.settle()
             func snooze() async throws -> Hearth_Safety_V1_Status {
@@ -164,9 +176,9 @@ struct SafetyTests {
         }
     }
 
-    @Test("down at the deadline: on restart the email goes once, and no stale warnings")
-    func restartAfterMissedDeadline() async throws {
-        try await withSafetySystem { system in
+    @Test("down at the deadline: on restart the email goes once, and no stale warnings", arguments: StoreKind.allCases)
+    func restartAfterMissedDeadline(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             let t0 = system.clock.now()
             try await system.settle()
@@ -231,9 +243,9 @@ struct SafetyTests {
         }
     }
 
-    @Test("the daily reminder comes at the local time, not on a day with a check-in")
-    func dailyReminder() async throws {
-        try await withSafetySystem { system in
+    @Test("the daily reminder comes at the local time, not on a day with a check-in", arguments: StoreKind.allCases)
+    func dailyReminder(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             // 2026-03-10 05:00 in Los Angeles; the reminder is at 21:00 there (04:00 UTC).
             try await system.profile(threshold: 72, reminder: (21, 0))
             let t0 = system.clock.now()
@@ -253,9 +265,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("on a clock with sub-millisecond time the answer, its repeat and GetStatus agree to the last digit")
-    func heartbeatAnswersAsStored() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "on a clock with sub-millisecond time the answer, its repeat and GetStatus agree to the last digit",
+        arguments: StoreKind.allCases
+    )
+    func heartbeatAnswersAsStored(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             system.clock.advance(by: 0.000_4)
             let first = try await system.checkIn(id: "r1")
@@ -265,9 +280,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED")
-    func heartbeatLimits() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "repeats within 5 s collapse; the same request id counts once; the 121st in an hour is RESOURCE_EXHAUSTED",
+        arguments: StoreKind.allCases
+    )
+    func heartbeatLimits(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(countActivity: true)
             let first = try await system.checkIn(id: "r1")
             system.clock.advance(by: 4)
@@ -317,9 +335,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("SendTest: to the user's own email or device, labelled a test; at most 5 an hour on each channel")
-    func sendTest() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "SendTest: to the user's own email or device, labelled a test; at most 5 an hour on each channel",
+        arguments: StoreKind.allCases
+    )
+    func sendTest(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(language: "zh-Hant")
             let send = { (channel: Hearth_Safety_V1_Channel) in
                 try await system.service.sendTest(.with { $0.channel = channel }, callContext("mei"))
@@ -394,9 +415,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("a request id recorded more than an hour ago still counts once, also over the rate limit")
-    func oldRequestIDCountsOnce() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a request id recorded more than an hour ago still counts once, also over the rate limit",
+        arguments: StoreKind.allCases
+    )
+    func oldRequestIDCountsOnce(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             let first = try await system.checkIn(id: "old")
             system.clock.advance(by: 2 * 3600)
@@ -426,9 +450,12 @@ struct SafetyTests {
         }
     }
 
-    @Test("an app's request id is never taken for a forwarded activity's, nor the other way round")
-    func requestIDsBySource() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "an app's request id is never taken for a forwarded activity's, nor the other way round",
+        arguments: StoreKind.allCases
+    )
+    func requestIDsBySource(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(countActivity: true)
             let forward = { (eventID: String) in try await system.forwardTaskAnswer(eventID, at: system.clock.now()) }
             // The app sends what looks like a forwarded id; the activity with that id still counts.
@@ -512,9 +539,12 @@ struct SafetyTests {
         return queue
     }
 
-    @Test("profiles and contacts are validated field by field; at most 10 contacts, no duplicates by case")
-    func validation() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "profiles and contacts are validated field by field; at most 10 contacts, no duplicates by case",
+        arguments: StoreKind.allCases
+    )
+    func validation(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             var request = Hearth_Safety_V1_UpsertProfileRequest()
             request.thresholdHours = 36
             request.preferredLanguage = "fr"

@@ -438,9 +438,9 @@ struct SwitchMachineTests {
 
     // MARK: The facts each event reads
 
-    /// Only the facts the store reads for each event (``SafetyStore/FactReads``), reminders
+    /// Only the facts the store reads for each event (``FactReads``), reminders
     /// off: an event that read one left out would stop the process.
-    static func bare(_ state: (inout SwitchState) -> Void = { _ in }, reads: SafetyStore.FactReads) -> SwitchMachine {
+    static func bare(_ state: (inout SwitchState) -> Void = { _ in }, reads: FactReads) -> SwitchMachine {
         var machine = Self.machine(state)
         machine.facts = SwitchFacts(
             contacts: machine.facts.contacts,

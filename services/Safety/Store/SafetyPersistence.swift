@@ -243,3 +243,79 @@ extension SealedSample {
         guard missing.isEmpty, wrong.isEmpty else { throw DataKeysDoNotMatch(missingKeys: missing, wrongKeys: wrong) }
     }
 }
+
+/// The facts a transition reads besides the contacts (each is a read of the alert table).
+struct FactReads: OptionSet, Sendable {
+    let rawValue: Int
+    static let decided = FactReads(rawValue: 1 << 0)
+    static let period = FactReads(rawValue: 1 << 1)
+    static let reminders = FactReads(rawValue: 1 << 2)
+    static let alarm = FactReads(rawValue: 1 << 3)
+
+    /// The reminders, when `profile` has them on (a transition that cannot turn them on).
+    static func reminders(of profile: ProfileRecord) -> FactReads { profile.reminderEnabled ? .reminders : [] }
+
+    /// The period's messages, when a pause has run out by `now` (its end begins a period).
+    static func period(endingPauseOf profile: ProfileRecord, at now: Date) -> FactReads {
+        profile.switchState.pauseOver(at: now) ? .period : []
+    }
+}
+
+extension FactReads {
+    /// What a change of `profile`'s settings to `settings` reads: made active again, a new
+    /// period starts, which reads the old one's messages.
+    static func settingsChange(_ profile: ProfileRecord, to settings: ProfileRecord) -> FactReads {
+        settings.isActive && !profile.isActive ? [.decided, .reminders, .period] : [.decided, .reminders]
+    }
+}
+
+extension ProfileRecord {
+    /// A new user's profile before their settings are applied: its first period starts `now`.
+    static func fresh(_ user: String, at now: Date) -> ProfileRecord {
+        ProfileRecord(
+            userID: user,
+            name: "",
+            email: "",
+            thresholdHours: 24,
+            language: "en",
+            timeZone: "UTC",
+            reminderEnabled: false,
+            reminderHour: 9,
+            reminderMinute: 0,
+            pushToken: "",
+            countActivity: false,
+            isActive: true,
+            periodStart: now,
+            lastCheckInAt: nil,
+            snoozes: 0,
+            snoozesInARow: 0,
+            pausedUntil: nil,
+            epoch: 1,
+            checkInEpoch: 1,
+            nextDueAt: nil,
+            createdAt: now,
+            updatedAt: now
+        )
+    }
+}
+
+/// A link's token: its rules' view (``ConsentLink``), and its contact and user unless removed
+/// since.
+struct LinkTarget {
+    var userID: String
+    var addressKey: String
+    var link: ConsentLink
+    var contact: ContactRecord?
+    var profile: ProfileRecord?
+
+    /// What the page shows of `decision`: with the user's name and language, unless not found.
+    func view(_ decision: LinkDecision) -> LinkView {
+        guard decision.check != .notFound else { return LinkView(check: .notFound) }
+        return LinkView(
+            check: decision.check,
+            personName: self.profile?.name ?? "",
+            language: self.profile?.language ?? "",
+            state: decision.state
+        )
+    }
+}

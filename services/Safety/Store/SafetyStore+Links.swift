@@ -39,27 +39,6 @@ extension SafetyStore {
         }
     }
 
-    /// A link's token: its rules' view (``ConsentLink``), and its contact and user unless removed
-    /// since.
-    private struct LinkTarget {
-        var userID: String
-        var addressKey: String
-        var link: ConsentLink
-        var contact: ContactRecord?
-        var profile: ProfileRecord?
-
-        /// What the page shows of `decision`: with the user's name and language, unless not found.
-        func view(_ decision: LinkDecision) -> LinkView {
-            guard decision.check != .notFound else { return LinkView(check: .notFound) }
-            return LinkView(
-                check: decision.check,
-                personName: self.profile?.name ?? "",
-                language: self.profile?.language ?? "",
-                state: decision.state
-            )
-        }
-    }
-
     private func linkTarget(_ token: LinkToken, in db: Database) throws -> LinkTarget? {
         guard
             let row = try Row.fetchOne(

@@ -6,23 +6,6 @@ import HearthStore
 // The switch's rules run in ``SwitchMachine``; here, inside a write transaction, the store
 // reads what a transition needs and applies what it decided.
 extension SafetyStore {
-    /// The facts a transition reads besides the contacts (each is a read of the alert table).
-    struct FactReads: OptionSet, Sendable {
-        let rawValue: Int
-        static let decided = FactReads(rawValue: 1 << 0)
-        static let period = FactReads(rawValue: 1 << 1)
-        static let reminders = FactReads(rawValue: 1 << 2)
-        static let alarm = FactReads(rawValue: 1 << 3)
-
-        /// The reminders, when `profile` has them on (a transition that cannot turn them on).
-        static func reminders(of profile: ProfileRecord) -> FactReads { profile.reminderEnabled ? .reminders : [] }
-
-        /// The period's messages, when a pause has run out by `now` (its end begins a period).
-        static func period(endingPauseOf profile: ProfileRecord, at now: Date) -> FactReads {
-            profile.switchState.pauseOver(at: now) ? .period : []
-        }
-    }
-
     /// `profile`'s switch, with the facts `reads` names as they stand in this transaction.
     func machine(
         _ profile: ProfileRecord,

@@ -51,38 +51,10 @@ struct SafetyStore: SafetyPersistence {
     {
         let now = self.now
         return try await self.base.write { db in
-            let profile =
-                try self.profile(user, in: db)
-                ?? ProfileRecord(
-                    userID: user,
-                    name: "",
-                    email: "",
-                    thresholdHours: 24,
-                    language: "en",
-                    timeZone: "UTC",
-                    reminderEnabled: false,
-                    reminderHour: 9,
-                    reminderMinute: 0,
-                    pushToken: "",
-                    countActivity: false,
-                    isActive: true,
-                    periodStart: now,
-                    lastCheckInAt: nil,
-                    snoozes: 0,
-                    snoozesInARow: 0,
-                    pausedUntil: nil,
-                    epoch: 1,
-                    checkInEpoch: 1,
-                    nextDueAt: nil,
-                    createdAt: now,
-                    updatedAt: now
-                )
+            let profile = try self.profile(user, in: db) ?? ProfileRecord.fresh(user, at: now)
             var settings = profile
             apply(&settings)
-            // Made active again: a new period starts, which reads the old one's messages.
-            let reads: FactReads =
-                settings.isActive && !profile.isActive ? [.decided, .reminders, .period] : [.decided, .reminders]
-            var machine = try self.machine(profile, at: now, reading: reads, in: db)
+            var machine = try self.machine(profile, at: now, reading: .settingsChange(profile, to: settings), in: db)
             machine.changeSettings(to: settings.switchState, at: now)
             let changed = settings.with(machine.state)
             // Saved first: a new profile's messages refer to it.

@@ -6,7 +6,7 @@ public import ServiceLifecycle
 
 /// A PostgreSQL store's pool of connections (PostgresNIO's `PostgresClient`), run as a lifecycle
 /// service beside the process's server: calls lease a connection for a transaction or a read.
-public struct PostgresDatabase: Service, Sendable {
+public struct PostgresPool: Service, Sendable {
     public let client: PostgresClient
     public let location: PostgresLocation
     let logger: Logger
@@ -32,22 +32,19 @@ public struct PostgresDatabase: Service, Sendable {
         self.logger = logger
     }
 
-    /// Runs the pool until cancelled (a graceful shutdown); calls fail after.
+    /// Runs the pool until cancelled or shut down gracefully; calls fail after. A process stops
+    /// it last (``ServiceModule/foundations``), once the work that uses it has stopped.
     public func run() async throws {
-        await withGracefulShutdownHandler {
-            await self.client.run()
-        } onGracefulShutdown: {
-        }
+        await self.client.run()
     }
 
-    /// Opens one connection of its own (the pool need not run), applies `migrations` and closes
-    /// it: a store is migrated before it serves.
-    public static func migrate(
+    /// Opens one connection of its own (the pool need not run), runs `body` on it and closes it:
+    /// a store is migrated and checked before it serves.
+    public static func withSetupConnection<T: Sendable>(
         _ location: PostgresLocation,
-        _ migrations: [PostgresMigration],
-        lockKey: Int64,
-        logger: Logger
-    ) async throws {
+        logger: Logger,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let connection = try await PostgresConnection.connect(
             configuration: PostgresConnection.Configuration(
                 host: location.host,
@@ -60,13 +57,15 @@ public struct PostgresDatabase: Service, Sendable {
             id: 0,
             logger: logger
         )
+        let value: T
         do {
-            try await connection.migrate(migrations, lockKey: lockKey, logger: logger)
+            value = try await body(connection)
         } catch {
             try? await connection.close()
             throw error
         }
         try await connection.close()
+        return value
     }
 
     /// Runs `body` in a transaction on a leased connection; run again (up to

@@ -1,0 +1,180 @@
+import Foundation
+import HearthPostgres
+import HearthStore
+import PostgresNIO
+
+// The records read and written on PostgreSQL: the same select lists as on SQLite (taken by
+// position), bound through PostgresNIO's interpolation; sealed values are `bytea`.
+extension ProfileRecord {
+    /// A row of ``selection``; the name and email are opened with `keys`.
+    init(postgres columns: PostgresCells, keys: DataKeys) throws {
+        self.userID = try columns.value(0)
+        self.name = try keys.open(columns.value(1), .profileName, row: self.userID)
+        self.email = try keys.open(columns.value(2), .profileEmail, row: self.userID)
+        self.thresholdHours = try columns.value(3)
+        self.language = try columns.value(4)
+        self.timeZone = try columns.value(5)
+        self.reminderEnabled = try columns.value(6)
+        self.reminderHour = try columns.value(7)
+        self.reminderMinute = try columns.value(8)
+        self.pushToken = try columns.value(9)
+        self.countActivity = try columns.value(10)
+        self.periodStart = try columns.date(11)
+        self.lastCheckInAt = try columns.optionalDate(12)
+        self.snoozes = try columns.value(13)
+        self.pausedUntil = try columns.optionalDate(14)
+        self.epoch = try columns.value(15)
+        self.checkInEpoch = try columns.value(16)
+        self.nextDueAt = try columns.optionalDate(17)
+        self.createdAt = try columns.date(18)
+        self.updatedAt = try columns.date(19)
+        self.snoozesInARow = try columns.value(20)
+        self.isActive = try columns.value(21)
+    }
+
+    /// Inserts the profile, or replaces every column of the one stored.
+    func save(on connection: PostgresConnection, sealingWith keys: DataKeys) async throws {
+        try await connection.run(
+            """
+            INSERT INTO profile (\(unescaped: Self.columnNames.joined(separator: ", ")))
+            VALUES (\(self.userID), \(keys.seal(self.name, .profileName, row: self.userID)),
+                \(keys.seal(self.email, .profileEmail, row: self.userID)), \(self.thresholdHours), \(self.language),
+                \(self.timeZone), \(self.reminderEnabled), \(self.reminderHour), \(self.reminderMinute),
+                \(self.pushToken), \(self.countActivity), \(self.periodStart.postgres), \(self.lastCheckInAt.postgres),
+                \(self.snoozes), \(self.pausedUntil.postgres), \(self.epoch), \(self.checkInEpoch),
+                \(self.nextDueAt.postgres), \(self.createdAt.postgres), \(self.updatedAt.postgres),
+                \(self.snoozesInARow), \(self.isActive))
+            ON CONFLICT (user_id) DO UPDATE SET \(unescaped: Self.upsertAssignments)
+            """
+        )
+    }
+
+    private static let upsertAssignments = columnNames.dropFirst().map { "\($0) = excluded.\($0)" }
+        .joined(separator: ", ")
+
+    /// Saves the switch's moving parts (what a check-in, snooze, pause or decision changes).
+    func saveSwitch(on connection: PostgresConnection) async throws {
+        try await connection.run(
+            """
+            UPDATE profile SET time_zone = \(self.timeZone), period_start = \(self.periodStart.postgres),
+                last_check_in_at = \(self.lastCheckInAt.postgres), snoozes = \(self.snoozes),
+                snoozes_in_a_row = \(self.snoozesInARow), paused_until = \(self.pausedUntil.postgres),
+                epoch = \(self.epoch), check_in_epoch = \(self.checkInEpoch), next_due_at = \(self.nextDueAt.postgres),
+                updated_at = \(self.updatedAt.postgres)
+            WHERE user_id = \(self.userID)
+            """
+        )
+    }
+}
+
+extension AlertRecord {
+    /// A row of ``selection``, opened with `keys`.
+    init(postgres columns: PostgresCells, keys: DataKeys) throws {
+        self.id = try columns.value(0)
+        self.userID = try columns.value(1)
+        self.epoch = try columns.value(2)
+        self.kind = try columns.value(3)
+        let channel: String = try columns.value(4)
+        guard let known = Channel(rawValue: channel) else {
+            throw StoredValueError(message: "alert \(self.id) has channel \(channel)")
+        }
+        self.channel = known
+        self.contactID = try columns.value(5)
+        self.address = try keys.open(columns.value(6), .alertAddress, row: self.id)
+        self.addressKey = try columns.value(7)
+        self.subject = try keys.open(columns.value(8), .alertSubject, row: self.id)
+        self.body = try keys.open(columns.value(9), .alertBody, row: self.id)
+        let state: String = try columns.value(10)
+        guard let stored = State(rawValue: state) else {
+            throw StoredValueError(message: "alert \(self.id) has state \(state)")
+        }
+        self.state = stored
+        self.attempts = try columns.value(11)
+        self.lastError = try columns.value(12)
+        self.nextAttemptAt = try columns.optionalDate(13)
+        self.sentAt = try columns.optionalDate(14)
+        self.createdAt = try columns.date(15)
+        self.claimedAt = try columns.optionalDate(16)
+        self.mayHaveArrived = try columns.value(17)
+    }
+
+    /// What a message no longer pending stops keeping, as PostgreSQL's SQL.
+    static let forgetPostgres = "address = ''::bytea, subject = ''::bytea, body = ''::bytea"
+
+    /// Inserts the message; a pending one with its address and words sealed, another without
+    /// them. With `ignoringConflict`, one already decided (`alert_once`) is left as it is.
+    func insert(on connection: PostgresConnection, sealingWith keys: DataKeys, ignoringConflict: Bool = false)
+        async throws
+    {
+        let keeps = self.state == .pending
+        try await connection.run(
+            """
+            INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
+                state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
+            VALUES (\(self.id), \(self.userID), \(self.epoch), \(self.kind), \(self.channel.rawValue), \(self.contactID),
+                \(keeps ? keys.seal(self.address, .alertAddress, row: self.id) : Data()), \(self.addressKey),
+                \(keeps ? keys.seal(self.subject, .alertSubject, row: self.id) : Data()),
+                \(keeps ? keys.seal(self.body, .alertBody, row: self.id) : Data()), \(self.state.rawValue),
+                \(self.attempts), \(self.lastError), \(self.nextAttemptAt.postgres), \(self.sentAt.postgres),
+                \(self.createdAt.postgres), \(self.claimedAt.postgres), \(self.mayHaveArrived))
+            \(unescaped: ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
+            """
+        )
+    }
+
+    /// Saves what became of an attempt (emptying the address and words once no longer pending).
+    func updateDelivery(on connection: PostgresConnection) async throws {
+        try await connection.run(
+            """
+            UPDATE alert SET state = \(self.state.rawValue), attempts = \(self.attempts), last_error = \(self.lastError),
+                next_attempt_at = \(self.nextAttemptAt.postgres), sent_at = \(self.sentAt.postgres),
+                claimed_at = \(self.claimedAt.postgres), may_have_arrived = \(self.mayHaveArrived)
+                \(unescaped: self.state == .pending ? "" : ", " + Self.forgetPostgres)
+            WHERE id = \(self.id)
+            """
+        )
+    }
+}
+
+extension ContactRecord {
+    /// A row of ``selection``; the address and name are opened with `keys`.
+    init(postgres columns: PostgresCells, keys: DataKeys) throws {
+        self.id = try columns.value(0)
+        self.userID = try columns.value(1)
+        self.email = try keys.open(columns.value(2), .contactEmail, row: self.id)
+        self.emailKey = try columns.value(3)
+        self.name = try keys.open(columns.value(4), .contactName, row: self.id)
+        self.createdAt = try columns.date(5)
+        self.state = try columns.value(6)
+        self.invitedAt = try columns.optionalDate(7)
+        self.invitationExpiresAt = try columns.optionalDate(8)
+        self.invitationsSent = try columns.value(9)
+        self.answeredAt = try columns.optionalDate(10)
+        self.alarmsUntil = try columns.optionalDate(11)
+    }
+
+    func insert(on connection: PostgresConnection, sealingWith keys: DataKeys) async throws {
+        try await connection.run(
+            """
+            INSERT INTO contact (id, user_id, email, email_key, name, created_at, state, invited_at,
+                invitation_expires_at, invitations_sent, answered_at, alarms_until)
+            VALUES (\(self.id), \(self.userID), \(keys.seal(self.email, .contactEmail, row: self.id)), \(self.emailKey),
+                \(keys.seal(self.name, .contactName, row: self.id)), \(self.createdAt.postgres), \(self.state),
+                \(self.invitedAt.postgres), \(self.invitationExpiresAt.postgres), \(self.invitationsSent),
+                \(self.answeredAt.postgres), \(self.alarmsUntil.postgres))
+            """
+        )
+    }
+
+    /// Saves where the contact stands (its address and name never change).
+    func updateConsent(on connection: PostgresConnection) async throws {
+        try await connection.run(
+            """
+            UPDATE contact SET state = \(self.state), invited_at = \(self.invitedAt.postgres),
+                invitation_expires_at = \(self.invitationExpiresAt.postgres), invitations_sent = \(self.invitationsSent),
+                answered_at = \(self.answeredAt.postgres), alarms_until = \(self.alarmsUntil.postgres)
+            WHERE id = \(self.id)
+            """
+        )
+    }
+}
