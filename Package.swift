@@ -328,6 +328,7 @@ let package = Package(
                 "HearthBench",
                 "HearthCore",
                 "HearthRPC",
+                "HearthPostgres",
                 "HearthStore",
                 "HearthGateway",
                 "HearthContactPage",

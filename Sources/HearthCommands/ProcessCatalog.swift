@@ -8,6 +8,7 @@ import HearthContracts
 import HearthCore
 import HearthGateway
 import HearthMail
+import HearthPostgres
 import HearthPush
 import HearthRPC
 import HearthRelay
@@ -40,7 +41,7 @@ extension ProcessName {
 
     /// Builds this process's module (its services and their background work), with stores under
     /// the settings' data folder.
-    func makeModule(settings: ProcessSettings) throws -> ServiceModule {
+    func makeModule(settings: ProcessSettings) async throws -> ServiceModule {
         let store = { (name: String) in
             StoreLocation.file(settings.dataDirectory.appendingPathComponent("\(name).sqlite").path)
         }
@@ -89,6 +90,14 @@ extension ProcessName {
                 checkInLink: settings.mail.checkInLink
             )
             guard let keyFile = settings.dataKeyFile else { preconditionFailure("safety is given its data key file") }
+            if let postgres = settings.safetyStore {
+                return try await SafetyService.module(
+                    postgres: postgres,
+                    keys: try DataKeys(file: keyFile),
+                    channels: channels,
+                    logger: logger
+                )
+            }
             return try SafetyService.module(
                 location: store("safety"),
                 keys: try DataKeys(file: keyFile),
@@ -128,6 +137,8 @@ struct ProcessSettings: Sendable {
     var secrets: Secrets
     /// Where safety's data keys are (``DataKeyRing``); nil for the other processes.
     var dataKeyFile: URL? = nil
+    /// Safety's store on PostgreSQL; nil: its SQLite file in the data folder.
+    var safetyStore: PostgresLocation? = nil
     var gateway: GatewaySettings
     /// Where the services this process calls listen.
     var peers: PeerOptions
@@ -259,7 +270,7 @@ func makeProcess(_ name: ProcessName, settings: ProcessSettings) async throws ->
         }
         return HearthProcess(name: name, server: server, companions: companions, metrics: metrics)
     default:
-        let module = try name.makeModule(settings: settings)
+        let module = try await name.makeModule(settings: settings)
         let server = RPCServer(
             configuration: ServerConfiguration(
                 host: settings.host,

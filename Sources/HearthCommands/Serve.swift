@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCommandLine
+import HearthPostgres
 import HearthRPC
 import ServiceLifecycle
 
@@ -29,6 +30,18 @@ struct Serve: AsyncParsableCommand {
     )
     var port: Int?
 
+    @Option(
+        help: """
+            safety only: its store on PostgreSQL, which several safety processes may share, as \
+            postgres://USER@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]; the password from \
+            --store-password-file or HEARTH_STORE_PASSWORD. Default: safety.sqlite in --data.
+            """
+    )
+    var store: String?
+
+    @Option(help: "safety only: a file holding the PostgreSQL store's password (else HEARTH_STORE_PASSWORD).")
+    var storePasswordFile: String?
+
     @OptionGroup var run: RunOptions
     @OptionGroup(title: "Gateway options") var gateway: GatewaySettings
     @OptionGroup(title: "Peers (services this one calls)") var peers: PeerOptions
@@ -40,6 +53,17 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(
                 "--tls-cert, --tls-key and --plaintext are for the gateway's listener; \(self.name.rawValue) has none"
             )
+        }
+        if self.name != .safety, self.store != nil || self.storePasswordFile != nil {
+            throw ValidationError(
+                "--store and --store-password-file are safety's; \(self.name.rawValue) keeps SQLite files in --data"
+            )
+        }
+        if self.store == nil, self.storePasswordFile != nil {
+            throw ValidationError("--store-password-file needs --store postgres://...")
+        }
+        if let store = self.store, !PostgresLocation.isAddress(store) {
+            throw ValidationError("--store takes a postgres://USER@HOST:PORT/DATABASE address, not \(store)")
         }
         // Production defaults: no gateway taking tokens in the clear from the network, no
         // safety sending its alarms nowhere, unless the operator says so.
@@ -66,6 +90,7 @@ struct Serve: AsyncParsableCommand {
                 ),
                 dataKeyFile: self.name == .safety
                     ? try self.run.secrets.dataKeyFile(dataDirectory: dataDirectory) : nil,
+                safetyStore: try self.safetyStore(),
                 gateway: self.gateway,
                 peers: self.peers,
                 mail: self.run.mail,
@@ -76,5 +101,23 @@ struct Serve: AsyncParsableCommand {
         )
         let group = serviceGroup(for: [process], host: self.run.host, metricsPort: self.run.metricsPort, logger: logger)
         try await group.run()
+    }
+
+    /// Safety's PostgreSQL store, with its password; nil for its SQLite file.
+    private func safetyStore() throws -> PostgresLocation? {
+        guard let store = self.store else { return nil }
+        var password = ProcessInfo.processInfo.environment["HEARTH_STORE_PASSWORD"]
+        if let file = self.storePasswordFile {
+            do {
+                password = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .newlines)
+            } catch {
+                throw ValidationError("could not read --store-password-file \(file): \(error.localizedDescription)")
+            }
+        }
+        do {
+            return try PostgresLocation(url: store, password: password)
+        } catch let error as PostgresLocationInvalid {
+            throw ValidationError(error.description)
+        }
     }
 }

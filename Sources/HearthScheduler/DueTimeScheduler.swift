@@ -23,6 +23,8 @@ public final class DueTimeScheduler: Service {
     private let clock: any WallClock
     private let logger: Logger
     private let retryDelay: TimeInterval
+    /// The longest it sleeps between passes; nil: until the next due time or a wake-up.
+    private let lookAtLeastEvery: TimeInterval?
     private let signal = WakeSignal()
     private let passes = Atomic<Int>(0)
     private let sleeping = Atomic<Bool>(false)
@@ -33,12 +35,22 @@ public final class DueTimeScheduler: Service {
     private let wakesHandled = Atomic<Int>(0)
     private let failureObserver = Mutex<(@Sendable (any Error) -> Void)?>(nil)
 
-    /// - Parameter retryDelay: how long to wait after the work failed before trying again.
-    public init(work: any DueWork, clock: any WallClock, logger: Logger, retryDelay: TimeInterval = 1) {
+    /// - Parameters:
+    ///   - retryDelay: how long to wait after the work failed before trying again.
+    ///   - lookAtLeastEvery: the longest sleep between passes, for work that others may make
+    ///     due without waking this scheduler (processes sharing one database); nil: none.
+    public init(
+        work: any DueWork,
+        clock: any WallClock,
+        logger: Logger,
+        retryDelay: TimeInterval = 1,
+        lookAtLeastEvery: TimeInterval? = nil
+    ) {
         self.work = work
         self.clock = clock
         self.logger = logger
         self.retryDelay = retryDelay
+        self.lookAtLeastEvery = lookAtLeastEvery
     }
 
     /// Also tells `observer` of each error a pass fails with (its process's health hears of a
@@ -95,7 +107,8 @@ public final class DueTimeScheduler: Service {
                 self.lastPass.store(now.timeIntervalSince1970, ordering: .releasing)
                 self.wakesHandled.store(wakesSeen, ordering: .releasing)
                 self.sleeping.store(true, ordering: .releasing)
-                await self.sleep(until: wakeAt)
+                let lookAgain = self.lookAtLeastEvery.map { now.addingTimeInterval($0) }
+                await self.sleep(until: [wakeAt, lookAgain].compactMap { $0 }.min())
                 self.sleeping.store(false, ordering: .relaxed)
             }
         }

@@ -12,7 +12,7 @@ import Testing
 @testable import SafetyService
 
 /// Contacts who agreed, the way they agree: from the link in their invitation.
-extension SafetyStore {
+extension SafetyPersistence {
     /// Adds a contact and confirms it from its invitation's link, as the contact would: the
     /// invitation is claimed and recorded as sent (a sender's part), then the link answered. The
     /// user's push of it is delivered too, so the outbox holds nothing of it.

@@ -88,6 +88,8 @@ struct AlertSender: DueWork {
             // Whether a claim may find more: its last one was cut short by the free senders,
             // or time has passed since.
             var mayFindMore = true
+            // The claims under way are renewed every third of their lease.
+            var renewedAt = self.store.now
             while true {
                 let free = Self.sendersAtOnce - underWay.count
                 if mayFindMore, free >= Self.claimAtLeast || underWay.isEmpty, !Task.isCancelled {
@@ -134,6 +136,10 @@ struct AlertSender: DueWork {
                     ticking = false
                     mayFindMore = true
                     await self.writeHeldOutcomes()
+                    if self.store.now >= renewedAt.addingTimeInterval(self.lease / 3) {
+                        renewedAt = self.store.now
+                        await self.renew(underWay, at: renewedAt)
+                    }
                 }
             }
             group.cancelAll()
@@ -143,6 +149,17 @@ struct AlertSender: DueWork {
         // Outcomes still held mean the store cannot be written: the pass fails, so the process's
         // health hears of it (the scheduler tries again after its retry delay).
         if let writeFailure = self.unrecorded.writeFailure { throw writeFailure }
+    }
+
+    /// Keeps the claims on the messages under way for another lease: a send longer than its
+    /// lease must not let another process send the message too.
+    private func renew(_ underWay: Set<String>, at now: Date) async {
+        guard !underWay.isEmpty else { return }
+        do {
+            try await self.store.extendClaims(underWay, until: now.addingTimeInterval(self.lease))
+        } catch {
+            self.logger.error("could not renew the claims of sends under way", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Writes again the outcomes that could not be written before.

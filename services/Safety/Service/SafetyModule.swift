@@ -1,5 +1,5 @@
 public import Foundation
-public import HearthCore
+import HearthCore
 public import HearthPostgres
 import HearthRPC
 public import HearthScheduler
@@ -18,12 +18,13 @@ extension SafetyService {
 
     /// The safety process's module on PostgreSQL, which several safety processes may share: the
     /// database is migrated and its keys checked first; its pool runs before the service.
-    /// - Parameter lease: how long a claimed message is this process's before another may send it.
+    /// A claimed message is this process's for ``replicaLease`` (renewed while its send lasts),
+    /// then any process's; the schedulers look every ``replicaLookEvery`` at most, for what
+    /// another process made due.
     public static func module(
         postgres location: PostgresLocation,
         keys: DataKeys,
         channels: AlertChannels,
-        lease: TimeInterval = 10 * 60,
         logger: Logger
     ) async throws -> ServiceModule {
         let store = try await PostgresSafetyStore.open(
@@ -38,8 +39,15 @@ extension SafetyService {
             clock: SystemClock(),
             logger: logger,
             messageDomain: "hearth.local",
-            lease: lease
+            lease: Self.replicaLease,
+            lookAtLeastEvery: Self.replicaLookEvery
         )
         return ServiceModule(services: [safety], work: safety.schedulers, foundations: [store.database])
     }
+
+    /// How long a claim on PostgreSQL holds a message from the other processes: a process that
+    /// dies while sending delays that message by at most this (plus a look, ``replicaLookEvery``).
+    public static let replicaLease: TimeInterval = 30
+    /// How often a process on PostgreSQL looks for work another process made due.
+    public static let replicaLookEvery: TimeInterval = 1
 }

@@ -44,14 +44,17 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         self.init(store: store, channels: channels, clock: clock, logger: logger, messageDomain: messageDomain)
     }
 
-    /// On `store`, with its schedulers; a message claimed for sending is under way for `lease`.
+    /// On `store`, with its schedulers; a message claimed for sending is under way for `lease`
+    /// (renewed while the send lasts). `lookAtLeastEvery`: the longest the schedulers sleep, for
+    /// a store other processes share (what they make due wakes no scheduler here).
     init(
         store: any SafetyPersistence,
         channels: AlertChannels,
         clock: any WallClock,
         logger: Logger,
         messageDomain: String,
-        lease: TimeInterval = AlertSender.lease
+        lease: TimeInterval = AlertSender.lease,
+        lookAtLeastEvery: TimeInterval? = nil
     ) {
         let senders = AlertRecord.Channel.allCases.map { channel in
             DueTimeScheduler(
@@ -64,7 +67,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
                     lease: lease
                 ),
                 clock: clock,
-                logger: logger
+                logger: logger,
+                lookAtLeastEvery: lookAtLeastEvery
             )
         }
         self.store = store
@@ -72,7 +76,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         self.decider = DueTimeScheduler(
             work: AlertDecider(store: store, wakeSenders: { Self.wake(senders) }),
             clock: clock,
-            logger: logger
+            logger: logger,
+            lookAtLeastEvery: lookAtLeastEvery
         )
         // Deletes the history no rule reads any more (``SafetyPersistence/pruneHistory(now:usersPerBatch:rowsPerTransaction:)``), the
         // links that can no longer act and what addresses answered once nothing needs it

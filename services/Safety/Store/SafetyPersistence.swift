@@ -60,6 +60,9 @@ protocol SafetyPersistence: Sendable {
         lease: TimeInterval,
         excluding excluded: Set<String>
     ) async throws -> [ClaimedAlert]
+    /// Keeps the claims on `ids` (attempts still under way) until `until`, unless an outcome
+    /// was recorded meanwhile: a long send keeps its message from another process.
+    func extendClaims(_ ids: Set<String>, until: Date) async throws
     /// What became of a claimed attempt.
     func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws
 

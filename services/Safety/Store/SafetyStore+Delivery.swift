@@ -106,6 +106,19 @@ extension SafetyStore {
         }
     }
 
+    func extendClaims(_ ids: Set<String>, until: Date) async throws {
+        try await self.outcomes.write { db in
+            for id in ids {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET next_attempt_at = ?
+                        WHERE id = ? AND claimed_at IS NOT NULL AND state = 'pending'
+                        """
+                ).execute(binding: until.stored, id)
+            }
+        }
+    }
+
     /// A warning left pending past its deadline (decided before a restart, or retrying while
     /// the webhook was down): "we'll email your contact in 10 minutes" while they are being
     /// emailed. The decider cancels such warnings when it decides the alert, but a sender may

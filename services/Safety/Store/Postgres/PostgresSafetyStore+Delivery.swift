@@ -71,6 +71,17 @@ extension PostgresSafetyStore {
         }
     }
 
+    func extendClaims(_ ids: Set<String>, until: Date) async throws {
+        try await self.database.transaction { db in
+            try await db.run(
+                """
+                UPDATE alert SET next_attempt_at = \(until.postgres)
+                WHERE id = ANY(\(ids.sorted())) AND claimed_at IS NOT NULL AND state = 'pending'
+                """
+            )
+        }
+    }
+
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:
     /// taken back (they may have arrived), and an alarm among them earns its contact the
     /// all-clear. Each in a transaction of its own, under its user's lock.

@@ -1,0 +1,213 @@
+import Foundation
+import HearthCore
+import HearthMail
+import HearthPostgres
+import HearthPush
+import HearthScheduler
+import HearthStore
+import HearthTestSupport
+import Logging
+import Synchronization
+import Testing
+
+@testable import SafetyService
+
+/// Several safety processes on one PostgreSQL database: each due alarm is sent once, whichever
+/// process claims it, and a message a process claimed and never finished (it died) is sent by
+/// another once the claim's lease has run out, with the same Message-ID.
+@Suite("Safety replicas on one PostgreSQL", .timeLimit(.minutes(2)), .serialized)
+struct ReplicaTests {
+    static let t0 = Date(timeIntervalSince1970: 1_773_144_000)
+    static let hour: TimeInterval = 3600
+    static let lease: TimeInterval = 30
+
+    @Test("two replicas decide and send 30 due alarms: each exactly once")
+    func eachAlarmOnce() async throws {
+        try await withReplicas(count: 2) { replicas in
+            let users = (0..<30).map { "user-\($0)" }
+            replicas.start()
+            for user in users {
+                try await replicas.setUpSwitch(user, on: replicas.stores[Int.random(in: 0..<2)])
+            }
+            try await replicas.advance(to: Self.t0 + 24 * Self.hour + 1)
+            try await eventually("every alarm sent") { try replicas.alarmIDs().count >= users.count }
+            try await replicas.advance(to: Self.t0 + 24 * Self.hour + 120)
+            let ids = try replicas.alarmIDs()
+            #expect(ids.count == users.count, "one email per switch")
+            #expect(Set(ids).count == ids.count, "no Message-ID twice")
+            #expect(Set(try replicas.sink.messages().compactMap { $0["to"] as? String }).count == users.count)
+        }
+    }
+
+    @Test("an alarm claimed by a process that died is sent by another when the lease runs out, once")
+    func lapsedClaimTakenOver() async throws {
+        try await withReplicas(count: 1) { replicas in
+            // A process that died: it decided and claimed the alarm, and never sent it.
+            let dead = try await replicas.openStore()
+            try await replicas.setUpSwitch("mei", on: dead)
+            replicas.clock.set(Self.t0 + 24 * Self.hour)
+            #expect(try await dead.decideDue(now: replicas.clock.now(), limit: 10) == 1)
+            let claimed = try await dead.claimDue(.email, now: replicas.clock.now(), limit: 10, lease: Self.lease)
+            let alarm = try #require(claimed.first { $0.alert.kind == MessageKind.alert }?.alert)
+            // The other process starts only now: it cannot have taken the alarm first.
+            replicas.start()
+
+            try await replicas.advance(to: Self.t0 + 24 * Self.hour + Self.lease - 1)
+            #expect(try replicas.alarmIDs().isEmpty, "not before the lease runs out")
+            try await replicas.advance(to: Self.t0 + 24 * Self.hour + Self.lease)
+            try await eventually("the other process sends it") { try replicas.alarmIDs().count == 1 }
+            #expect(try replicas.alarmIDs() == ["<\(alarm.id)@hearth.local>"], "the same Message-ID")
+            let stored = try #require(try await replicas.stores[0].messages(of: "mei").first { $0.id == alarm.id })
+            #expect(stored.state == .sent)
+            #expect(stored.mayHaveArrived, "the dead process may have sent it")
+            #expect(stored.attempts == 1, "its unfinished attempt does not count toward giving up")
+            try await replicas.advance(to: Self.t0 + 24 * Self.hour + 3 * Self.lease)
+            #expect(try replicas.alarmIDs().count == 1)
+        }
+    }
+}
+
+/// Runs `body` with `count` safety services on one PostgreSQL server (each its own pool and
+/// schedulers, one clock), emails to one SMTP sink; stops all of it afterwards, awaited.
+func withReplicas<T>(count: Int, _ body: (Replicas) async throws -> T) async throws -> T {
+    try await withPostgresServer { server in
+        try await using(try await Replicas(server: server, count: count), teardown: { await $0.stop() }, body)
+    }
+}
+
+final class Replicas: Sendable {
+    let server: PostgresServer
+    let clock = ManualClock(ReplicaTests.t0)
+    let sink: SMTPSink
+    let webhook: WebhookListener
+    let keyFolder: URL
+    let stores: [PostgresSafetyStore]
+    let services: [SafetyService]
+    private let running = Mutex<[Task<Void, any Error>]>([])
+    /// The pools of stores opened apart from the services (``openStore()``).
+    private let extraPools = Mutex<[Task<Void, any Error>]>([])
+
+    init(server: PostgresServer, count: Int) async throws {
+        self.server = server
+        self.sink = try await SMTPSink()
+        self.webhook = try await WebhookListener()
+        let keyFolder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-replicas-\(UUID())")
+        self.keyFolder = keyFolder
+        try FileManager.default.createDirectory(at: keyFolder, withIntermediateDirectories: true)
+        let keyFile = keyFolder.appendingPathComponent("data.key")
+        try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+        var stores: [PostgresSafetyStore] = []
+        var services: [SafetyService] = []
+        for _ in 0..<count {
+            let store = try await Self.open(server, keyFile: keyFile, clock: self.clock)
+            let service = SafetyService(
+                store: store,
+                channels: AlertChannels(
+                    mail: SMTPClient(
+                        configuration: SMTPConfiguration(host: "127.0.0.1", port: self.sink.port, security: .none)
+                    ),
+                    from: MailAddress("alerts@hearth.example", name: "Hearth"),
+                    push: WebhookPushSender(url: "http://127.0.0.1:\(self.webhook.port)/push")
+                ),
+                clock: self.clock,
+                logger: Self.logger,
+                messageDomain: "hearth.local",
+                lease: ReplicaTests.lease,
+                lookAtLeastEvery: SafetyService.replicaLookEvery
+            )
+            stores.append(store)
+            services.append(service)
+        }
+        self.stores = stores
+        self.services = services
+    }
+
+    /// Starts every service's schedulers (and its pool).
+    func start() {
+        for (store, service) in zip(self.stores, self.services) {
+            let task = Task {
+                let pool = Task { try await store.database.run() }
+                let work = Task { try await service.schedulers.runAll() }
+                let result = await withTaskCancellationHandler {
+                    await work.result
+                } onCancel: {
+                    work.cancel()
+                }
+                pool.cancel()
+                _ = await pool.result
+                try result.get()
+            }
+            self.running.withLock { $0.append(task) }
+        }
+    }
+
+    var keyFile: URL { self.keyFolder.appendingPathComponent("data.key") }
+
+    static let logger: Logger = {
+        var logger = Logger(label: "safety-replicas")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    private static func open(_ server: PostgresServer, keyFile: URL, clock: ManualClock) async throws
+        -> PostgresSafetyStore
+    {
+        try await PostgresSafetyStore.open(
+            server.location,
+            keys: try DataKeys(file: keyFile),
+            clock: clock,
+            logger: Self.logger
+        )
+    }
+
+    /// Another store on the database, its pool running until the test shuts it down.
+    func openStore() async throws -> PostgresSafetyStore {
+        let store = try await Self.open(self.server, keyFile: self.keyFile, clock: self.clock)
+        let pool = Task { try await store.database.run() }
+        self.extraPools.withLock { $0.append(pool) }
+        return store
+    }
+
+    /// An armed switch for `user` (24 h, one confirmed contact at `USER@contacts.example`),
+    /// checked in at the start, made through `store` (its invitation is not an alarm: left out
+    /// of ``alarmIDs()``).
+    func setUpSwitch(_ user: String, on store: PostgresSafetyStore) async throws {
+        _ = try await store.upsertProfile(user) { profile in
+            profile.name = user
+            profile.email = "\(user)@example.com"
+            profile.thresholdHours = 24
+            profile.timeZone = "UTC"
+        }
+        try await store.addConfirmedContact(user, email: "\(user)@contacts.example")
+        _ = try await store.recordHeartbeat(user, timeZone: nil, deviceInfo: "test", requestID: "first", source: "app")
+    }
+
+    /// Moves the clock and waits until every replica's schedulers handled what is due by then.
+    func advance(to date: Date) async throws {
+        self.clock.set(date)
+        let schedulers = self.services.flatMap(\.schedulers)
+        for scheduler in schedulers { scheduler.wake() }
+        try await eventually("the replicas have handled what is due by now") {
+            schedulers.allSatisfy { $0.hasHandled(upTo: date) }
+        }
+    }
+
+    /// The Message-IDs of the alarm emails received.
+    func alarmIDs() throws -> [String] {
+        try self.sink.messages().filter { ($0["subject"] as? String)?.contains("Alert") == true }
+            .compactMap { $0["message_id"] as? String }
+    }
+
+    func stop() async {
+        let running = self.running.withLock { $0 }
+        for task in running { task.cancel() }
+        for task in running { _ = try? await task.value }
+        for pool in self.extraPools.withLock({ $0 }) {
+            pool.cancel()
+            _ = try? await pool.value
+        }
+        await self.webhook.close()
+        self.sink.stop()
+        try? FileManager.default.removeItem(at: self.keyFolder)
+    }
+}
