@@ -1,8 +1,10 @@
+public import HearthCore
 public import Logging
 import NIOPosix
 import NIOSSL
 public import PostgresNIO
 public import ServiceLifecycle
+import Synchronization
 
 /// A PostgreSQL store's pool of connections (PostgresNIO's `PostgresClient`), run as a lifecycle
 /// service beside the process's server: calls lease a connection for a transaction or a read.
@@ -68,13 +70,20 @@ public struct PostgresPool: Service, Sendable {
         return value
     }
 
+    /// How long a call waits for a connection before it is answered UNAVAILABLE: with the
+    /// server down, the pool would hold it until its attempts to connect give up (a minute).
+    public static let leaseWait: Duration = .seconds(2)
+
     /// Runs `body` in a transaction on a leased connection; run again (up to
     /// ``conflictAttempts`` times in all) when it lost a race with another transaction.
-    public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    /// - Throws: ``PostgresUnavailable`` when no connection came within ``leaseWait``.
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
         var attempt = 1
         while true {
             do {
-                return try await self.client.withConnection { connection in
+                return try await self.leased { connection in
                     try await connection.inTransaction(logger: self.logger) { try await body($0) }
                 }
             } catch let error as PSQLError where error.isConflict && attempt < Self.conflictAttempts {
@@ -84,8 +93,53 @@ public struct PostgresPool: Service, Sendable {
     }
 
     /// Runs `body` on a leased connection, outside any transaction of its own.
-    public func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await self.client.withConnection { try await body($0) }
+    /// - Throws: ``PostgresUnavailable`` when no connection came within ``leaseWait``.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
+        try await self.leased(body)
+    }
+
+    /// Runs `body` on a connection of the pool, unless none comes within ``leaseWait``: then
+    /// the wait is given up (`body` never runs). Once `body` runs, it is never cut short.
+    private func leased<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
+        let began = LeaseBegan()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await self.client.withConnection { connection in
+                    began.mark()
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: Self.leaseWait)
+                return nil
+            }
+            do {
+                while let next = try await group.next() {
+                    if let value = next {
+                        group.cancelAll()
+                        return value
+                    }
+                    // The wait is over: given up unless `body` has its connection.
+                    if !began.marked {
+                        group.cancelAll()
+                        throw PostgresUnavailable(cause: nil)
+                    }
+                }
+            } catch let error as PSQLError {
+                throw error
+            } catch let error as PostgresUnavailable {
+                throw error
+            } catch  where !began.marked {
+                // The pool's own refusal (its breaker tripped after failed connects, it closed).
+                group.cancelAll()
+                throw PostgresUnavailable(cause: error)
+            }
+            throw PostgresUnavailable(cause: nil)
+        }
     }
 }
 
@@ -104,5 +158,27 @@ extension PostgresLocation {
         case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
+    }
+}
+
+/// Whether a leased call's body has begun.
+private final class LeaseBegan: Sendable {
+    private let state = Mutex(false)
+
+    func mark() { self.state.withLock { $0 = true } }
+    var marked: Bool { self.state.withLock { $0 } }
+}
+
+/// No connection to the database came in time: the server is down, unreachable, or refuses
+/// connections. Answered UNAVAILABLE: a client may try again.
+public struct PostgresUnavailable: StorageFailure, CustomStringConvertible {
+    /// The pool's own error, when it gave one.
+    public let cause: (any Error)?
+
+    public var mayPass: Bool { true }
+    public var isStoreFault: Bool { true }
+
+    public var description: String {
+        "no connection to PostgreSQL came in time" + (self.cause.map { ": \($0)" } ?? "")
     }
 }

@@ -127,7 +127,7 @@ extension PostgresSafetyStore {
     private func change(
         _ user: String,
         reading reads: FactReads,
-        _ event: @escaping (inout SwitchMachine, Date) throws(SwitchRefusal) -> Void
+        _ event: @escaping @Sendable (inout SwitchMachine, Date) throws(SwitchRefusal) -> Void
     ) async throws -> SwitchChange {
         let now = self.now
         return try await self.database.transaction { db in
