@@ -22,7 +22,7 @@ public struct Hearth: AsyncParsableCommand {
             Up.self, Serve.self, Call.self, ListCommand.self, DescribeCommand.self, HealthCommand.self, Bench.self,
             BenchCheckins.self, BenchSafety.self,
             BenchTasks.self, FaultWriter.self,
-            TokenCommand.self, MakeSecrets.self, RotateDataKey.self,
+            TokenCommand.self, MakeSecrets.self, RotateDataKey.self, MigrateStore.self,
         ]
     )
 

@@ -18,8 +18,19 @@ public struct PostgresTime: Sendable, Equatable, PostgresNonThrowingEncodable, P
         Self.date(milliseconds: date.millisecondsSince1970)
     }
 
+    /// The date of a count of milliseconds since 1970, added up as the SQLite stores read
+    /// theirs (``StoredDate``: the day's start, then the time of day), to the last bit: a record
+    /// copied from one store to the other reads back equal.
     private static func date(milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        let (days, inDay) = Self.floorDivision(milliseconds, 86_400_000)
+        let dayStart = days * 86_400 - 978_307_200
+        let timeOfDay = Double(inDay / 1000) + Double((inDay % 1000) * 1_000_000) / 1e9
+        return Date(timeIntervalSinceReferenceDate: Double(dayStart) + timeOfDay)
+    }
+
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 
     /// PostgreSQL counts microseconds from 2000-01-01.
@@ -45,8 +56,9 @@ public struct PostgresTime: Sendable, Equatable, PostgresNonThrowingEncodable, P
             let microseconds = buffer.readInteger(as: Int64.self)
         else { throw PostgresDecodingError.Code.typeMismatch }
         // Floor division: a value written by hand with microseconds reads as its millisecond.
-        let (quotient, remainder) = microseconds.quotientAndRemainder(dividingBy: 1000)
-        self.date = Self.date(milliseconds: (remainder < 0 ? quotient - 1 : quotient) + Self.epochOffsetMilliseconds)
+        self.date = Self.date(
+            milliseconds: Self.floorDivision(microseconds, 1000).quotient + Self.epochOffsetMilliseconds
+        )
     }
 }
 

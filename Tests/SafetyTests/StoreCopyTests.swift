@@ -1,0 +1,104 @@
+import Foundation
+import HearthCore
+import HearthPostgres
+import HearthStore
+import HearthTestSupport
+import Logging
+import Testing
+
+@testable import SafetyService
+
+/// `hearth migrate-store safety`: a SQLite store copied into PostgreSQL reads back the same
+/// through the PostgreSQL store, and a database that holds safety's rows is refused.
+@Suite("Safety's store copied into PostgreSQL", .timeLimit(.minutes(2)))
+struct StoreCopyTests {
+    static let t0 = Date(timeIntervalSince1970: 1_773_144_000)
+
+    @Test("switches, contacts, check-ins and the outbox read back the same; a second copy is refused")
+    func copy() async throws {
+        let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
+        let file = try TemporaryStoreFile()
+        let keyFile = file.folder.appendingPathComponent("data.key")
+        try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+        let clock = ManualClock(Self.t0)
+        let users = ["mei", "ken", "ana"]
+        // What the SQLite store holds: switches armed, a contact each, check-ins, warnings
+        // decided (some sent, one pending), an invitation still open.
+        var before: [String: Snapshot] = [:]
+        do {
+            let store = try SafetyStore(location: file.location, keys: try DataKeys(file: keyFile), clock: clock)
+            for user in users {
+                _ = try await store.upsertProfile(user) { profile in
+                    profile.name = "\(user) Chen"
+                    profile.email = "\(user)@example.com"
+                    profile.timeZone = "Asia/Taipei"
+                }
+                try await store.addConfirmedContact(user, email: "\(user)@contacts.example", name: "Brother")
+                _ = try await store.addContact(user, email: "\(user)-2@contacts.example", name: "Sister")
+                _ = try await store.recordHeartbeat(
+                    user,
+                    timeZone: nil,
+                    deviceInfo: "phone",
+                    requestID: "a",
+                    source: "app"
+                )
+            }
+            clock.set(Self.t0 + 21 * 3600 + 1)
+            _ = try await store.decideDue(now: clock.now(), limit: 10)
+            let claimed = try await store.claimDue(.push, now: clock.now(), limit: 1, lease: 60)
+            for claim in claimed { try await store.record(claim.alert.id, attempt: .success(""), now: clock.now()) }
+            for user in users { before[user] = try await Snapshot(user, store) }
+        }
+        try await withPostgresServer { server in
+            let copied = try await SafetyService.copyStore(
+                from: file.location,
+                to: server.location,
+                keys: try DataKeys(file: keyFile),
+                logger: logger
+            )
+            #expect(copied["profile"] == users.count)
+            #expect(copied["contact"] == 2 * users.count)
+            let store = try await PostgresSafetyStore.open(
+                server.location,
+                keys: try DataKeys(file: keyFile),
+                clock: clock,
+                logger: logger
+            )
+            let pool = Task { try await store.database.run() }
+            defer { pool.cancel() }
+            for user in users {
+                let after = try await Snapshot(user, store)
+                #expect(after == before[user], "\(user) reads back the same")
+            }
+            // The copy's switches go on: the next warning is decided on PostgreSQL.
+            clock.set(Self.t0 + 23 * 3600 + 1)
+            #expect(try await store.decideDue(now: clock.now(), limit: 10) == users.count)
+            let refused = await #expect(throws: StoreCopyRefused.self) {
+                try await SafetyService.copyStore(
+                    from: file.location,
+                    to: server.location,
+                    keys: try DataKeys(file: keyFile),
+                    logger: logger
+                )
+            }
+            #expect(refused?.description.contains("empty database") == true)
+            pool.cancel()
+            _ = await pool.result
+        }
+    }
+
+    /// What a user's store holds, as the service reads it.
+    struct Snapshot: Equatable {
+        var profile: ProfileRecord?
+        var contacts: [ContactRecord]
+        var checkIns: [CheckInRow]
+        var messages: [AlertRecord]
+
+        init(_ user: String, _ store: any SafetyPersistence) async throws {
+            self.profile = try await store.profile(user)
+            self.contacts = try await store.contacts(user)
+            self.checkIns = try await store.checkIns(of: user)
+            self.messages = try await store.messages(of: user)
+        }
+    }
+}
