@@ -79,9 +79,12 @@ struct AlarmEmailTests {
         }
     }
 
-    @Test("the alarm a contact receives greets them by the name the user gave; a user who never checked in")
-    func delivered() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "the alarm a contact receives greets them by the name the user gave; a user who never checked in",
+        arguments: StoreKind.allCases
+    )
+    func delivered(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             var contact = Hearth_Safety_V1_AddContactRequest()
             contact.email = "brother@example.com"

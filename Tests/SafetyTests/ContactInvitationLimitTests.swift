@@ -18,9 +18,12 @@ struct ContactInvitationLimitTests {
     let hour: TimeInterval = 3600
     let week = ContactConsent.invitationLifetime
 
-    @Test("an invitation expires after 7 days; it can be re-sent three times, a day apart at least")
-    func expiryAndResend() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "an invitation expires after 7 days; it can be re-sent three times, a day apart at least",
+        arguments: StoreKind.allCases
+    )
+    func expiryAndResend(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             let t0 = system.clock.now()
             let added = try await system.inviteContact("brother@example.com")
@@ -81,9 +84,9 @@ struct ContactInvitationLimitTests {
         }
     }
 
-    @Test("at most 20 invitations a day")
-    func dailyLimit() async throws {
-        try await withSafetySystem { system in
+    @Test("at most 20 invitations a day", arguments: StoreKind.allCases)
+    func dailyLimit(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             let t0 = system.clock.now()
             var ids: [String] = []
@@ -121,9 +124,9 @@ struct ContactInvitationLimitTests {
         }
     }
 
-    @Test("a bad or unknown link says nothing")
-    func badLinks() async throws {
-        try await withSafetySystem { system in
+    @Test("a bad or unknown link says nothing", arguments: StoreKind.allCases)
+    func badLinks(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             _ = try await system.inviteContact("brother@example.com")
             try await system.settle()

@@ -79,9 +79,12 @@ struct ContactInvitationTests {
         }
     }
 
-    @Test("only confirmed contacts get the alarm; each alarm email carries an opt-out link")
-    func onlyConfirmedContactsAreAlarmed() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "only confirmed contacts get the alarm; each alarm email carries an opt-out link",
+        arguments: StoreKind.allCases
+    )
+    func onlyConfirmedContactsAreAlarmed(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             let t0 = system.clock.now()
             _ = try await system.inviteContact("yes@example.com")
@@ -121,9 +124,12 @@ struct ContactInvitationTests {
         }
     }
 
-    @Test("a contact who declines is never invited again by that user, even removed and added again")
-    func declined() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a contact who declines is never invited again by that user, even removed and added again",
+        arguments: StoreKind.allCases
+    )
+    func declined(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             let added = try await system.inviteContact("no@example.com", name: "Ann")
             try await system.settle()

@@ -12,9 +12,12 @@ import Testing
 /// removal and the account's deletion.
 @Suite("Contact refusals", .timeLimit(.minutes(2)), .serialized)
 struct ContactRefusalTests {
-    @Test("a contact removed before answering can still decline or opt out from the links they hold")
-    func removedThenDeclined() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a contact removed before answering can still decline or opt out from the links they hold",
+        arguments: StoreKind.allCases
+    )
+    func removedThenDeclined(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             for address in ["x@example.com", "y@example.com"] {
                 let added = try await system.inviteContact(address)
@@ -38,9 +41,9 @@ struct ContactRefusalTests {
         }
     }
 
-    @Test("deleting the account forgets no refusal and no invitation counted")
-    func deletedAccountRemembers() async throws {
-        try await withSafetySystem { system in
+    @Test("deleting the account forgets no refusal and no invitation counted", arguments: StoreKind.allCases)
+    func deletedAccountRemembers(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             try await system.inviteContact("no@example.com")
             try await system.inviteContact("maybe@example.com")

@@ -152,9 +152,12 @@ struct ExportTests {
         }
     }
 
-    @Test("a user without a profile gets an export with no profile and nothing else, also once they deleted it")
-    func noProfile() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a user without a profile gets an export with no profile and nothing else, also once they deleted it",
+        arguments: StoreKind.allCases
+    )
+    func noProfile(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             let nobody = try await system.exportUser("nobody")
             #expect(!nobody.hasProfile && !nobody.hasStatus)
             #expect(nobody.contacts.isEmpty && nobody.checkIns.isEmpty && nobody.messages.isEmpty)

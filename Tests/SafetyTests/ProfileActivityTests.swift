@@ -11,9 +11,12 @@ import Testing
 struct ProfileActivityTests {
     let hour: TimeInterval = 3600
 
-    @Test("inactive: no warning, alarm or reminder, contacts kept; NOT_ARMED, INACTIVE; unset keeps it")
-    func inactive() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "inactive: no warning, alarm or reminder, contacts kept; NOT_ARMED, INACTIVE; unset keeps it",
+        arguments: StoreKind.allCases
+    )
+    func inactive(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24, reminder: (6, 0))
             #expect(try await system.service.getProfile(.init(), callContext("mei")).isActive)
             let t0 = system.clock.now()
@@ -31,9 +34,12 @@ struct ProfileActivityTests {
         }
     }
 
-    @Test("made inactive in the warning window cancels what is pending; active again, a new period from then")
-    func reactivated() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "made inactive in the warning window cancels what is pending; active again, a new period from then",
+        arguments: StoreKind.allCases
+    )
+    func reactivated(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             try await system.checkIn()

@@ -40,9 +40,12 @@ struct PushPayloadTests {
         try system.webhook.received.compactMap { try JSONSerialization.jsonObject(with: $0.body) as? [String: Any] }
     }
 
-    @Test("what the webhook receives: the warnings' level, buttons (with the call each makes) and deep link")
-    func warningsAsSent() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "what the webhook receives: the warnings' level, buttons (with the call each makes) and deep link",
+        arguments: StoreKind.allCases
+    )
+    func warningsAsSent(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(language: "zh-Hans", reminder: (6, 0))
             let t0 = system.clock.now()
             try await system.checkIn()
@@ -78,8 +81,11 @@ struct PushPayloadTests {
         }
     }
 
-    @Test("every payload safety sends, and one as checkins and tasks send them, passes the schema; a wrong one fails")
-    func schema() async throws {
+    @Test(
+        "every payload safety sends, and one as checkins and tasks send them, passes the schema; a wrong one fails",
+        arguments: StoreKind.allCases
+    )
+    func schema(store: StoreKind) async throws {
         try await withScratchFolder("hearth-push-schema") { folder in
             var files: [String] = []
             var kinds: Set<String> = []
@@ -90,7 +96,7 @@ struct PushPayloadTests {
                 let json = try JSONSerialization.jsonObject(with: body) as? [String: Any]
                 kinds.insert(json?["kind"] as? String ?? "?")
             }
-            try await withSafetySystem { system in
+            try await withSafetySystem(store: store) { system in
                 try await system.profile(reminder: (6, 0))
                 let t0 = system.clock.now()
                 try await system.advance(to: t0 + hour)

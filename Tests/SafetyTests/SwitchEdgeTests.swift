@@ -16,9 +16,12 @@ import Testing
 struct SwitchEdgeTests {
     let hour: TimeInterval = 3600
 
-    @Test("the first confirmed contact arms the switch with a new period: no alarm for the days before it")
-    func firstContactStartsThePeriod() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "the first confirmed contact arms the switch with a new period: no alarm for the days before it",
+        arguments: StoreKind.allCases
+    )
+    func firstContactStartsThePeriod(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(contacts: [])
             let t0 = system.clock.now()
             try await system.advance(to: t0 + 30 * hour)
@@ -31,9 +34,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("raising the threshold mid-period: the new deadline gets all three warnings again")
-    func raisedThresholdWarnsAgain() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "raising the threshold mid-period: the new deadline gets all three warnings again",
+        arguments: StoreKind.allCases
+    )
+    func raisedThresholdWarnsAgain(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             try await system.settle()
@@ -53,9 +59,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a threshold changed after the alarm went out never sends it again; the next check-in clears it")
-    func thresholdChangeAfterAlarm() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a threshold changed after the alarm went out never sends it again; the next check-in clears it",
+        arguments: StoreKind.allCases
+    )
+    func thresholdChangeAfterAlarm(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             try await system.settle()
@@ -75,9 +84,9 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("replacing the only contact never moves a snoozed deadline earlier")
-    func replacedContactKeepsTheDeadline() async throws {
-        try await withSafetySystem { system in
+    @Test("replacing the only contact never moves a snoozed deadline earlier", arguments: StoreKind.allCases)
+    func replacedContactKeepsTheDeadline(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             for _ in 0..<2 { _ = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei")) }
@@ -93,9 +102,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a check-in after a snooze wakes the scheduler: the earlier deadline's warnings come on time")
-    func checkInAfterSnoozeWakesTheScheduler() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a check-in after a snooze wakes the scheduler: the earlier deadline's warnings come on time",
+        arguments: StoreKind.allCases
+    )
+    func checkInAfterSnoozeWakesTheScheduler(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             for _ in 0..<2 { _ = try await system.service.snooze(Hearth_Safety_V1_SnoozeRequest(), callContext("mei")) }
@@ -112,9 +124,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("an activity forwarded late, from before a resume began the period, does not move the deadline back")
-    func lateForwardBeforeThePeriod() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "an activity forwarded late, from before a resume began the period, does not move the deadline back",
+        arguments: StoreKind.allCases
+    )
+    func lateForwardBeforeThePeriod(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(threshold: 24)
             let t0 = system.clock.now()
             _ = try await system.service.store.upsertProfile("mei") { $0.countActivity = true }
@@ -180,9 +195,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("the daily reminder comes before any contact, in the plan's words; arming the switch sends none more")
-    func reminderBeforeContacts() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "the daily reminder comes before any contact, in the plan's words; arming the switch sends none more",
+        arguments: StoreKind.allCases
+    )
+    func reminderBeforeContacts(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             // 2026-03-10 05:00 in Los Angeles, the reminder at 06:00, no contact yet.
             try await system.profile(threshold: 72, contacts: [], reminder: (6, 0))
             let t0 = system.clock.now()
@@ -214,9 +232,9 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a reminder moved to a time still ahead today comes today")
-    func reminderMovedLaterToday() async throws {
-        try await withSafetySystem { system in
+    @Test("a reminder moved to a time still ahead today comes today", arguments: StoreKind.allCases)
+    func reminderMovedLaterToday(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             // 05:00 in Los Angeles: 04:00 has passed (today's skipped), 06:00 is ahead.
             try await system.profile(threshold: 72, reminder: (4, 0))
             let t0 = system.clock.now()
@@ -228,9 +246,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a new zone whose reminder time has passed today starts the reminder tomorrow instead of at once")
-    func zoneChangeAfterTodaysReminderTime() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a new zone whose reminder time has passed today starts the reminder tomorrow instead of at once",
+        arguments: StoreKind.allCases
+    )
+    func zoneChangeAfterTodaysReminderTime(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             // 2026-03-10 05:00 in Los Angeles, reminder at 09:00; a check-in makes today's needless.
             try await system.profile(threshold: 72, reminder: (9, 0))
             let t0 = system.clock.now()
@@ -247,9 +268,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a check-in is never refused for its zone, its device info or a missing request id")
-    func checkInNeverRefused() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a check-in is never refused for its zone, its device info or a missing request id",
+        arguments: StoreKind.allCases
+    )
+    func checkInNeverRefused(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile(zone: "Asia/Taipei")
             let t0 = system.clock.now()
             try await system.advance(to: t0 + 20 * hour)
@@ -276,9 +300,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("a daily reminder turned on after today's time starts tomorrow instead of going out at once")
-    func reminderTurnedOnLate() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "a daily reminder turned on after today's time starts tomorrow instead of going out at once",
+        arguments: StoreKind.allCases
+    )
+    func reminderTurnedOnLate(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             // 2026-03-10 05:00 in Los Angeles; the reminder at 04:00 there has passed today.
             try await system.profile(threshold: 72, reminder: (4, 0))
             let t0 = system.clock.now()
@@ -291,9 +318,12 @@ struct SwitchEdgeTests {
         }
     }
 
-    @Test("back up with two warnings due: only the later one goes out, with its own words")
-    func restartSendsOnlyTheLatestWarning() async throws {
-        try await withSafetySystem { system in
+    @Test(
+        "back up with two warnings due: only the later one goes out, with its own words",
+        arguments: StoreKind.allCases
+    )
+    func restartSendsOnlyTheLatestWarning(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
             try await system.profile()
             let t0 = system.clock.now()
             try await system.settle()
