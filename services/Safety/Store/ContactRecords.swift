@@ -35,18 +35,18 @@ extension ContactRecord {
             invitations_sent, answered_at, alarms_until
         """
 
-    /// A row of ``selection``; the address and name are opened with `keys`.
-    init(columns: StatementColumns, keys: DataKeys) throws {
-        self.id = try columns.value(0)
-        self.userID = try columns.value(1)
-        self.email = try keys.open(columns.value(2), .contactEmail, row: self.id)
-        self.emailKey = try columns.value(3)
-        self.name = try keys.open(columns.value(4), .contactName, row: self.id)
+    /// A row of ``selection``, on either store; the address and name are opened with `keys`.
+    init(columns: some StoredColumns, keys: DataKeys) throws {
+        self.id = try columns.string(0)
+        self.userID = try columns.string(1)
+        self.email = try keys.open(columns.bytes(2), .contactEmail, row: self.id)
+        self.emailKey = try columns.string(3)
+        self.name = try keys.open(columns.bytes(4), .contactName, row: self.id)
         self.createdAt = try columns.date(5)
-        self.state = try columns.value(6)
+        self.state = try columns.string(6)
         self.invitedAt = try columns.optionalDate(7)
         self.invitationExpiresAt = try columns.optionalDate(8)
-        self.invitationsSent = try columns.value(9)
+        self.invitationsSent = try columns.int(9)
         self.answeredAt = try columns.optionalDate(10)
         self.alarmsUntil = try columns.optionalDate(11)
     }

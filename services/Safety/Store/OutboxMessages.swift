@@ -113,6 +113,57 @@ extension AlertRecord {
     }
 }
 
+extension AlertRecord {
+    /// The test message the user asked for on `channel`, queued now.
+    static func test(
+        of user: String,
+        epoch: Int,
+        channel: Channel,
+        address: String,
+        subject: String,
+        body: String,
+        at now: Date
+    ) -> AlertRecord {
+        .queued(
+            userID: user,
+            epoch: epoch,
+            kind: MessageKind.test,
+            channel: channel,
+            contactID: "",
+            address: address,
+            subject: subject,
+            body: body,
+            at: now
+        )
+    }
+}
+
+extension ContactRecord {
+    /// A new contact of `user`, invited now: the invitation counts with those the address had
+    /// from them before (`history`).
+    static func invited(
+        by user: String,
+        email: String,
+        key: String,
+        name: String,
+        history: AddressHistory?,
+        at now: Date
+    ) -> ContactRecord {
+        var contact = ContactRecord(
+            id: UUID().uuidString.lowercased(),
+            userID: user,
+            email: email,
+            emailKey: key,
+            name: name,
+            createdAt: now,
+            state: ContactState.invited.rawValue,
+            invitationsSent: (history?.invitations ?? 0) + 1
+        )
+        contact.consent = .invited(at: now)
+        return contact
+    }
+}
+
 /// What an attempt's outcome asks of the store besides saving the message.
 struct AttemptConsequences: Equatable {
     /// The server refused the contact's address for good: the contact bounces.

@@ -51,30 +51,30 @@ extension ProfileRecord {
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
     static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
-    /// A row of ``selection``; the name and email are opened with `keys`.
-    init(columns: StatementColumns, keys: DataKeys) throws {
-        self.userID = try columns.value(0)
-        self.name = try keys.open(columns.value(1), .profileName, row: self.userID)
-        self.email = try keys.open(columns.value(2), .profileEmail, row: self.userID)
-        self.thresholdHours = try columns.value(3)
-        self.language = try columns.value(4)
-        self.timeZone = try columns.value(5)
-        self.reminderEnabled = try columns.value(6)
-        self.reminderHour = try columns.value(7)
-        self.reminderMinute = try columns.value(8)
-        self.pushToken = try columns.value(9)
-        self.countActivity = try columns.value(10)
+    /// A row of ``selection``, on either store; the name and email are opened with `keys`.
+    init(columns: some StoredColumns, keys: DataKeys) throws {
+        self.userID = try columns.string(0)
+        self.name = try keys.open(columns.bytes(1), .profileName, row: self.userID)
+        self.email = try keys.open(columns.bytes(2), .profileEmail, row: self.userID)
+        self.thresholdHours = try columns.int(3)
+        self.language = try columns.string(4)
+        self.timeZone = try columns.string(5)
+        self.reminderEnabled = try columns.bool(6)
+        self.reminderHour = try columns.int(7)
+        self.reminderMinute = try columns.int(8)
+        self.pushToken = try columns.string(9)
+        self.countActivity = try columns.bool(10)
         self.periodStart = try columns.date(11)
         self.lastCheckInAt = try columns.optionalDate(12)
-        self.snoozes = try columns.value(13)
+        self.snoozes = try columns.int(13)
         self.pausedUntil = try columns.optionalDate(14)
-        self.epoch = try columns.value(15)
-        self.checkInEpoch = try columns.value(16)
+        self.epoch = try columns.int(15)
+        self.checkInEpoch = try columns.int(16)
         self.nextDueAt = try columns.optionalDate(17)
         self.createdAt = try columns.date(18)
         self.updatedAt = try columns.date(19)
-        self.snoozesInARow = try columns.value(20)
-        self.isActive = try columns.value(21)
+        self.snoozesInARow = try columns.int(20)
+        self.isActive = try columns.bool(21)
     }
 
     /// The values of ``columnNames``, in their order, the name and email sealed with `keys`.
@@ -228,34 +228,34 @@ extension AlertRecord {
             last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
         """
 
-    /// A row of ``selection``, opened with `keys`.
-    init(columns: StatementColumns, keys: DataKeys) throws {
-        self.id = try columns.value(0)
-        self.userID = try columns.value(1)
-        self.epoch = try columns.value(2)
-        self.kind = try columns.value(3)
-        let channel: String = try columns.value(4)
+    /// A row of ``selection``, on either store, opened with `keys`.
+    init(columns: some StoredColumns, keys: DataKeys) throws {
+        self.id = try columns.string(0)
+        self.userID = try columns.string(1)
+        self.epoch = try columns.int(2)
+        self.kind = try columns.string(3)
+        let channel = try columns.string(4)
         guard let known = Channel(rawValue: channel) else {
             throw StoredValueError(message: "alert \(self.id) has channel \(channel)")
         }
         self.channel = known
-        self.contactID = try columns.value(5)
-        self.address = try keys.open(columns.value(6), .alertAddress, row: self.id)
-        self.addressKey = try columns.value(7)
-        self.subject = try keys.open(columns.value(8), .alertSubject, row: self.id)
-        self.body = try keys.open(columns.value(9), .alertBody, row: self.id)
-        let state: String = try columns.value(10)
+        self.contactID = try columns.string(5)
+        self.address = try keys.open(columns.bytes(6), .alertAddress, row: self.id)
+        self.addressKey = try columns.string(7)
+        self.subject = try keys.open(columns.bytes(8), .alertSubject, row: self.id)
+        self.body = try keys.open(columns.bytes(9), .alertBody, row: self.id)
+        let state = try columns.string(10)
         guard let stored = State(rawValue: state) else {
             throw StoredValueError(message: "alert \(self.id) has state \(state)")
         }
         self.state = stored
-        self.attempts = try columns.value(11)
-        self.lastError = try columns.value(12)
+        self.attempts = try columns.int(11)
+        self.lastError = try columns.string(12)
         self.nextAttemptAt = try columns.optionalDate(13)
         self.sentAt = try columns.optionalDate(14)
         self.createdAt = try columns.date(15)
         self.claimedAt = try columns.optionalDate(16)
-        self.mayHaveArrived = try columns.value(17)
+        self.mayHaveArrived = try columns.bool(17)
     }
 
     /// The messages `sql` (after ``selection``) finds with `values` bound.

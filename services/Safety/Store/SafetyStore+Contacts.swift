@@ -25,17 +25,7 @@ extension SafetyStore {
             } catch {
                 return .refused(error)
             }
-            var contact = ContactRecord(
-                id: UUID().uuidString.lowercased(),
-                userID: user,
-                email: email,
-                emailKey: key,
-                name: name,
-                createdAt: now,
-                state: ContactState.invited.rawValue,
-                invitationsSent: (history?.invitations ?? 0) + 1
-            )
-            contact.consent = .invited(at: now)
+            let contact = ContactRecord.invited(by: user, email: email, key: key, name: name, history: history, at: now)
             try contact.insert(in: db, sealingWith: self.keys)
             try self.queueInvitation(contact, of: profile, at: now, in: db)
             return .added(contact)

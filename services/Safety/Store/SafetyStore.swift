@@ -146,12 +146,10 @@ struct SafetyStore: SafetyPersistence {
                     db.cachedStatement(sql: "SELECT epoch FROM profile WHERE user_id = ?"),
                     arguments: [user]
                 ) ?? 0
-            try AlertRecord.queued(
-                userID: user,
+            try AlertRecord.test(
+                of: user,
                 epoch: epoch,
-                kind: AlertRecord.Kind.test,
                 channel: channel,
-                contactID: "",
                 address: address,
                 subject: subject,
                 body: body,

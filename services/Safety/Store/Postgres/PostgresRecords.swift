@@ -6,32 +6,6 @@ import PostgresNIO
 // The records read and written on PostgreSQL: the same select lists as on SQLite (taken by
 // position), bound through PostgresNIO's interpolation; sealed values are `bytea`.
 extension ProfileRecord {
-    /// A row of ``selection``; the name and email are opened with `keys`.
-    init(postgres columns: PostgresCells, keys: DataKeys) throws {
-        self.userID = try columns.value(0)
-        self.name = try keys.open(columns.value(1), .profileName, row: self.userID)
-        self.email = try keys.open(columns.value(2), .profileEmail, row: self.userID)
-        self.thresholdHours = try columns.value(3)
-        self.language = try columns.value(4)
-        self.timeZone = try columns.value(5)
-        self.reminderEnabled = try columns.value(6)
-        self.reminderHour = try columns.value(7)
-        self.reminderMinute = try columns.value(8)
-        self.pushToken = try columns.value(9)
-        self.countActivity = try columns.value(10)
-        self.periodStart = try columns.date(11)
-        self.lastCheckInAt = try columns.optionalDate(12)
-        self.snoozes = try columns.value(13)
-        self.pausedUntil = try columns.optionalDate(14)
-        self.epoch = try columns.value(15)
-        self.checkInEpoch = try columns.value(16)
-        self.nextDueAt = try columns.optionalDate(17)
-        self.createdAt = try columns.date(18)
-        self.updatedAt = try columns.date(19)
-        self.snoozesInARow = try columns.value(20)
-        self.isActive = try columns.value(21)
-    }
-
     /// Inserts the profile, or replaces every column of the one stored.
     func save(on connection: PostgresConnection, sealingWith keys: DataKeys) async throws {
         try await connection.run(
@@ -68,36 +42,6 @@ extension ProfileRecord {
 }
 
 extension AlertRecord {
-    /// A row of ``selection``, opened with `keys`.
-    init(postgres columns: PostgresCells, keys: DataKeys) throws {
-        self.id = try columns.value(0)
-        self.userID = try columns.value(1)
-        self.epoch = try columns.value(2)
-        self.kind = try columns.value(3)
-        let channel: String = try columns.value(4)
-        guard let known = Channel(rawValue: channel) else {
-            throw StoredValueError(message: "alert \(self.id) has channel \(channel)")
-        }
-        self.channel = known
-        self.contactID = try columns.value(5)
-        self.address = try keys.open(columns.value(6), .alertAddress, row: self.id)
-        self.addressKey = try columns.value(7)
-        self.subject = try keys.open(columns.value(8), .alertSubject, row: self.id)
-        self.body = try keys.open(columns.value(9), .alertBody, row: self.id)
-        let state: String = try columns.value(10)
-        guard let stored = State(rawValue: state) else {
-            throw StoredValueError(message: "alert \(self.id) has state \(state)")
-        }
-        self.state = stored
-        self.attempts = try columns.value(11)
-        self.lastError = try columns.value(12)
-        self.nextAttemptAt = try columns.optionalDate(13)
-        self.sentAt = try columns.optionalDate(14)
-        self.createdAt = try columns.date(15)
-        self.claimedAt = try columns.optionalDate(16)
-        self.mayHaveArrived = try columns.value(17)
-    }
-
     /// What a message no longer pending stops keeping, as PostgreSQL's SQL.
     static let forgetPostgres = "address = ''::bytea, subject = ''::bytea, body = ''::bytea"
 
@@ -137,22 +81,6 @@ extension AlertRecord {
 }
 
 extension ContactRecord {
-    /// A row of ``selection``; the address and name are opened with `keys`.
-    init(postgres columns: PostgresCells, keys: DataKeys) throws {
-        self.id = try columns.value(0)
-        self.userID = try columns.value(1)
-        self.email = try keys.open(columns.value(2), .contactEmail, row: self.id)
-        self.emailKey = try columns.value(3)
-        self.name = try keys.open(columns.value(4), .contactName, row: self.id)
-        self.createdAt = try columns.date(5)
-        self.state = try columns.value(6)
-        self.invitedAt = try columns.optionalDate(7)
-        self.invitationExpiresAt = try columns.optionalDate(8)
-        self.invitationsSent = try columns.value(9)
-        self.answeredAt = try columns.optionalDate(10)
-        self.alarmsUntil = try columns.optionalDate(11)
-    }
-
     func insert(on connection: PostgresConnection, sealingWith keys: DataKeys) async throws {
         try await connection.run(
             """

@@ -23,17 +23,7 @@ extension PostgresSafetyStore {
             } catch {
                 return .refused(error)
             }
-            var contact = ContactRecord(
-                id: UUID().uuidString.lowercased(),
-                userID: user,
-                email: email,
-                emailKey: key,
-                name: name,
-                createdAt: now,
-                state: ContactState.invited.rawValue,
-                invitationsSent: (history?.invitations ?? 0) + 1
-            )
-            contact.consent = .invited(at: now)
+            let contact = ContactRecord.invited(by: user, email: email, key: key, name: name, history: history, at: now)
             try await contact.insert(on: db, sealingWith: self.keys)
             try await self.queueInvitation(contact, of: profile, at: now, on: db)
             return .added(contact)
@@ -98,7 +88,7 @@ extension PostgresSafetyStore {
         try await self.database.read { db in
             try await db.rows(
                 "\(unescaped: ContactRecord.selection) FROM contact WHERE user_id = \(user) ORDER BY created_at, id"
-            ) { try ContactRecord(postgres: $0, keys: self.keys) }
+            ) { try ContactRecord(columns: $0, keys: self.keys) }
         }
     }
 
@@ -258,7 +248,7 @@ extension PostgresSafetyStore {
                 \(unescaped: ContactRecord.selection) FROM contact WHERE alarms_until <= \(now.postgres)
                 ORDER BY alarms_until LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """
-            ) { try ContactRecord(postgres: $0, keys: self.keys) }
+            ) { try ContactRecord(columns: $0, keys: self.keys) }
             var told = 0
             for var contact in over {
                 // Never waited for: a call holding the user's lock may wait for this row.

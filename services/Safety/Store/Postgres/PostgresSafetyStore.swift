@@ -122,12 +122,10 @@ struct PostgresSafetyStore: SafetyPersistence {
                 try await db.first("SELECT epoch FROM profile WHERE user_id = \(user)") {
                     try $0.value(0, as: Int.self)
                 } ?? 0
-            try await AlertRecord.queued(
-                userID: user,
+            try await AlertRecord.test(
+                of: user,
                 epoch: epoch,
-                kind: MessageKind.test,
                 channel: channel,
-                contactID: "",
                 address: address,
                 subject: subject,
                 body: body,
@@ -141,20 +139,20 @@ struct PostgresSafetyStore: SafetyPersistence {
 
     func profile(_ user: String, on db: PostgresConnection) async throws -> ProfileRecord? {
         try await db.first("\(unescaped: ProfileRecord.selection) FROM profile WHERE user_id = \(user)") {
-            try ProfileRecord(postgres: $0, keys: self.keys)
+            try ProfileRecord(columns: $0, keys: self.keys)
         }
     }
 
     func contact(_ id: String, on db: PostgresConnection) async throws -> ContactRecord? {
         try await db.first("\(unescaped: ContactRecord.selection) FROM contact WHERE id = \(id)") {
-            try ContactRecord(postgres: $0, keys: self.keys)
+            try ContactRecord(columns: $0, keys: self.keys)
         }
     }
 
     /// The alerts `query` (after ``AlertRecord/selection`` and `FROM alert`) finds, opened.
     func alerts(_ query: PostgresQuery, on db: PostgresConnection) async throws -> [AlertRecord] {
         let full = PostgresQuery(unsafeSQL: "\(AlertRecord.selection) FROM alert " + query.sql, binds: query.binds)
-        return try await db.rows(full) { try AlertRecord(postgres: $0, keys: self.keys) }
+        return try await db.rows(full) { try AlertRecord(columns: $0, keys: self.keys) }
     }
 
     /// The user's contacts' addresses by id, opened.
