@@ -32,10 +32,14 @@ extension PSQLError: StorageFailure {
     /// deadlock): run again, it may succeed.
     public var isConflict: Bool { self.sqlState == "40001" || self.sqlState == "40P01" }
 
-    /// Connection exceptions (08), a transaction rolled back by the server (40), insufficient
+    /// Connection exceptions (08), a transaction rolled back by the server (40), a timeout, insufficient
     /// resources (53), an operator's intervention such as a shutdown (57P), system errors (58).
     private static func passingStates(_ state: String) -> Bool {
-        ["08", "40", "53", "57P", "58"].contains { state.hasPrefix($0) }
+        // 57014: a statement timeout; 55P03: a lock not obtained in time. Not 40002 (an
+        // integrity violation found at commit: it stays).
+        state == "57014" || state == "55P03"
+            || (state.hasPrefix("40") && state != "40002")
+            || ["08", "53", "57P", "58"].contains { state.hasPrefix($0) }
     }
 
     private static func faultStates(_ state: String) -> Bool {

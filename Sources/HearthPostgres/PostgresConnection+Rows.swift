@@ -51,7 +51,8 @@ extension PostgresConnection {
     /// Holds the transaction's lock on `key` (another transaction asking for it waits until this
     /// one ends): what serializes changes to one user's rows across processes.
     public func lock(_ key: String) async throws {
-        try await self.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))")
+        // Read to the end: an error while waiting (a timeout, a cancel) must reach the caller.
+        _ = try await self.count("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))")
     }
 
     /// Takes the transaction's lock on `key` if no one holds it; false when someone does.

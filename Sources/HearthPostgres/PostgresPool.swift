@@ -176,7 +176,9 @@ public struct PostgresUnavailable: StorageFailure, CustomStringConvertible {
     public let cause: (any Error)?
 
     public var mayPass: Bool { true }
-    public var isStoreFault: Bool { true }
+    /// Only when the pool could not connect: a wait that ran out while connections were busy is
+    /// load, and must not make health say NOT_SERVING.
+    public var isStoreFault: Bool { self.cause != nil }
 
     public var description: String {
         "no connection to PostgreSQL came in time" + (self.cause.map { ": \($0)" } ?? "")

@@ -25,10 +25,11 @@ struct ReplicaTests {
     func eachAlarmOnce() async throws {
         try await withReplicas(count: 2) { replicas in
             let users = (0..<30).map { "user-\($0)" }
-            replicas.start()
+            // Set up before the schedulers run: a sender would take an invitation first.
             for user in users {
                 try await replicas.setUpSwitch(user, on: replicas.stores[Int.random(in: 0..<2)])
             }
+            replicas.start()
             try await replicas.advance(to: Self.t0 + 24 * Self.hour + 1)
             try await eventually("every alarm sent") { try replicas.alarmIDs().count >= users.count }
             try await replicas.advance(to: Self.t0 + 24 * Self.hour + 120)
@@ -84,7 +85,7 @@ final class Replicas: Sendable {
     let stores: [PostgresSafetyStore]
     let services: [SafetyService]
     private let running = Mutex<[Task<Void, any Error>]>([])
-    /// The pools of stores opened apart from the services (``openStore()``).
+    /// The stores' pools, stopped after the schedulers.
     private let extraPools = Mutex<[Task<Void, any Error>]>([])
 
     init(server: PostgresServer, count: Int) async throws {
@@ -117,26 +118,16 @@ final class Replicas: Sendable {
             )
             stores.append(store)
             services.append(service)
+            self.extraPools.withLock { $0.append(Task { try await store.database.run() }) }
         }
         self.stores = stores
         self.services = services
     }
 
-    /// Starts every service's schedulers (and its pool).
+    /// Starts every service's schedulers (their pools run from the start).
     func start() {
-        for (store, service) in zip(self.stores, self.services) {
-            let task = Task {
-                let pool = Task { try await store.database.run() }
-                let work = Task { try await service.schedulers.runAll() }
-                let result = await withTaskCancellationHandler {
-                    await work.result
-                } onCancel: {
-                    work.cancel()
-                }
-                pool.cancel()
-                _ = await pool.result
-                try result.get()
-            }
+        for service in self.services {
+            let task = Task { try await service.schedulers.runAll() }
             self.running.withLock { $0.append(task) }
         }
     }

@@ -29,7 +29,7 @@ extension PostgresSafetyStore {
     ) async throws -> [ClaimedAlert] {
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
-        try await self.releaseLapsedCancelled(before: claimedAt.addingTimeInterval(-lease))
+        try await self.releaseLapsedCancelled(before: claimedAt.addingTimeInterval(-lease), excluding: excluded)
         return try await self.database.transaction { db in
             let due = try await self.alerts(
                 """
@@ -85,7 +85,7 @@ extension PostgresSafetyStore {
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:
     /// taken back (they may have arrived), and an alarm among them earns its contact the
     /// all-clear. Each in a transaction of its own, under its user's lock.
-    private func releaseLapsedCancelled(before lapsed: Date) async throws {
+    private func releaseLapsedCancelled(before lapsed: Date, excluding excluded: Set<String>) async throws {
         let lapsedIDs = try await self.database.read { db in
             try await db.rows(
                 """
@@ -94,9 +94,11 @@ extension PostgresSafetyStore {
                 """
             ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
         }
-        for (id, user) in lapsedIDs {
+        // Never one this process has under way (its send may still end).
+        for (id, user) in lapsedIDs where !excluded.contains(id) {
             try await self.database.transaction { db in
-                try await db.lock(user)
+                // Not waited for: a busy user must not hold back this sender.
+                guard try await db.tryLock(user) else { return }
                 guard var alert = try await self.alerts("WHERE id = \(id) FOR UPDATE", on: db).first,
                     alert.claimedAt != nil, alert.state != .pending
                 else { return }

@@ -159,7 +159,7 @@ extension PostgresSafetyStore {
             let users = try await db.rows(
                 """
                 SELECT user_id FROM profile WHERE next_due_at <= \(now.postgres)
-                ORDER BY next_due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                ORDER BY next_due_at LIMIT \(limit) FOR NO KEY UPDATE SKIP LOCKED
                 """
             ) { try $0.value(0, as: String.self) }
             for user in users {
