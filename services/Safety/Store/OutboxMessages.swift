@@ -164,6 +164,20 @@ extension ContactRecord {
     }
 }
 
+extension ContactRecord {
+    /// Invites the contact again, if the rules allow: still invited, then the address's and the
+    /// day's limits, then not too soon (the lasting reason first). The invitation counts with
+    /// those the address had from the user before (`history`).
+    mutating func reinvite(history: AddressHistory?, sentToday: [Date], at now: Date) throws(InvitationRefusal) {
+        var consent = self.consent
+        guard consent.state == .invited else { throw .notInvited(consent.state) }
+        try ContactConsent.mayInvite(history: history, sentToday: sentToday, at: now)
+        try consent.invite(at: now)
+        self.consent = consent
+        self.invitationsSent = (history?.invitations ?? self.invitationsSent) + 1
+    }
+}
+
 /// What an attempt's outcome asks of the store besides saving the message.
 struct AttemptConsequences: Equatable {
     /// The server refused the contact's address for good: the contact bounces.

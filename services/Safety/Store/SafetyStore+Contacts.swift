@@ -42,18 +42,11 @@ extension SafetyStore {
             else { return .notFound }
             let history = try self.addressHistory(user, contact.emailKey, in: db)
             let sentToday = try self.invitationsSent(by: user, since: now.addingTimeInterval(-86_400), in: db)
-            var consent = contact.consent
-            // Not invited, then the address's and the day's limits, then too soon: the lasting
-            // reason first.
             do throws(InvitationRefusal) {
-                guard consent.state == .invited else { throw .notInvited(consent.state) }
-                try ContactConsent.mayInvite(history: history, sentToday: sentToday, at: now)
-                try consent.invite(at: now)
+                try contact.reinvite(history: history, sentToday: sentToday, at: now)
             } catch {
                 return .refused(error)
             }
-            contact.consent = consent
-            contact.invitationsSent = (history?.invitations ?? contact.invitationsSent) + 1
             try db.cachedStatement(
                 sql: """
                     UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetText)

@@ -39,16 +39,11 @@ extension PostgresSafetyStore {
             else { return .notFound }
             let history = try await self.addressHistory(user, contact.emailKey, on: db)
             let sentToday = try await self.invitationsSent(by: user, since: now.addingTimeInterval(-86_400), on: db)
-            var consent = contact.consent
             do throws(InvitationRefusal) {
-                guard consent.state == .invited else { throw .notInvited(consent.state) }
-                try ContactConsent.mayInvite(history: history, sentToday: sentToday, at: now)
-                try consent.invite(at: now)
+                try contact.reinvite(history: history, sentToday: sentToday, at: now)
             } catch {
                 return .refused(error)
             }
-            contact.consent = consent
-            contact.invitationsSent = (history?.invitations ?? contact.invitationsSent) + 1
             try await db.run(
                 """
                 UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(unescaped: AlertRecord.forgetPostgres)
