@@ -34,6 +34,9 @@ public final class DueTimeScheduler: Service {
     private let wakes = Atomic<Int>(0)
     private let wakesHandled = Atomic<Int>(0)
     private let failureObserver = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+    /// How long it waits before looking again at work still due after a pass that could not
+    /// take it (real time, whatever the clock).
+    static let heldElsewherePause: Duration = .milliseconds(50)
 
     /// - Parameters:
     ///   - retryDelay: how long to wait after the work failed before trying again.
@@ -88,6 +91,8 @@ public final class DueTimeScheduler: Service {
     /// Runs until the task is cancelled or graceful shutdown begins.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
+            // The due time a pass left due, when the pass before it left the same one.
+            var leftDue: Date?
             while !Task.isCancelled {
                 let wakeAt: Date?
                 let wakesSeen = self.wakes.load(ordering: .acquiring)
@@ -103,7 +108,14 @@ public final class DueTimeScheduler: Service {
                     wakeAt = self.clock.now().addingTimeInterval(self.retryDelay)
                 }
                 self.passes.add(1, ordering: .relaxed)
-                if let wakeAt, wakeAt <= self.clock.now() { continue }
+                if let wakeAt, wakeAt <= self.clock.now() {
+                    // Left due by two passes in a row: others hold it (another process's
+                    // transaction or lock on a shared database). Looked at again soon, not at once.
+                    if wakeAt == leftDue { try? await Task.sleep(for: Self.heldElsewherePause) }
+                    leftDue = wakeAt
+                    continue
+                }
+                leftDue = nil
                 self.lastPass.store(now.timeIntervalSince1970, ordering: .releasing)
                 self.wakesHandled.store(wakesSeen, ordering: .releasing)
                 self.sleeping.store(true, ordering: .releasing)

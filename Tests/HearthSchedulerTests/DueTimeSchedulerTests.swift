@@ -12,6 +12,8 @@ final class Agenda: DueWork {
         var pending: [String: Date] = [:]
         var fired: [(String, Date)] = []
         var failuresLeft = 0
+        /// Due items a pass cannot take (as if another process held them).
+        var heldElsewhere: Set<String> = []
     }
 
     let state = Mutex(State())
@@ -33,7 +35,8 @@ final class Agenda: DueWork {
                 state.failuresLeft -= 1
                 throw CocoaError(.fileReadUnknown)
             }
-            for (name, due) in state.pending.sorted(by: { $0.value < $1.value }) where due <= now {
+            for (name, due) in state.pending.sorted(by: { $0.value < $1.value })
+            where due <= now && !state.heldElsewhere.contains(name) {
                 state.pending[name] = nil
                 state.fired.append((name, now))
             }
@@ -162,6 +165,23 @@ struct DueTimeSchedulerTests {
         try await eventually("handled") { scheduler.hasHandled(upTo: Self.t0) }
         running.cancel()
         _ = try? await running.value
+    }
+
+    @Test("an item left due by passes that cannot take it is looked at again after a pause, not in a spin")
+    func heldElsewhereIsNotSpunOn() async throws {
+        let clock = ManualClock(Self.t0)
+        let agenda = Agenda()
+        agenda.add("held", at: Self.t0)
+        agenda.state.withLock { $0.heldElsewhere = ["held"] }
+        try await self.withScheduler(agenda, clock) { scheduler in
+            try await eventually("it has looked twice") { scheduler.passCount >= 2 }
+            let before = scheduler.passCount
+            try await Task.sleep(for: .milliseconds(500))
+            // A pause of 50 ms between passes allows about 10; a spin, thousands.
+            #expect(scheduler.passCount - before <= 20, "\(scheduler.passCount - before) passes in 0.5 s")
+            agenda.state.withLock { $0.heldElsewhere = [] }
+            try await eventually("taken once no longer held") { agenda.fired == ["held"] }
+        }
     }
 
     @Test("with nothing pending it sleeps until woken")

@@ -48,7 +48,7 @@ struct AlertRaceTests {
     @discardableResult
     private func deliveredAlarm(_ store: SafetyStore, at now: Date, reply: String = "") async throws -> AlertRecord {
         let alarm = try #require(try await self.decideAlert(store, at: now).first)
-        try await store.record(alarm.id, attempt: .success(reply), now: now)
+        try await store.record(alarm.claim, attempt: .success(reply), now: now)
         return alarm
     }
 
@@ -76,7 +76,7 @@ struct AlertRaceTests {
 
     private func failed(_ alert: AlertRecord, in store: SafetyStore, at now: Date, mayHaveArrived: Bool) async throws {
         try await store.record(
-            alert.id,
+            alert.claim,
             attempt: .failure(DeliveryFailure(message: "failed", isPermanent: false, mayHaveArrived: mayHaveArrived)),
             now: now
         )
@@ -108,7 +108,7 @@ struct AlertRaceTests {
             alert = try #require(try await self.claim(store, at: clock.now()).first { $0.id == alert.id })
         }
         #expect(clock.now() > self.t0 + 48 * hour)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        try await store.record(alert.claim, attempt: .success(""), now: clock.now())
         #expect(try await self.message(alert.id, in: store)?.state == .sent)
 
         // Any other message that keeps failing is given up after 12 attempts: the all-clear.
@@ -213,12 +213,12 @@ struct AlertRaceTests {
         // The pause comes while the email is being sent; it cancels it.
         clock.set(self.t0 + 24 * hour + 1)
         _ = try await store.pause("mei", until: clock.now() + 3600)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        try await store.record(alert.claim, attempt: .success(""), now: clock.now())
         let recorded = try await self.message(alert.id, in: store)
         #expect(recorded?.state == .sent && recorded?.attempts == 1 && recorded?.claimedAt == nil)
         #expect(try await self.pending(store).isEmpty, "no all-clear without a check-in")
         // A second outcome for it changes nothing more.
-        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        try await store.record(alert.claim, attempt: .success(""), now: clock.now())
         #expect(try await self.message(alert.id, in: store) == recorded)
     }
 
@@ -232,7 +232,7 @@ struct AlertRaceTests {
         )
         _ = try await self.checkIn(store)
         #expect(try await self.message(warning.id, in: store)?.state == .cancelled)
-        try await store.record(warning.id, attempt: .success(""), now: clock.now())
+        try await store.record(warning.claim, attempt: .success(""), now: clock.now())
         #expect(try await self.message(warning.id, in: store)?.state == .sent)
         #expect(try await self.pending(store).isEmpty)
     }
@@ -249,7 +249,7 @@ struct AlertRaceTests {
         #expect(try await self.checkIn(store).enqueued == false, "nothing known to have gone out yet")
         // a's went out, b's was refused before its content went out, c's answer never came.
         let a = try #require(byAddress["a@example.com"])
-        try await store.record(a.id, attempt: .success(""), now: clock.now())
+        try await store.record(a.claim, attempt: .success(""), now: clock.now())
         try await self.failed(
             try #require(byAddress["b@example.com"]),
             in: store,
@@ -262,7 +262,7 @@ struct AlertRaceTests {
         #expect(Set(due.map(\.address)) == ["a@example.com", "c@example.com"])
         #expect(try await self.message(a.id, in: store)?.state == .sent)
         // A second outcome for a changes nothing more.
-        try await store.record(a.id, attempt: .success(""), now: clock.now())
+        try await store.record(a.claim, attempt: .success(""), now: clock.now())
         #expect(try await self.pending(store).count == 2)
     }
 
@@ -275,7 +275,7 @@ struct AlertRaceTests {
         clock.set(self.t0 + 25 * hour)
         let retry = try #require(try await self.claim(store, at: clock.now()).first)
         try await store.record(
-            retry.id,
+            retry.claim,
             attempt: .failure(DeliveryFailure(message: "550 no such user", isPermanent: true, mayHaveArrived: false)),
             now: clock.now()
         )
@@ -331,12 +331,13 @@ struct AlertRaceTests {
         try await self.timedOut(alert, in: store, at: clock.now())
         // Tried again after its backoff; under way when the check-ins come.
         clock.set(self.t0 + 25 * hour)
-        #expect(try await self.claim(store, at: clock.now()).map(\.id) == [alert.id])
+        let retry = try await self.claim(store, at: clock.now())
+        #expect(retry.map(\.id) == [alert.id])
         clock.set(self.t0 + 25 * hour + 10)
         #expect(try await self.checkIn(store).enqueued, "the first check-in clears it")
         clock.set(self.t0 + 25 * hour + 60)
         _ = try await self.checkIn(store)
-        try await store.record(alert.id, attempt: .success(""), now: clock.now())
+        try await store.record(try #require(retry.first).claim, attempt: .success(""), now: clock.now())
         let due = try await self.pending(store)
         #expect(due.filter { $0.kind == AlertRecord.Kind.allClear }.count == 1, "\(due.map(\.kind))")
     }

@@ -21,14 +21,14 @@ extension SafetyPersistence {
             throw ContactNotAdded(email: email)
         }
         for claim in try await self.claimDue(.email, now: self.now, limit: 100, lease: 60) {
-            try await self.record(claim.alert.id, attempt: .success(""), now: self.now)
+            try await self.record(claim.claim, attempt: .success(""), now: self.now)
             if claim.alert.kind == MessageKind.invitation, let token = claim.links?.answer {
                 _ = try await self.answer(token, .confirm)
             }
         }
         for claim in try await self.claimDue(.push, now: self.now, limit: 100, lease: 60)
         where claim.alert.kind.hasPrefix("contact_") {
-            try await self.record(claim.alert.id, attempt: .success(""), now: self.now)
+            try await self.record(claim.claim, attempt: .success(""), now: self.now)
         }
     }
 }

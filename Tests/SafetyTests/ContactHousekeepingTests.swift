@@ -201,7 +201,7 @@ struct ContactHousekeepingTests {
         var links: [String: ContactLinks] = [:]
         for claim in try await store.claimDue(.email, now: store.now, limit: 100, lease: 60) {
             try await store.record(
-                claim.alert.id,
+                claim.claim,
                 attempt: .success(""),
                 now: store.now
             )

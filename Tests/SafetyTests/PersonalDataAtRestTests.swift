@@ -83,7 +83,7 @@ struct PersonalDataAtRestTests {
         _ = try await store.upsertProfile("mei") { $0.name = "Marguerite Okonkwo" }
         _ = try await store.addContact("mei", email: "zebulon.haversham@example.net", name: "Zebulon Haversham")
         let claimed = try #require(try await store.claimDue(.email, now: Self.t0, limit: 10, lease: 60).first)
-        try await store.record(claimed.alert.id, attempt: .success(""), now: Self.t0)
+        try await store.record(claimed.claim, attempt: .success(""), now: Self.t0)
         let row = try #require(
             try store.base.read { db in
                 try Row.fetchOne(db, sql: "SELECT address, subject, body, address_key, state FROM alert")

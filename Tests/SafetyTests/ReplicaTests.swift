@@ -66,6 +66,98 @@ struct ReplicaTests {
             #expect(try replicas.alarmIDs().count == 1)
         }
     }
+
+    @Test("a send a check-in cancelled keeps its claim while renewed past its first lease; then its outcome is written")
+    func cancelledSendKeepsItsRenewedLease() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let sender = try await replicas.openStore()
+            let other = try await replicas.openStore()
+            try await replicas.setUpSwitch("mei", on: sender)
+            let due = Self.t0 + 24 * Self.hour
+            replicas.clock.set(due)
+            _ = try await sender.decideDue(now: due, limit: 10)
+            let alarm = try #require(
+                try await sender.claimDue(.email, now: due, limit: 10, lease: Self.lease)
+                    .first { $0.alert.kind == MessageKind.alert }
+            )
+            // The user checks in while the email is under way: the alarm is cancelled.
+            replicas.clock.set(due + 5)
+            _ = try await other.recordHeartbeat("mei", timeZone: nil, deviceInfo: "", requestID: "late", source: "app")
+            replicas.clock.set(due + 20)
+            try await sender.extendClaims([alarm.claim], lease: Self.lease, now: replicas.clock.now())
+            // Past the first lease, within the renewed one: no other process takes it back.
+            replicas.clock.set(due + Self.lease + 10)
+            _ = try await other.claimDue(.email, now: replicas.clock.now(), limit: 10, lease: Self.lease)
+            let held = try #require(try await other.messages(of: "mei").first { $0.id == alarm.alert.id })
+            #expect(held.state == .cancelled)
+            #expect(held.claimedAt == alarm.alert.claimedAt, "still the sender's")
+            #expect(try await sender.record(alarm.claim, attempt: .success(""), now: replicas.clock.now()))
+            let sent = try #require(try await other.messages(of: "mei").first { $0.id == alarm.alert.id })
+            #expect(sent.state == .sent && sent.claimedAt == nil)
+        }
+    }
+
+    @Test("the outcome of a claim another process took over once its lease ran out is not written")
+    func supersededOutcomeNotWritten() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let first = try await replicas.openStore()
+            let second = try await replicas.openStore()
+            try await replicas.setUpSwitch("mei", on: first)
+            let due = Self.t0 + 24 * Self.hour
+            replicas.clock.set(due)
+            _ = try await first.decideDue(now: due, limit: 10)
+            let lapsed = try #require(
+                try await first.claimDue(.email, now: due, limit: 10, lease: Self.lease)
+                    .first { $0.alert.kind == MessageKind.alert }
+            )
+            replicas.clock.set(due + Self.lease)
+            let taken = try #require(
+                try await second.claimDue(.email, now: replicas.clock.now(), limit: 10, lease: Self.lease)
+                    .first { $0.alert.id == lapsed.alert.id }
+            )
+            #expect(taken.claim != lapsed.claim)
+            let failure = DeliveryFailure(message: "550 no such user", isPermanent: true, mayHaveArrived: false)
+            #expect(try await !first.record(lapsed.claim, attempt: .failure(failure), now: replicas.clock.now()))
+            try await first.extendClaims([lapsed.claim], lease: 3600, now: replicas.clock.now())
+            let stillTaken = try #require(try await second.messages(of: "mei").first { $0.id == lapsed.alert.id })
+            #expect(stillTaken.state == .pending && stillTaken.claimedAt == taken.alert.claimedAt)
+            #expect(stillTaken.nextAttemptAt == replicas.clock.now() + Self.lease, "the old claim renews nothing")
+            #expect(try await second.record(taken.claim, attempt: .success(""), now: replicas.clock.now()))
+            #expect(try await second.messages(of: "mei").first { $0.id == lapsed.alert.id }?.state == .sent)
+        }
+    }
+}
+
+@Suite("A replica's clock against the database's", .timeLimit(.minutes(1)))
+struct ReplicaClockTests {
+    @Test("a process whose clock is a minute off the database's does not start; one within 5 s does")
+    func skewedClockRefused() async throws {
+        try await withPostgresServer { server in
+            let keys = DataKeys(ring: DataKeyRing.generate())
+            for offset: TimeInterval in [60, -60] {
+                do {
+                    _ = try await PostgresSafetyStore.open(
+                        server.location,
+                        keys: keys,
+                        clock: ManualClock(Date().addingTimeInterval(offset)),
+                        clockTolerance: SafetyService.replicaClockTolerance,
+                        logger: Replicas.logger
+                    )
+                    Issue.record("a clock \(offset) s off was taken")
+                } catch let skew as ClockSkew {
+                    #expect(abs(skew.offset - offset) < 2)
+                    #expect("\(skew)".contains(offset > 0 ? "ahead of the database's" : "behind the database's"))
+                }
+            }
+            _ = try await PostgresSafetyStore.open(
+                server.location,
+                keys: keys,
+                clock: SystemClock(),
+                clockTolerance: SafetyService.replicaClockTolerance,
+                logger: Replicas.logger
+            )
+        }
+    }
 }
 
 /// Runs `body` with `count` safety services on one PostgreSQL server (each its own pool and

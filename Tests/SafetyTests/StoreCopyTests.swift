@@ -46,7 +46,7 @@ struct StoreCopyTests {
             clock.set(Self.t0 + 21 * 3600 + 1)
             _ = try await store.decideDue(now: clock.now(), limit: 10)
             let claimed = try await store.claimDue(.push, now: clock.now(), limit: 1, lease: 60)
-            for claim in claimed { try await store.record(claim.alert.id, attempt: .success(""), now: clock.now()) }
+            for claim in claimed { try await store.record(claim.claim, attempt: .success(""), now: clock.now()) }
             for user in users { before[user] = try await Snapshot(user, store) }
         }
         try await withPostgresServer { server in

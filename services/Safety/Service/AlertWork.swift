@@ -83,7 +83,7 @@ struct AlertSender: DueWork {
         let claimFailure: (any Error)? = await withTaskGroup(of: String?.self) { group in
             var claimFailure: (any Error)?
             // Never claimed again while under way here, however long it takes.
-            var underWay: Set<String> = []
+            var underWay: [String: AlertClaim] = [:]
             var ticking = false
             // Whether a claim may find more: its last one was cut short by the free senders,
             // or time has passed since.
@@ -100,10 +100,10 @@ struct AlertSender: DueWork {
                             now: max(now, self.store.now),
                             limit: free,
                             lease: self.lease,
-                            excluding: underWay.union(self.unrecorded.ids)
+                            excluding: Set(underWay.keys).union(self.unrecorded.ids)
                         )
                         for claim in claimed {
-                            underWay.insert(claim.alert.id)
+                            underWay[claim.alert.id] = claim.claim
                             group.addTask {
                                 // A send is not cut short by a shutdown: it ends with its outcome.
                                 await Task { await self.deliver(claim) }.value
@@ -131,14 +131,14 @@ struct AlertSender: DueWork {
                 }
                 switch await group.next() {
                 case .some(.some(let sent)):
-                    underWay.remove(sent)
+                    underWay.removeValue(forKey: sent)
                 case .some(.none), .none:
                     ticking = false
                     mayFindMore = true
                     await self.writeHeldOutcomes()
                     if self.store.now >= renewedAt.addingTimeInterval(self.lease / 3) {
                         renewedAt = self.store.now
-                        await self.renew(underWay, at: renewedAt)
+                        await self.renew(Array(underWay.values), at: renewedAt)
                     }
                 }
             }
@@ -151,12 +151,14 @@ struct AlertSender: DueWork {
         if let writeFailure = self.unrecorded.writeFailure { throw writeFailure }
     }
 
-    /// Keeps the claims on the messages under way for another lease: a send longer than its
-    /// lease must not let another process send the message too.
-    private func renew(_ underWay: Set<String>, at now: Date) async {
-        guard !underWay.isEmpty else { return }
+    /// Keeps the claims on the messages under way, and on those whose outcome is held, for
+    /// another lease: a send longer than its lease must not let another process send the
+    /// message too.
+    private func renew(_ underWay: [AlertClaim], at now: Date) async {
+        let claims = underWay + self.unrecorded.all.map(\.outcome.claim)
+        guard !claims.isEmpty else { return }
         do {
-            try await self.store.extendClaims(underWay, until: now.addingTimeInterval(self.lease))
+            try await self.store.extendClaims(claims, lease: self.lease, now: now)
         } catch {
             self.logger.error("could not renew the claims of sends under way", metadata: ["error": "\(error)"])
         }
@@ -164,8 +166,8 @@ struct AlertSender: DueWork {
 
     /// Writes again the outcomes that could not be written before.
     private func writeHeldOutcomes() async {
-        for (id, outcome) in self.unrecorded.all {
-            await self.record(id, outcome.attempt, at: outcome.at)
+        for (_, outcome) in self.unrecorded.all {
+            await self.record(outcome.claim, outcome.attempt, at: outcome.at)
         }
     }
 
@@ -220,18 +222,25 @@ struct AlertSender: DueWork {
                 metadata: ["alert": "\(alert.id)", "kind": "\(alert.kind)", "error": "\(failure.message)"]
             )
         }
-        await self.record(alert.id, outcome, at: self.store.now)
+        await self.record(claim.claim, outcome, at: self.store.now)
     }
 
-    private func record(_ id: String, _ attempt: Result<String, DeliveryFailure>, at now: Date) async {
+    private func record(_ claim: AlertClaim, _ attempt: Result<String, DeliveryFailure>, at now: Date) async {
         do {
-            try await self.store.record(id, attempt: attempt, now: now)
-            self.unrecorded.remove(id)
+            if try await !self.store.record(claim, attempt: attempt, now: now) {
+                // Its lease ran out (the database was out of reach longer than it) and another
+                // process claimed it again: that claim's attempt is the one recorded.
+                self.logger.warning(
+                    "a delivery's claim was taken over; its outcome is not recorded",
+                    metadata: ["alert": "\(claim.id)"]
+                )
+            }
+            self.unrecorded.remove(claim.id)
         } catch {
-            self.unrecorded.hold(id, attempt, at: now, because: error)
+            self.unrecorded.hold(claim, attempt, at: now, because: error)
             self.logger.error(
                 "could not record a delivery; it is kept and written again later",
-                metadata: ["alert": "\(id)", "error": "\(error)"]
+                metadata: ["alert": "\(claim.id)", "error": "\(error)"]
             )
         }
     }
@@ -240,6 +249,7 @@ struct AlertSender: DueWork {
 /// Delivery outcomes a sender knows but could not write yet (a full disk).
 final class UnrecordedOutcomes: Sendable {
     struct Outcome: Sendable {
+        var claim: AlertClaim
         var attempt: Result<String, DeliveryFailure>
         var at: Date
     }
@@ -258,9 +268,9 @@ final class UnrecordedOutcomes: Sendable {
     /// Why the last outcome held could not be written, while any is held.
     var writeFailure: (any Error)? { self.state.withLock { $0.failure } }
 
-    func hold(_ id: String, _ attempt: Result<String, DeliveryFailure>, at: Date, because failure: any Error) {
+    func hold(_ claim: AlertClaim, _ attempt: Result<String, DeliveryFailure>, at: Date, because failure: any Error) {
         self.state.withLock { state in
-            state.outcomes[id] = Outcome(attempt: attempt, at: at)
+            state.outcomes[claim.id] = Outcome(claim: claim, attempt: attempt, at: at)
             state.failure = failure
         }
     }

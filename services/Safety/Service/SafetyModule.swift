@@ -17,7 +17,8 @@ extension SafetyService {
     }
 
     /// The safety process's module on PostgreSQL, which several safety processes may share: the
-    /// database is migrated and its keys checked first; its pool runs before the service.
+    /// clock is checked against the database's, the database migrated and its keys checked
+    /// first; its pool runs before the service.
     /// A claimed message is this process's for ``replicaLease`` (renewed while its send lasts),
     /// then any process's; the schedulers look every ``replicaLookEvery`` at most, for what
     /// another process made due.
@@ -31,6 +32,7 @@ extension SafetyService {
             location,
             keys: keys,
             product: channels.productName,
+            clockTolerance: Self.replicaClockTolerance,
             logger: logger
         )
         let safety = SafetyService(
@@ -48,6 +50,10 @@ extension SafetyService {
     /// How long a claim on PostgreSQL holds a message from the other processes: a process that
     /// dies while sending delays that message by at most this (plus a look, ``replicaLookEvery``).
     public static let replicaLease: TimeInterval = 30
+    /// How far a process's clock may be from the database's for it to start: leases are
+    /// compared across machines, and one renewed every third of its 30 s lapses early on a
+    /// clock more than 20 s ahead.
+    public static let replicaClockTolerance: TimeInterval = 5
     /// How often a process on PostgreSQL looks for work another process made due.
     public static let replicaLookEvery: TimeInterval = 1
 }

@@ -60,11 +60,15 @@ protocol SafetyPersistence: Sendable {
         lease: TimeInterval,
         excluding excluded: Set<String>
     ) async throws -> [ClaimedAlert]
-    /// Keeps the claims on `ids` (attempts still under way) until `until`, unless an outcome
-    /// was recorded meanwhile: a long send keeps its message from another process.
-    func extendClaims(_ ids: Set<String>, until: Date) async throws
-    /// What became of a claimed attempt.
-    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws
+    /// Keeps `claims` (attempts under way, or whose outcome is held) for another `lease` from
+    /// `now`, unless an outcome was recorded meanwhile or the claim is no longer the message's:
+    /// a long send keeps its message from another process.
+    func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws
+    /// What became of a claimed attempt. Nothing is written when `claim` is no longer the
+    /// message's (its lease ran out and another process took it, or it was recorded already);
+    /// answers whether it was written.
+    @discardableResult
+    func record(_ claim: AlertClaim, attempt: Result<String, DeliveryFailure>, now: Date) async throws -> Bool
 
     // MARK: Contacts and their links
 
@@ -200,6 +204,21 @@ struct ClaimedAlert: Sendable {
     var links: ContactLinks?
     /// A push's: the user's language, for its buttons' titles.
     let language: String?
+
+    var claim: AlertClaim { self.alert.claim }
+}
+
+extension AlertRecord {
+    /// The claim it is under, as its claim returned it (a claim of none when it is under none).
+    var claim: AlertClaim { AlertClaim(id: self.id, at: self.claimedAt ?? .distantPast) }
+}
+
+/// One claim of a message: its id and when it was claimed. A message whose lease ran out and
+/// that another process claimed again has another claim: the first one's outcome and renewals
+/// no longer touch it.
+struct AlertClaim: Hashable, Sendable {
+    let id: String
+    let at: Date
 }
 
 /// What a link from an email shows, or did.

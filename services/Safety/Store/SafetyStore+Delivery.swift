@@ -106,15 +106,13 @@ extension SafetyStore {
         }
     }
 
-    func extendClaims(_ ids: Set<String>, until: Date) async throws {
+    func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
+        let until = now.addingTimeInterval(lease)
         try await self.outcomes.write { db in
-            for id in ids {
+            for claim in claims {
                 try db.cachedStatement(
-                    sql: """
-                        UPDATE alert SET next_attempt_at = ?
-                        WHERE id = ? AND claimed_at IS NOT NULL AND state = 'pending'
-                        """
-                ).execute(binding: until.stored, id)
+                    sql: "UPDATE alert SET next_attempt_at = ? WHERE id = ? AND claimed_at = ? AND state = 'pending'"
+                ).execute(binding: until.stored, claim.id, claim.at.stored)
             }
         }
     }
@@ -141,7 +139,8 @@ extension SafetyStore {
     /// not tried again; but one that went out all the same is recorded as sent, and an alert
     /// that went out or may have (no answer came to its content) earns its contact the
     /// all-clear when a check-in cancelled it.
-    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
+    @discardableResult
+    func record(_ claim: AlertClaim, attempt: Result<String, DeliveryFailure>, now: Date) async throws -> Bool {
         try await self.outcomes.write { db in
             if case .success(let note) = attempt {
                 // The common case, in one prepared statement.
@@ -149,18 +148,25 @@ extension SafetyStore {
                     sql: """
                         UPDATE alert SET state = 'sent', sent_at = ?, next_attempt_at = NULL, claimed_at = NULL,
                           last_error = ?, \(AlertRecord.forgetText)
-                        WHERE id = ? AND state = 'pending'
+                        WHERE id = ? AND claimed_at = ? AND state = 'pending'
                         """
-                ).execute(binding: now.stored, note, id)
-                if db.changesCount > 0 { return }
+                ).execute(binding: now.stored, note, claim.id, claim.at.stored)
+                if db.changesCount > 0 { return true }
             }
-            guard var alert = try AlertRecord.fetchAll(db, keys: self.keys, "WHERE id = ?", binding: id).first else {
-                return
-            }
+            guard
+                var alert = try AlertRecord.fetchAll(
+                    db,
+                    keys: self.keys,
+                    "WHERE id = ? AND claimed_at = ?",
+                    binding: claim.id,
+                    claim.at.stored
+                ).first
+            else { return false }
             let consequences = alert.record(attempt, at: now)
             if consequences.bounce { try self.bounce(alert, at: now, in: db) }
             try alert.updateDelivery(in: db)
             if consequences.allClear { try self.allClearIfCheckedInSince(alert, at: now, in: db) }
+            return true
         }
     }
 

@@ -67,12 +67,15 @@ extension AlertRecord {
     }
 
     /// Saves what became of an attempt (emptying the address and words once no longer pending).
-    func updateDelivery(on connection: PostgresConnection) async throws {
+    /// Writes its delivery's state; `leaseUntil`: how long a claim it is under holds (nil: no
+    /// claim, or it ended).
+    func updateDelivery(on connection: PostgresConnection, leaseUntil: Date? = nil) async throws {
         try await connection.run(
             """
             UPDATE alert SET state = \(self.state.rawValue), attempts = \(self.attempts), last_error = \(self.lastError),
                 next_attempt_at = \(self.nextAttemptAt.postgres), sent_at = \(self.sentAt.postgres),
-                claimed_at = \(self.claimedAt.postgres), may_have_arrived = \(self.mayHaveArrived)
+                claimed_at = \(self.claimedAt.postgres), lease_until = \(leaseUntil.postgres),
+                may_have_arrived = \(self.mayHaveArrived)
                 \(unescaped: self.state == .pending ? "" : ", " + Self.forgetPostgres)
             WHERE id = \(self.id)
             """

@@ -121,6 +121,14 @@ enum PostgresSafetySchema {
                 "CREATE INDEX contact_token_expiry ON contact_token (expires_at) WHERE expires_at IS NOT NULL",
                 "CREATE TABLE data_key (id INTEGER PRIMARY KEY CHECK (id = 1), index_check TEXT NOT NULL)",
             ]
-        )
+        ),
+        PostgresMigration(
+            "v2: a claim's lease, renewed whatever its message's state",
+            [
+                // Until then a claim is held by its process (renewed while the send lasts); a
+                // claim without one (copied from a SQLite file) has lapsed.
+                "ALTER TABLE alert ADD COLUMN lease_until TIMESTAMPTZ"
+            ]
+        ),
     ]
 }

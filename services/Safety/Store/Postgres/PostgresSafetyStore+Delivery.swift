@@ -29,7 +29,7 @@ extension PostgresSafetyStore {
     ) async throws -> [ClaimedAlert] {
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
-        try await self.releaseLapsedCancelled(before: claimedAt.addingTimeInterval(-lease), excluding: excluded)
+        try await self.releaseLapsedCancelled(at: claimedAt, excluding: excluded)
         return try await self.database.transaction { db in
             let due = try await self.alerts(
                 """
@@ -40,6 +40,9 @@ extension PostgresSafetyStore {
             )
             var claimed: [ClaimedAlert] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
+                // Not while a change to the user's switch is under way (it may cancel this
+                // message, or remove its contact); tried, never waited for: taken at a later look.
+                guard try await db.tryLock(alert.userID) else { continue }
                 if try await self.isStale(alert, at: now, on: db) {
                     try await db.run(
                         """
@@ -55,7 +58,7 @@ extension PostgresSafetyStore {
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
-                try await alert.updateDelivery(on: db)
+                try await alert.updateDelivery(on: db, leaseUntil: retryAt)
                 claimed.append(
                     ClaimedAlert(
                         alert: alert,
@@ -71,26 +74,32 @@ extension PostgresSafetyStore {
         }
     }
 
-    func extendClaims(_ ids: Set<String>, until: Date) async throws {
+    func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
+        let until = now.addingTimeInterval(lease).postgres
         try await self.database.transaction { db in
-            try await db.run(
-                """
-                UPDATE alert SET next_attempt_at = \(until.postgres)
-                WHERE id = ANY(\(ids.sorted())) AND claimed_at IS NOT NULL AND state = 'pending'
-                """
-            )
+            for claim in claims {
+                // A cancelled message's lease is renewed too: its send may still end.
+                try await db.run(
+                    """
+                    UPDATE alert SET lease_until = \(until),
+                        next_attempt_at = CASE WHEN state = 'pending' THEN \(until) ELSE next_attempt_at END
+                    WHERE id = \(claim.id) AND claimed_at = \(claim.at.postgres)
+                    """
+                )
+            }
         }
     }
 
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:
     /// taken back (they may have arrived), and an alarm among them earns its contact the
     /// all-clear. Each in a transaction of its own, under its user's lock.
-    private func releaseLapsedCancelled(before lapsed: Date, excluding excluded: Set<String>) async throws {
+    private func releaseLapsedCancelled(at now: Date, excluding excluded: Set<String>) async throws {
         let lapsedIDs = try await self.database.read { db in
             try await db.rows(
                 """
                 SELECT id, user_id FROM alert
-                WHERE claimed_at IS NOT NULL AND claimed_at < \(lapsed.postgres) AND state <> 'pending' LIMIT 100
+                WHERE claimed_at IS NOT NULL AND state <> 'pending'
+                    AND (lease_until IS NULL OR lease_until < \(now.postgres)) LIMIT 100
                 """
             ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
         }
@@ -99,8 +108,14 @@ extension PostgresSafetyStore {
             try await self.database.transaction { db in
                 // Not waited for: a busy user must not hold back this sender.
                 guard try await db.tryLock(user) else { return }
-                guard var alert = try await self.alerts("WHERE id = \(id) FOR UPDATE", on: db).first,
-                    alert.claimedAt != nil, alert.state != .pending
+                guard
+                    var alert = try await self.alerts(
+                        """
+                        WHERE id = \(id) AND claimed_at IS NOT NULL AND state <> 'pending'
+                            AND (lease_until IS NULL OR lease_until < \(now.postgres)) FOR UPDATE
+                        """,
+                        on: db
+                    ).first
                 else { return }
                 alert.releaseClaim()
                 try await alert.updateDelivery(on: db)
@@ -123,20 +138,29 @@ extension PostgresSafetyStore {
         return false
     }
 
-    func record(_ id: String, attempt: Result<String, DeliveryFailure>, now: Date) async throws {
+    @discardableResult
+    func record(_ claim: AlertClaim, attempt: Result<String, DeliveryFailure>, now: Date) async throws -> Bool {
         guard
             let user = try await self.database.read({ db in
-                try await db.first("SELECT user_id FROM alert WHERE id = \(id)") { try $0.value(0, as: String.self) }
+                try await db.first("SELECT user_id FROM alert WHERE id = \(claim.id)") {
+                    try $0.value(0, as: String.self)
+                }
             })
-        else { return }
-        try await self.database.transaction { db in
+        else { return false }
+        return try await self.database.transaction { db in
             // The user's lock first, as every change to their switch takes it.
             try await db.lock(user)
-            guard var alert = try await self.alerts("WHERE id = \(id) FOR UPDATE", on: db).first else { return }
+            guard
+                var alert = try await self.alerts(
+                    "WHERE id = \(claim.id) AND claimed_at = \(claim.at.postgres) FOR UPDATE",
+                    on: db
+                ).first
+            else { return false }
             let consequences = alert.record(attempt, at: now)
             if consequences.bounce { try await self.bounce(alert, at: now, on: db) }
             try await alert.updateDelivery(on: db)
             if consequences.allClear { try await self.allClearIfCheckedInSince(alert, at: now, on: db) }
+            return true
         }
     }
 

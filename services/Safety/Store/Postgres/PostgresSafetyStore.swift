@@ -26,9 +26,11 @@ struct PostgresSafetyStore: SafetyPersistence {
         clock: any WallClock = SystemClock(),
         product: String = AlertTexts.defaultProduct,
         maximumConnections: Int = 20,
+        clockTolerance: TimeInterval? = nil,
         logger: Logger
     ) async throws -> PostgresSafetyStore {
         try await PostgresPool.withSetupConnection(location, logger: logger) { connection in
+            if let clockTolerance { try await connection.checkClock(clock, within: clockTolerance) }
             try await connection.migrate(
                 PostgresSafetySchema.migrations,
                 lockKey: PostgresSafetySchema.migrationLock,
