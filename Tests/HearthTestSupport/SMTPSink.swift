@@ -51,6 +51,11 @@ public final class SMTPSink: Sendable {
         self.process.send(SIGTERM)
     }
 
+    /// How many messages it has received so far (without reading them).
+    public func messageCount() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: self.folder.path).filter { $0.hasSuffix(".json") }.count
+    }
+
     /// The messages received so far, oldest first.
     public func messages() throws -> [[String: Any]] {
         let files = try FileManager.default.contentsOfDirectory(atPath: self.folder.path)

@@ -52,6 +52,7 @@ class Sink:
             "body": body.get_content() if body else None,
             "tls": session.ssl is not None,
             "authenticated": bool(session.authenticated),
+            "received_at": time.time(),
         }
         self.count += 1
         path = os.path.join(self.out, f"{time.time_ns()}-{self.count}.json")
