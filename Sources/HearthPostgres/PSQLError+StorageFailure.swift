@@ -25,6 +25,16 @@ extension PSQLError: StorageFailure {
         }
     }
 
+    /// Whether the session ended under the call: the server stopped, restarted or went out of
+    /// reach (its shutdown's 57P01-57P03 included).
+    public var isConnectionLost: Bool {
+        switch self.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown: true
+        case .server: self.sqlState.map { $0.hasPrefix("57P") || $0.hasPrefix("08") } ?? false
+        default: false
+        }
+    }
+
     /// The error's SQLSTATE, when the server sent one.
     public var sqlState: String? { self.serverInfo?[.sqlState] }
 
