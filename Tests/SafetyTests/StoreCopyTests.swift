@@ -1,9 +1,11 @@
 import Foundation
+import GRDB
 import HearthCore
 import HearthPostgres
 import HearthStore
 import HearthTestSupport
 import Logging
+import PostgresNIO
 import Testing
 
 @testable import SafetyService
@@ -84,6 +86,52 @@ struct StoreCopyTests {
             #expect(refused?.description.contains("empty database") == true)
             pool.cancel()
             _ = await pool.result
+        }
+    }
+
+    @Test("a table of more rows than a batch is copied whole, along a key of two columns")
+    func copyPastOneBatch() async throws {
+        let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
+        let file = try TemporaryStoreFile()
+        let keyFile = file.folder.appendingPathComponent("data.key")
+        try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+        let users = ["ana", "ken", "mei"]
+        let perUser = StoreCopy.batch * 4 / 5 + 1
+        let written = Set(users.flatMap { user in (0..<perUser).map { "\(user)/r\($0)" } })
+        do {
+            let store = try SafetyStore(location: file.location, keys: try DataKeys(file: keyFile))
+            for user in users {
+                _ = try await store.upsertProfile(user) { $0.timeZone = "UTC" }
+            }
+            // 3 x 401 rows: batches end inside one user's rows and between two users'.
+            try await store.base.writer.write { db in
+                for user in users {
+                    for index in 0..<perUser {
+                        try db.execute(
+                            sql: """
+                                INSERT INTO heartbeat (user_id, at, time_zone, device_info, source, request_id, counted)
+                                VALUES (?, ?, 'UTC', '', 'app', ?, 1)
+                                """,
+                            arguments: [user, Self.t0.addingTimeInterval(Double(index)), "r\(index)"]
+                        )
+                    }
+                }
+            }
+        }
+        try await withPostgresServer { server in
+            let copied = try await SafetyService.copyStore(
+                from: file.location,
+                to: server.location,
+                keys: try DataKeys(file: keyFile),
+                logger: logger
+            )
+            #expect(copied["heartbeat"] == written.count)
+            let read = try await PostgresPool.withSetupConnection(server.location, logger: logger) { db in
+                try await db.rows("SELECT user_id, request_id FROM heartbeat") {
+                    "\(try $0.value(0, as: String.self))/\(try $0.value(1, as: String.self))"
+                }
+            }
+            #expect(read.count == written.count && Set(read) == written, "each row once")
         }
     }
 

@@ -6,7 +6,8 @@ import Logging
 import PostgresNIO
 
 /// Copies a safety SQLite store into an empty PostgreSQL database (`hearth migrate-store`):
-/// every table the store keeps, row by row in one transaction, then the counts compared.
+/// every table the store keeps, 500 rows to a statement in one transaction, then the counts
+/// compared.
 /// Sealed values are copied as they are: the PostgreSQL store opens them with the same data key
 /// file (its index key is recorded for the database before the copy).
 enum StoreCopy {
@@ -62,10 +63,13 @@ enum StoreCopy {
     ]
 
     /// Each table's key, which the copy reads along (tables without rowid have only it).
-    private static let order = [
-        "profile": "user_id", "contact": "id", "heartbeat": "user_id, request_id", "alert": "id",
-        "contact_address": "user_id, address_key", "invitation_sent": "rowid", "contact_token": "hash",
+    private static let order: [String: [String]] = [
+        "profile": ["user_id"], "contact": ["id"], "heartbeat": ["user_id", "request_id"], "alert": ["id"],
+        "contact_address": ["user_id", "address_key"], "invitation_sent": ["rowid"], "contact_token": ["hash"],
     ]
+
+    /// Rows read and written at a time: one SQLite read and one PostgreSQL statement each.
+    static let batch = 500
 
     private static func profileKind(_ column: String) -> Kind {
         switch column {
@@ -124,7 +128,8 @@ enum StoreCopy {
         }
     }
 
-    /// Copies one table in batches of 500 rows (a read transaction each, along its key order).
+    /// Copies one table in batches of ``batch`` rows: each read along the table's key from
+    /// where the last ended (a read transaction each), and written in one multi-row INSERT.
     private static func copy(
         _ table: String,
         _ columns: [(String, Kind)],
@@ -132,21 +137,26 @@ enum StoreCopy {
         to db: PostgresConnection
     ) async throws -> Int {
         let names = columns.map(\.0).joined(separator: ", ")
-        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-        let insert = "INSERT INTO \(table) (\(names)) VALUES (\(placeholders))"
+        let key = Self.order[table] ?? ["rowid"]
+        let keyList = key.joined(separator: ", ")
         var copied = 0
-        var offset = 0
+        var after: [DatabaseValue]?
         while true {
-            let start = offset
             let batch = try store.base.read { sqlite in
-                try Row.fetchAll(
+                let from =
+                    after == nil ? "" : "WHERE (\(keyList)) > (\(key.map { _ in "?" }.joined(separator: ", ")))"
+                return try Row.fetchAll(
                     sqlite,
-                    sql:
-                        "SELECT \(names) FROM \(table) ORDER BY \(Self.order[table] ?? "rowid") LIMIT 500 OFFSET \(start)"
+                    sql: "SELECT \(names), \(keyList) FROM \(table) \(from) ORDER BY \(keyList) LIMIT \(Self.batch)",
+                    arguments: StatementArguments(after ?? [])
                 )
             }
+            guard let last = batch.last else { return copied }
+            after = (0..<key.count).map { last[columns.count + $0] }
+            var bindings = PostgresBindings(capacity: batch.count * columns.count)
+            var tuples: [String] = []
             for row in batch {
-                var bindings = PostgresBindings(capacity: columns.count)
+                let first = bindings.count + 1
                 for (index, (_, kind)) in columns.enumerated() {
                     switch kind {
                     case .text: bindings.append(row[index] as String)
@@ -158,11 +168,16 @@ enum StoreCopy {
                     case .bytes: try bindings.append(row[index] as Data? ?? Data())
                     }
                 }
-                try await db.run(PostgresQuery(unsafeSQL: insert, binds: bindings))
+                tuples.append("(" + (first..<first + columns.count).map { "$\($0)" }.joined(separator: ", ") + ")")
             }
+            try await db.run(
+                PostgresQuery(
+                    unsafeSQL: "INSERT INTO \(table) (\(names)) VALUES \(tuples.joined(separator: ", "))",
+                    binds: bindings
+                )
+            )
             copied += batch.count
-            offset += batch.count
-            if batch.count < 500 { return copied }
+            if batch.count < Self.batch { return copied }
         }
     }
 }
