@@ -13,6 +13,8 @@ public struct PostgresPool: Service, Sendable {
     let logger: Logger
     /// The client in use: a fresh one once the server is back after an outage.
     let clients: PostgresClientSlot
+    /// Calls under way, answered when their connection closes under them.
+    let closing = ClosingConnections()
 
     /// How many times a transaction that lost a race with another (a serialization failure, a
     /// deadlock) is run again before its error is answered.
@@ -47,6 +49,9 @@ public struct PostgresPool: Service, Sendable {
     public func run() async throws {
         await self.clients.run()
     }
+
+    /// How many of its connections are watched for closing, and how many calls wait on them.
+    public var watched: (connections: Int, calls: Int) { self.closing.watched }
 
     /// How many times the pool was replaced by a fresh one after an outage.
     public var replacements: Int { self.clients.replacements }
@@ -141,7 +146,7 @@ public struct PostgresPool: Service, Sendable {
             group.addTask {
                 try await client.withConnection { connection in
                     began.mark()
-                    return try await connection.untilClosed(body)
+                    return try await self.closing.run(body, on: connection)
                 }
             }
             group.addTask {
@@ -189,80 +194,6 @@ extension PostgresLocation {
         case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
-    }
-}
-
-extension PostgresConnection {
-    /// Runs `body` on this connection, unless the connection closes first: then it answers
-    /// ``PostgresUnavailable`` at once. PostgresNIO 1.33.2 leaves a query it had not sent when
-    /// the server ended the session (PostgreSQL stopped, restarted) waiting for good; left
-    /// alone, the call would never be answered (measured: 5 of 8 callers in flight when the
-    /// server stopped). Such a body is left suspended (it holds no connection: this one is
-    /// closed) and cancelled.
-    func untilClosed<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
-        -> T
-    {
-        let outcome = FirstOutcome<T>()
-        let work = Task {
-            do {
-                outcome.settle(.success(try await body(self)))
-            } catch {
-                outcome.settle(.failure(error))
-            }
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                outcome.deliver(to: continuation)
-                self.closeFuture.whenComplete { _ in
-                    outcome.settle(.failure(PostgresUnavailable(cause: ConnectionClosed())))
-                    work.cancel()
-                }
-            }
-        } onCancel: {
-            work.cancel()
-        }
-    }
-}
-
-/// The session ended while a call was under way on it.
-struct ConnectionClosed: Error, CustomStringConvertible {
-    var description: String { "the connection to PostgreSQL closed during the call" }
-}
-
-/// The first of a call's outcomes (its body's, or its connection's closing) to its one waiter.
-private final class FirstOutcome<T: Sendable>: Sendable {
-    private struct State {
-        var outcome: Result<T, any Error>?
-        var waiter: CheckedContinuation<T, any Error>?
-        var delivered = false
-    }
-
-    private let state = Mutex(State())
-
-    func settle(_ outcome: Result<T, any Error>) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<T, any Error>? in
-            guard state.outcome == nil else { return nil }
-            state.outcome = outcome
-            return state.delivered
-                ? nil
-                : state.waiter.take().map { waiter in
-                    state.delivered = true
-                    return waiter
-                }
-        }
-        waiter?.resume(with: outcome)
-    }
-
-    func deliver(to waiter: CheckedContinuation<T, any Error>) {
-        let ready = self.state.withLock { state -> Result<T, any Error>? in
-            guard let outcome = state.outcome else {
-                state.waiter = waiter
-                return nil
-            }
-            state.delivered = true
-            return outcome
-        }
-        if let ready { waiter.resume(with: ready) }
     }
 }
 

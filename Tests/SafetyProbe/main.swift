@@ -124,11 +124,12 @@ case "bulk":
         push: LogPushSender(logger: logger)
     )
     _ = try SafetyService(location: .file(path), keys: keys, channels: channels, logger: logger)
-    let store = try Store(location: .file(path), migrator: DatabaseMigrator())
+    // The tables filled directly, past the store (which opens only with the service's migrator).
+    let database = try DatabaseQueue(path: path)
     let now = Date()
     let batch = 20_000
     for first in stride(from: 0, to: number, by: batch) {
-        try store.writer.write { db in
+        try database.write { db in
             let profile = try db.makeStatement(
                 sql: """
                     INSERT INTO profile (user_id, name, email, threshold_hours, language, time_zone, reminder_enabled,

@@ -46,6 +46,18 @@ struct PostgresOutageTests {
         }
     }
 
+    @Test("a call watches its connection's close through one callback per connection, not one per call")
+    func oneWatchPerConnection() async throws {
+        try await withSafetySystem(store: .postgres) { system in
+            try await system.profile()
+            for _ in 0..<300 { _ = try await system.service.store.status("mei") }
+            let store = try #require(system.service.store as? PostgresSafetyStore)
+            let watched = store.database.watched
+            #expect(watched.calls == 0, "no call left waiting")
+            #expect(watched.connections <= 20, "\(watched.connections) connections watched: at most the pool's")
+        }
+    }
+
     @Test(
         "stopped for 10 s under check-ins from 8 clients: each failure UNAVAILABLE within 3 s, none acknowledged lost, taken again within 1 s of its return"
     )

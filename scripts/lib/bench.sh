@@ -99,3 +99,24 @@ wait_quiet() {
   done
   echo "process $1 still busy after 120 s; measuring anyway" >&2
 }
+
+# start_postgres DIR: a PostgreSQL cluster of its own in DIR/pg (Debian's newest, its default
+# durability), on a free loopback port, run as nobody when this runs as root. Sets PG_PID and
+# PG_STORE (the address `hearth serve safety --store` takes); the caller stops PG_PID.
+start_postgres() {
+  local dir=$1 bin port
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  local as_pg=()
+  [ "$(id -u)" -eq 0 ] && as_pg=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+  chmod 755 "$dir"
+  mkdir -p "$dir/pg"
+  [ "$(id -u)" -eq 0 ] && chown 65534:65534 "$dir/pg"
+  "${as_pg[@]}" "$bin/initdb" -D "$dir/pg/data" -U hearth --auth=trust --no-locale -E UTF8 >/dev/null
+  port=$(free_port)
+  "${as_pg[@]}" "$bin/postgres" -D "$dir/pg/data" -p "$port" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories= -c max_connections=200 >"$dir/pg.log" 2>&1 &
+  PG_PID=$!
+  for _ in $(seq 100); do "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
+  PG_STORE="postgres://hearth@127.0.0.1:$port/postgres?sslmode=disable"
+  PG_PSQL=("$bin/psql" -h 127.0.0.1 -p "$port" -U hearth -d postgres -At)
+}
