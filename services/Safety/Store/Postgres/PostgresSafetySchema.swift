@@ -126,7 +126,9 @@ enum PostgresSafetySchema {
             "v2: a claim's lease, renewed whatever its message's state",
             [
                 // Until then a claim is held by its process (renewed while the send lasts); a
-                // claim without one (copied from a SQLite file) has lapsed.
+                // claim without one (copied from a SQLite file, or made before this migration)
+                // holds for one lease from its claim. Upgrade every replica together: one before
+                // it neither renews this nor checks which claim an outcome answers.
                 "ALTER TABLE alert ADD COLUMN lease_until TIMESTAMPTZ"
             ]
         ),

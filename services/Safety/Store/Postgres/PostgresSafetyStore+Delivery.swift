@@ -29,7 +29,7 @@ extension PostgresSafetyStore {
     ) async throws -> [ClaimedAlert] {
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
-        try await self.releaseLapsedCancelled(at: claimedAt, excluding: excluded)
+        try await self.releaseLapsedCancelled(at: claimedAt, lease: lease, excluding: excluded)
         return try await self.database.transaction { db in
             let due = try await self.alerts(
                 """
@@ -93,13 +93,16 @@ extension PostgresSafetyStore {
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:
     /// taken back (they may have arrived), and an alarm among them earns its contact the
     /// all-clear. Each in a transaction of its own, under its user's lock.
-    private func releaseLapsedCancelled(at now: Date, excluding excluded: Set<String>) async throws {
+    private func releaseLapsedCancelled(at now: Date, lease: TimeInterval, excluding excluded: Set<String>) async throws
+    {
+        // A claim without its own lease (copied from a SQLite file, or made by a process before
+        // migration v2) holds for one lease from its claim.
         let lapsedIDs = try await self.database.read { db in
             try await db.rows(
                 """
                 SELECT id, user_id FROM alert
                 WHERE claimed_at IS NOT NULL AND state <> 'pending'
-                    AND (lease_until IS NULL OR lease_until < \(now.postgres)) LIMIT 100
+                    AND COALESCE(lease_until, claimed_at + make_interval(secs => \(lease))) < \(now.postgres) LIMIT 100
                 """
             ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
         }
@@ -112,7 +115,8 @@ extension PostgresSafetyStore {
                     var alert = try await self.alerts(
                         """
                         WHERE id = \(id) AND claimed_at IS NOT NULL AND state <> 'pending'
-                            AND (lease_until IS NULL OR lease_until < \(now.postgres)) FOR UPDATE
+                            AND COALESCE(lease_until, claimed_at + make_interval(secs => \(lease))) < \(now.postgres)
+                            FOR UPDATE
                         """,
                         on: db
                     ).first
