@@ -70,16 +70,9 @@ struct ReplicaTests {
     @Test("a send a check-in cancelled keeps its claim while renewed past its first lease; then its outcome is written")
     func cancelledSendKeepsItsRenewedLease() async throws {
         try await withReplicas(count: 0) { replicas in
-            let sender = try await replicas.openStore()
-            let other = try await replicas.openStore()
-            try await replicas.setUpSwitch("mei", on: sender)
+            let (sender, other) = (try await replicas.openStore(), try await replicas.openStore())
+            let alarm = try await Self.claimedAlarm(of: "mei", by: sender, replicas)
             let due = Self.t0 + 24 * Self.hour
-            replicas.clock.set(due)
-            _ = try await sender.decideDue(now: due, limit: 10)
-            let alarm = try #require(
-                try await sender.claimDue(.email, now: due, limit: 10, lease: Self.lease)
-                    .first { $0.alert.kind == MessageKind.alert }
-            )
             // The user checks in while the email is under way: the alarm is cancelled.
             replicas.clock.set(due + 5)
             _ = try await other.recordHeartbeat("mei", timeZone: nil, deviceInfo: "", requestID: "late", source: "app")
@@ -100,16 +93,9 @@ struct ReplicaTests {
     @Test("the outcome of a claim another process took over once its lease ran out is not written")
     func supersededOutcomeNotWritten() async throws {
         try await withReplicas(count: 0) { replicas in
-            let first = try await replicas.openStore()
-            let second = try await replicas.openStore()
-            try await replicas.setUpSwitch("mei", on: first)
+            let (first, second) = (try await replicas.openStore(), try await replicas.openStore())
+            let lapsed = try await Self.claimedAlarm(of: "mei", by: first, replicas)
             let due = Self.t0 + 24 * Self.hour
-            replicas.clock.set(due)
-            _ = try await first.decideDue(now: due, limit: 10)
-            let lapsed = try #require(
-                try await first.claimDue(.email, now: due, limit: 10, lease: Self.lease)
-                    .first { $0.alert.kind == MessageKind.alert }
-            )
             replicas.clock.set(due + Self.lease)
             let taken = try #require(
                 try await second.claimDue(.email, now: replicas.clock.now(), limit: 10, lease: Self.lease)
@@ -125,6 +111,20 @@ struct ReplicaTests {
             #expect(try await second.record(taken.claim, attempt: .success(""), now: replicas.clock.now()))
             #expect(try await second.messages(of: "mei").first { $0.id == lapsed.alert.id }?.state == .sent)
         }
+    }
+
+    /// `user`'s switch set up through `store`, its alarm decided when due and claimed by it.
+    static func claimedAlarm(of user: String, by store: PostgresSafetyStore, _ replicas: Replicas) async throws
+        -> ClaimedAlert
+    {
+        try await replicas.setUpSwitch(user, on: store)
+        let due = Self.t0 + 24 * Self.hour
+        replicas.clock.set(due)
+        _ = try await store.decideDue(now: due, limit: 10)
+        return try #require(
+            try await store.claimDue(.email, now: due, limit: 10, lease: Self.lease)
+                .first { $0.alert.kind == MessageKind.alert }
+        )
     }
 }
 

@@ -15,13 +15,19 @@ import Testing
 @Suite("Safety's store copied into PostgreSQL", .timeLimit(.minutes(2)))
 struct StoreCopyTests {
     static let t0 = Date(timeIntervalSince1970: 1_773_144_000)
+    static let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    @Test("switches, contacts, check-ins and the outbox read back the same; a second copy is refused")
-    func copy() async throws {
-        let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// A new SQLite store's file, and a data key file beside it.
+    static func storeFile() throws -> (TemporaryStoreFile, URL) {
         let file = try TemporaryStoreFile()
         let keyFile = file.folder.appendingPathComponent("data.key")
         try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+        return (file, keyFile)
+    }
+
+    @Test("switches, contacts, check-ins and the outbox read back the same; a second copy is refused")
+    func copy() async throws {
+        let (file, keyFile) = try Self.storeFile()
         let clock = ManualClock(Self.t0)
         let users = ["mei", "ken", "ana"]
         // What the SQLite store holds: switches armed, a contact each, check-ins, warnings
@@ -56,7 +62,7 @@ struct StoreCopyTests {
                 from: file.location,
                 to: server.location,
                 keys: try DataKeys(file: keyFile),
-                logger: logger
+                logger: Self.logger
             )
             #expect(copied["profile"] == users.count)
             #expect(copied["contact"] == 2 * users.count)
@@ -64,7 +70,7 @@ struct StoreCopyTests {
                 server.location,
                 keys: try DataKeys(file: keyFile),
                 clock: clock,
-                logger: logger
+                logger: Self.logger
             )
             let pool = Task { try await store.database.run() }
             defer { pool.cancel() }
@@ -80,7 +86,7 @@ struct StoreCopyTests {
                     from: file.location,
                     to: server.location,
                     keys: try DataKeys(file: keyFile),
-                    logger: logger
+                    logger: Self.logger
                 )
             }
             #expect(refused?.description.contains("empty database") == true)
@@ -91,10 +97,7 @@ struct StoreCopyTests {
 
     @Test("a table of more rows than a batch is copied whole, along a key of two columns")
     func copyPastOneBatch() async throws {
-        let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
-        let file = try TemporaryStoreFile()
-        let keyFile = file.folder.appendingPathComponent("data.key")
-        try DataKeyRing.generate().text.write(to: keyFile, atomically: true, encoding: .utf8)
+        let (file, keyFile) = try Self.storeFile()
         let users = ["ana", "ken", "mei"]
         let perUser = StoreCopy.batch * 4 / 5 + 1
         let written = Set(users.flatMap { user in (0..<perUser).map { "\(user)/r\($0)" } })
@@ -123,10 +126,10 @@ struct StoreCopyTests {
                 from: file.location,
                 to: server.location,
                 keys: try DataKeys(file: keyFile),
-                logger: logger
+                logger: Self.logger
             )
             #expect(copied["heartbeat"] == written.count)
-            let read = try await PostgresPool.withSetupConnection(server.location, logger: logger) { db in
+            let read = try await PostgresPool.withSetupConnection(server.location, logger: Self.logger) { db in
                 try await db.rows("SELECT user_id, request_id FROM heartbeat") {
                     "\(try $0.value(0, as: String.self))/\(try $0.value(1, as: String.self))"
                 }
