@@ -91,7 +91,9 @@ public final class DataKeys: Sendable {
     public func open(_ sealed: Data, context: String) throws(SealedValueUnreadable) -> String {
         if sealed.isEmpty { return "" }
         guard let id = Self.keyID(of: sealed) else { throw .malformed(context: context) }
-        guard let key = self.ring.withLock({ $0.key(id) }) else { throw .unknownKey(id, context: context) }
+        guard let key = self.ring.withLock({ $0.key(id) }) ?? self.rereadFile(for: id) else {
+            throw .unknownKey(id, context: context)
+        }
         do {
             let box = try ChaChaPoly.SealedBox(combined: sealed.dropFirst(Self.headerSize))
             let clear = try ChaChaPoly.open(box, using: key.symmetric, authenticating: Data(context.utf8))
@@ -99,6 +101,14 @@ public final class DataKeys: Sendable {
         } catch {
             throw .forged(context: context)
         }
+    }
+
+    /// Key `id` from the file read again, when it has it now: another process reading the same
+    /// file (safety's replicas on one database) may have been told of a new key first, and
+    /// sealed under it, while this one had not yet (a rotation under way).
+    private func rereadFile(for id: UInt32) -> DataKeyRing.Key? {
+        guard self.file != nil, (try? self.reload()) != nil else { return nil }
+        return self.ring.withLock { $0.key(id) }
     }
 
     /// The id of the key `sealed` was sealed with; nil for a value that is not sealed.

@@ -98,6 +98,29 @@ struct DataKeysTests {
         }
     }
 
+    @Test(
+        "a value sealed under a key this process has not read yet opens once the file has it; a forged key id still fails"
+    )
+    func unknownKeyRereadsTheFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-keys-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("data.key")
+        let first = DataKeyRing.generate()
+        try first.text.write(to: file, atomically: true, encoding: .utf8)
+        // Two processes on one file; the other is told of the new key first and seals with it.
+        let mine = try DataKeys(file: file)
+        try first.addingKey().text.write(to: file, atomically: true, encoding: .utf8)
+        let theirs = try DataKeys(file: file)
+        let sealed = theirs.seal("Mei", context: "profile.name:mei")
+        #expect(DataKeys.keyID(of: sealed) == 2)
+        #expect(try mine.open(sealed, context: "profile.name:mei") == "Mei")
+        #expect(mine.current.sealing.id == 2, "it seals with the file's key from then on")
+        var forged = sealed
+        forged[forged.startIndex + 4] = 9
+        #expect(throws: SealedValueUnreadable.self) { try mine.open(forged, context: "profile.name:mei") }
+    }
+
     @Test("a reload takes the file's new ring, unless the check refuses it or its index key changed")
     func reload() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-keys-\(UUID())")
