@@ -102,53 +102,56 @@ struct DataKeysTests {
         "a value sealed under a key this process has not read yet opens once the file has it; a forged key id still fails"
     )
     func unknownKeyRereadsTheFile() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-keys-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("data.key")
-        let first = DataKeyRing.generate()
-        try first.text.write(to: file, atomically: true, encoding: .utf8)
-        // Two processes on one file; the other is told of the new key first and seals with it.
-        let mine = try DataKeys(file: file)
-        try first.addingKey().text.write(to: file, atomically: true, encoding: .utf8)
-        let theirs = try DataKeys(file: file)
-        let sealed = theirs.seal("Mei", context: "profile.name:mei")
-        #expect(DataKeys.keyID(of: sealed) == 2)
-        #expect(try mine.open(sealed, context: "profile.name:mei") == "Mei")
-        #expect(mine.current.sealing.id == 2, "it seals with the file's key from then on")
-        var forged = sealed
-        forged[forged.startIndex + 4] = 9
-        #expect(throws: SealedValueUnreadable.self) { try mine.open(forged, context: "profile.name:mei") }
+        try Self.withKeyFile { file, first in
+            // Two processes on one file; the other is told of the new key first and seals with it.
+            let mine = try DataKeys(file: file)
+            try first.addingKey().text.write(to: file, atomically: true, encoding: .utf8)
+            let theirs = try DataKeys(file: file)
+            let sealed = theirs.seal("Mei", context: "profile.name:mei")
+            #expect(DataKeys.keyID(of: sealed) == 2)
+            #expect(try mine.open(sealed, context: "profile.name:mei") == "Mei")
+            #expect(mine.current.sealing.id == 2, "it seals with the file's key from then on")
+            var forged = sealed
+            forged[forged.startIndex + 4] = 9
+            #expect(throws: SealedValueUnreadable.self) { try mine.open(forged, context: "profile.name:mei") }
+        }
     }
 
     @Test("a reload takes the file's new ring, unless the check refuses it or its index key changed")
     func reload() throws {
+        try Self.withKeyFile { file, first in
+            let keys = try DataKeys(file: file)
+            try first.addingKey().text.write(to: file, atomically: true, encoding: .utf8)
+            struct Refused: Error {}
+            #expect(throws: Refused.self) { try keys.reload { _ in throw Refused() } }
+            #expect(keys.current == first, "a refused ring is not used")
+            #expect(try keys.reload().ids == [1, 2])
+            #expect(keys.current.sealing.id == 2)
+            try DataKeyRing.generate().addingKey().addingKey().text.write(to: file, atomically: true, encoding: .utf8)
+            #expect(throws: DataKeyFileInvalid.self) { try keys.reload() }
+            #expect(keys.current.ids == [1, 2])
+            // The same index key, but another key under id 2 (two rotations at once could write it).
+            var stranger = DataKeyRing.generate().sealing
+            stranger.id = 2
+            let other = DataKeyRing(index: first.index, keys: [first.keys[0], stranger])
+            try other.text.write(to: file, atomically: true, encoding: .utf8)
+            #expect {
+                try keys.reload()
+            } throws: { error in
+                (error as? DataKeyFileInvalid)?.reason.contains("key 2 is not the key 2 in use") == true
+            }
+            #expect(keys.current.sealing.bytes != stranger.bytes)
+        }
+    }
+
+    /// Runs `body` with a data key file holding a new ring, in a folder deleted afterwards.
+    static func withKeyFile(_ body: (URL, DataKeyRing) throws -> Void) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-keys-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("data.key")
         let first = DataKeyRing.generate()
         try first.text.write(to: file, atomically: true, encoding: .utf8)
-        let keys = try DataKeys(file: file)
-        try first.addingKey().text.write(to: file, atomically: true, encoding: .utf8)
-        struct Refused: Error {}
-        #expect(throws: Refused.self) { try keys.reload { _ in throw Refused() } }
-        #expect(keys.current == first, "a refused ring is not used")
-        #expect(try keys.reload().ids == [1, 2])
-        #expect(keys.current.sealing.id == 2)
-        try DataKeyRing.generate().addingKey().addingKey().text.write(to: file, atomically: true, encoding: .utf8)
-        #expect(throws: DataKeyFileInvalid.self) { try keys.reload() }
-        #expect(keys.current.ids == [1, 2])
-        // The same index key, but another key under id 2 (two rotations at once could write it).
-        var stranger = DataKeyRing.generate().sealing
-        stranger.id = 2
-        let other = DataKeyRing(index: first.index, keys: [first.keys[0], stranger])
-        try other.text.write(to: file, atomically: true, encoding: .utf8)
-        #expect {
-            try keys.reload()
-        } throws: { error in
-            (error as? DataKeyFileInvalid)?.reason.contains("key 2 is not the key 2 in use") == true
-        }
-        #expect(keys.current.sealing.bytes != stranger.bytes)
+        try body(file, first)
     }
 }

@@ -17,6 +17,18 @@ struct StoreCopyTests {
     static let t0 = Date(timeIntervalSince1970: 1_773_144_000)
     static let logger = Logger(label: "store-copy", factory: { _ in SwiftLogNoOpLogHandler() })
 
+    /// Copies the store in `file` into `server`'s database, as `hearth migrate-store` does.
+    static func copy(_ file: TemporaryStoreFile, _ keyFile: URL, to server: PostgresServer) async throws
+        -> [String: Int]
+    {
+        try await SafetyService.copyStore(
+            from: file.location,
+            to: server.location,
+            keys: try DataKeys(file: keyFile),
+            logger: Self.logger
+        )
+    }
+
     /// A new SQLite store's file, and a data key file beside it.
     static func storeFile() throws -> (TemporaryStoreFile, URL) {
         let file = try TemporaryStoreFile()
@@ -58,12 +70,7 @@ struct StoreCopyTests {
             for user in users { before[user] = try await Snapshot(user, store) }
         }
         try await withPostgresServer { server in
-            let copied = try await SafetyService.copyStore(
-                from: file.location,
-                to: server.location,
-                keys: try DataKeys(file: keyFile),
-                logger: Self.logger
-            )
+            let copied = try await Self.copy(file, keyFile, to: server)
             #expect(copied["profile"] == users.count)
             #expect(copied["contact"] == 2 * users.count)
             let store = try await PostgresSafetyStore.open(
@@ -122,12 +129,7 @@ struct StoreCopyTests {
             }
         }
         try await withPostgresServer { server in
-            let copied = try await SafetyService.copyStore(
-                from: file.location,
-                to: server.location,
-                keys: try DataKeys(file: keyFile),
-                logger: Self.logger
-            )
+            let copied = try await Self.copy(file, keyFile, to: server)
             #expect(copied["heartbeat"] == written.count)
             let read = try await PostgresPool.withSetupConnection(server.location, logger: Self.logger) { db in
                 try await db.rows("SELECT user_id, request_id FROM heartbeat") {
