@@ -470,7 +470,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthCoreTests",
-            dependencies: ["HearthCore"],
+            dependencies: ["HearthCore", "HearthTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -41,6 +41,17 @@ hearth_bin() { release_product hearth "${HEARTH_BIN:-}"; }
 # cpu_ticks PID, or cpu_ticks PID/task/TID
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# tree_cpu_ticks PID: CPU time (clock ticks) of PID, of the children it waited for, and of its
+# live children (PostgreSQL's backends are children of its postmaster).
+tree_cpu_ticks() {
+  local total child
+  total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
+  for child in $(ps -o pid= --ppid "$1"); do
+    total=$((total + $(cpu_ticks "$child" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
 # A process's resident memory in KiB: rss_kib PID [FIELD] (VmRSS unless FIELD, e.g. VmHWM).
 rss_kib() { awk -v key="${2:-VmRSS}:" '$1 == key {print $2}' "/proc/$1/status"; }
 
@@ -102,7 +113,8 @@ wait_quiet() {
 
 # start_postgres DIR: a PostgreSQL cluster of its own in DIR/pg (Debian's newest, its default
 # durability), on a free loopback port, run as nobody when this runs as root. Sets PG_PID and
-# PG_STORE (the address `hearth serve safety --store` takes); the caller stops PG_PID.
+# PG_STORE (the address `hearth serve safety --store` takes); the caller stops PG_PID. With
+# PG_STATEMENTS=1 it loads pg_stat_statements (the caller creates the extension).
 start_postgres() {
   local dir=$1 bin port
   bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
@@ -114,7 +126,8 @@ start_postgres() {
   "${as_pg[@]}" "$bin/initdb" -D "$dir/pg/data" -U hearth --auth=trust --no-locale -E UTF8 >/dev/null
   port=$(free_port)
   "${as_pg[@]}" "$bin/postgres" -D "$dir/pg/data" -p "$port" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories= -c max_connections=200 >"$dir/pg.log" 2>&1 &
+    -c unix_socket_directories= -c max_connections=200 ${PG_STATEMENTS:+-c shared_preload_libraries=pg_stat_statements} \
+    >"$dir/pg.log" 2>&1 &
   PG_PID=$!
   for _ in $(seq 100); do "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
   PG_STORE="postgres://hearth@127.0.0.1:$port/postgres?sslmode=disable"

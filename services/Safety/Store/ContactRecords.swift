@@ -155,3 +155,33 @@ struct ContactLinks: Sendable, Equatable {
     /// The user's name: the opt-out link stops every email about them.
     var personName: String
 }
+
+extension ContactLinks {
+    /// A link's token to store: what it does, and until when (nil: for good).
+    struct NewToken: Sendable {
+        let token: LinkToken
+        let purpose: LinkPurpose
+        let expiresAt: Date?
+        let contact: ContactRecord
+    }
+
+    /// The links of `alert`, claimed at `now` for an attempt, and the tokens to store for them;
+    /// nil for a message that is no email to a contact (or whose contact or user is gone).
+    static func mint(for alert: AlertRecord, contact: ContactRecord?, profile: ProfileRecord?, at now: Date)
+        -> (links: ContactLinks, tokens: [NewToken])?
+    {
+        guard alert.channel == .email, !alert.contactID.isEmpty, let contact, let profile else { return nil }
+        let optOut = LinkToken.make()
+        var tokens = [NewToken(token: optOut, purpose: .optOut, expiresAt: nil, contact: contact)]
+        var answer: LinkToken?
+        if alert.kind == MessageKind.invitation, contact.consent.isAwaitingAnswer(at: now) {
+            let token = LinkToken.make()
+            tokens.append(
+                NewToken(token: token, purpose: .answer, expiresAt: contact.invitationExpiresAt, contact: contact)
+            )
+            answer = token
+        }
+        let links = ContactLinks(answer: answer, optOut: optOut, language: profile.language, personName: profile.name)
+        return (links, tokens)
+    }
+}

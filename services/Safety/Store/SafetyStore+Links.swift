@@ -72,33 +72,29 @@ extension SafetyStore {
     /// an email to no contact (a test to the user) or to one removed since.
     func mintLinks(for alert: AlertRecord, at now: Date, in db: Database) throws -> ContactLinks? {
         guard alert.channel == .email, !alert.contactID.isEmpty,
-            let contact = try self.contact(alert.contactID, in: db),
-            let profile = try self.profile(alert.userID, in: db)
+            let minted = ContactLinks.mint(
+                for: alert,
+                contact: try self.contact(alert.contactID, in: db),
+                profile: try self.profile(alert.userID, in: db),
+                at: now
+            )
         else { return nil }
-        let insert = { (token: LinkToken, purpose: LinkPurpose, expiresAt: Date?) in
+        for new in minted.tokens {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(
-                binding: token.hash,
-                contact.id,
-                contact.userID,
-                contact.emailKey,
-                purpose.rawValue,
-                expiresAt?.stored,
+                binding: new.token.hash,
+                new.contact.id,
+                new.contact.userID,
+                new.contact.emailKey,
+                new.purpose.rawValue,
+                new.expiresAt?.stored,
                 now.stored
             )
         }
-        let optOut = LinkToken.make()
-        try insert(optOut, .optOut, nil)
-        var answer: LinkToken?
-        if alert.kind == MessageKind.invitation, contact.consent.isAwaitingAnswer(at: now) {
-            let token = LinkToken.make()
-            try insert(token, .answer, contact.invitationExpiresAt)
-            answer = token
-        }
-        return ContactLinks(answer: answer, optOut: optOut, language: profile.language, personName: profile.name)
+        return minted.links
     }
 }

@@ -83,6 +83,47 @@ extension AlertRecord {
     }
 }
 
+extension AlertRecord {
+    /// Saves what became of many attempts in one statement, each as
+    /// ``updateDelivery(on:leaseUntil:)`` saves one.
+    static func updateDeliveries(
+        _ alerts: some Collection<AlertRecord>,
+        leaseUntil: Date? = nil,
+        on connection: PostgresConnection
+    ) async throws {
+        guard !alerts.isEmpty else { return }
+        var rows = BoundRows()
+        for alert in alerts {
+            rows.append { row in
+                row.bind(alert.id)
+                row.bind(alert.state.rawValue)
+                row.bind(alert.attempts)
+                row.bind(alert.lastError)
+                row.bind(alert.nextAttemptAt.postgres)
+                row.bind(alert.sentAt.postgres)
+                row.bind(alert.claimedAt.postgres)
+                row.bind(leaseUntil.postgres)
+                row.bind(alert.mayHaveArrived)
+            }
+        }
+        let forgotten = "CASE WHEN v.state = 'pending' THEN alert.%@ ELSE ''::bytea END"
+        try await connection.run(
+            rows.query { values in
+                """
+                UPDATE alert SET state = v.state, attempts = v.attempts, last_error = v.last_error,
+                    next_attempt_at = v.next_attempt_at, sent_at = v.sent_at, claimed_at = v.claimed_at,
+                    lease_until = v.lease_until, may_have_arrived = v.may_have_arrived,
+                    \(["address", "subject", "body"].map { "\($0) = " + forgotten.replacingOccurrences(of: "%@", with: $0) }
+                        .joined(separator: ", "))
+                FROM (\(values)) AS v(id, state, attempts, last_error, next_attempt_at, sent_at, claimed_at, lease_until,
+                    may_have_arrived)
+                WHERE alert.id = v.id
+                """
+            }
+        )
+    }
+}
+
 extension ContactRecord {
     func insert(on connection: PostgresConnection, sealingWith keys: DataKeys) async throws {
         try await connection.run(

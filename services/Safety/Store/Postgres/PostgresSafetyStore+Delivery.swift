@@ -30,27 +30,29 @@ extension PostgresSafetyStore {
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
         try await self.releaseLapsedCancelled(at: claimedAt, lease: lease, excluding: excluded)
+        // A batch in a handful of statements, whatever its size: a statement is a round trip,
+        // parsed and planned again, and that, not the rows, is what a claim costs.
         return try await self.database.transaction { db in
+            // What this process has under way is left out by the query, not locked and skipped.
             let due = try await self.alerts(
                 """
                 WHERE state = 'pending' AND channel = \(channel.rawValue) AND next_attempt_at <= \(now.postgres)
-                ORDER BY next_attempt_at LIMIT \(limit + excluded.count) FOR UPDATE SKIP LOCKED
+                    AND id <> ALL(\(Array(excluded))) ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """,
                 on: db
             )
+            guard !due.isEmpty else { return [] }
+            // Not while a change to a user's switch is under way (it may cancel the message, or
+            // remove its contact); tried, never waited for: taken at a later look.
+            let free = try await db.tryLock(Set(due.map(\.userID)))
+            let takeable = due.filter { free.contains($0.userID) }
+            let facts = try await ClaimFacts.read(for: takeable, from: self, on: db)
+            var stale: [String] = []
             var claimed: [ClaimedAlert] = []
-            for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
-                // Not while a change to the user's switch is under way (it may cancel this
-                // message, or remove its contact); tried, never waited for: taken at a later look.
-                guard try await db.tryLock(alert.userID) else { continue }
-                if try await self.isStale(alert, at: now, on: db) {
-                    try await db.run(
-                        """
-                        UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL,
-                            \(unescaped: AlertRecord.forgetPostgres)
-                        WHERE id = \(alert.id)
-                        """
-                    )
+            var tokens: [ContactLinks.NewToken] = []
+            for var alert in takeable {
+                if facts.isStale(alert, at: now) {
+                    stale.append(alert.id)
                     continue
                 }
                 // Its lease ran out without an outcome: taken back before it is claimed again.
@@ -58,36 +60,79 @@ extension PostgresSafetyStore {
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
-                try await alert.updateDelivery(on: db, leaseUntil: retryAt)
+                let minted = ContactLinks.mint(
+                    for: alert,
+                    contact: facts.contacts[alert.contactID],
+                    profile: facts.profiles[alert.userID],
+                    at: claimedAt
+                )
+                tokens += minted?.tokens ?? []
                 claimed.append(
                     ClaimedAlert(
                         alert: alert,
-                        links: try await self.mintLinks(for: alert, at: claimedAt, on: db),
-                        language: alert.channel == .push
-                            ? try await db.first("SELECT language FROM profile WHERE user_id = \(alert.userID)") {
-                                try $0.value(0, as: String.self)
-                            } : nil
+                        links: minted?.links,
+                        language: alert.channel == .push ? facts.profiles[alert.userID]?.language : nil
                     )
                 )
             }
+            if !stale.isEmpty {
+                try await db.run(
+                    """
+                    UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL,
+                        \(unescaped: AlertRecord.forgetPostgres)
+                    WHERE id = ANY(\(stale))
+                    """
+                )
+            }
+            try await AlertRecord.updateDeliveries(claimed.map(\.alert), leaseUntil: retryAt, on: db)
+            try await Self.insert(tokens, at: claimedAt, on: db)
             return claimed
         }
     }
 
-    func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
-        let until = now.addingTimeInterval(lease).postgres
-        try await self.database.transaction { db in
-            for claim in claims {
-                // A cancelled message's lease is renewed too: its send may still end.
-                try await db.run(
-                    """
-                    UPDATE alert SET lease_until = \(until),
-                        next_attempt_at = CASE WHEN state = 'pending' THEN \(until) ELSE next_attempt_at END
-                    WHERE id = \(claim.id) AND claimed_at = \(claim.at.postgres)
-                    """
-                )
+    private static func insert(_ tokens: [ContactLinks.NewToken], at now: Date, on db: PostgresConnection)
+        async throws
+    {
+        guard !tokens.isEmpty else { return }
+        var rows = BoundRows()
+        for new in tokens {
+            rows.append { row in
+                row.bind(ByteBuffer(bytes: new.token.hash))
+                row.bind(new.contact.id)
+                row.bind(new.contact.userID)
+                row.bind(new.contact.emailKey)
+                row.bind(new.purpose.rawValue)
+                row.bind(new.expiresAt.postgres)
+                row.bind(now.postgres)
             }
         }
+        try await db.run(
+            rows.query { values in
+                "INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at) \(values)"
+            }
+        )
+    }
+
+    func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
+        guard !claims.isEmpty else { return }
+        var rows = BoundRows()
+        for claim in claims {
+            rows.append { row in
+                row.bind(claim.id)
+                row.bind(claim.at.postgres)
+            }
+        }
+        let until = rows.bind(now.addingTimeInterval(lease).postgres)
+        // A cancelled message's lease is renewed too: its send may still end.
+        let renewal = rows.query { values in
+            """
+            UPDATE alert SET lease_until = \(until),
+                next_attempt_at = CASE WHEN state = 'pending' THEN \(until) ELSE next_attempt_at END
+            FROM (\(values)) AS claim(id, at)
+            WHERE alert.id = claim.id AND alert.claimed_at = claim.at
+            """
+        }
+        try await self.database.transaction { db in try await db.run(renewal) }
     }
 
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:
@@ -127,97 +172,49 @@ extension PostgresSafetyStore {
             }
         }
     }
+}
+
+/// What a claim reads about the messages it takes, in two statements for the batch: their
+/// users' profiles and their contacts (whether each still goes out, and its links' words).
+private struct ClaimFacts {
+    var profiles: [String: ProfileRecord] = [:]
+    var contacts: [String: ContactRecord] = [:]
+
+    static func read(for alerts: [AlertRecord], from store: PostgresSafetyStore, on db: PostgresConnection)
+        async throws -> ClaimFacts
+    {
+        var facts = ClaimFacts()
+        guard !alerts.isEmpty else { return facts }
+        let users = Array(Set(alerts.map(\.userID)))
+        for profile in try await db.rows(
+            "\(unescaped: ProfileRecord.selection) FROM profile WHERE user_id = ANY(\(users))",
+            { try ProfileRecord(columns: $0, keys: store.keys) }
+        ) {
+            facts.profiles[profile.userID] = profile
+        }
+        let contactIDs = Array(Set(alerts.map(\.contactID).filter { !$0.isEmpty }))
+        if !contactIDs.isEmpty {
+            for contact in try await db.rows(
+                "\(unescaped: ContactRecord.selection) FROM contact WHERE id = ANY(\(contactIDs))",
+                { try ContactRecord(columns: $0, keys: store.keys) }
+            ) {
+                facts.contacts[contact.id] = contact
+            }
+        }
+        return facts
+    }
 
     /// A warning left pending past its deadline, or an invitation its contact can no longer
     /// answer (``SafetyStore`` says why each must not go out).
-    private func isStale(_ alert: AlertRecord, at now: Date, on db: PostgresConnection) async throws -> Bool {
+    func isStale(_ alert: AlertRecord, at now: Date) -> Bool {
         if alert.kind != MessageKind.alert, SafetyStore.cancellableKinds.contains(alert.kind) {
-            guard let profile = try await self.profile(alert.userID, on: db) else { return true }
+            guard let profile = self.profiles[alert.userID] else { return true }
             return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
         }
         if alert.kind == MessageKind.invitation {
-            guard let contact = try await self.contact(alert.contactID, on: db) else { return true }
+            guard let contact = self.contacts[alert.contactID] else { return true }
             return !contact.consent.isAwaitingAnswer(at: now)
         }
         return false
-    }
-
-    @discardableResult
-    func record(_ claim: AlertClaim, attempt: Result<String, DeliveryFailure>, now: Date) async throws -> Bool {
-        guard
-            let user = try await self.database.read({ db in
-                try await db.first("SELECT user_id FROM alert WHERE id = \(claim.id)") {
-                    try $0.value(0, as: String.self)
-                }
-            })
-        else { return false }
-        return try await self.database.transaction { db in
-            // The user's lock first, as every change to their switch takes it.
-            try await db.lock(user)
-            guard
-                var alert = try await self.alerts(
-                    "WHERE id = \(claim.id) AND claimed_at = \(claim.at.postgres) FOR UPDATE",
-                    on: db
-                ).first
-            else { return false }
-            let consequences = alert.record(attempt, at: now)
-            if consequences.bounce { try await self.bounce(alert, at: now, on: db) }
-            try await alert.updateDelivery(on: db)
-            if consequences.allClear { try await self.allClearIfCheckedInSince(alert, at: now, on: db) }
-            return true
-        }
-    }
-
-    /// An alert that reached its contact, or may have, after a check-in cancelled it while it
-    /// was under way (``SwitchMachine/lateAlarmArrived(epoch:contactID:addressKey:allClearedSince:at:)``).
-    private func allClearIfCheckedInSince(_ alert: AlertRecord, at now: Date, on db: PostgresConnection) async throws {
-        guard alert.kind == MessageKind.alert, let profile = try await self.profile(alert.userID, on: db),
-            profile.checkInEpoch > alert.epoch
-        else { return }
-        let allClearedSince = Set(
-            try await db.rows(
-                """
-                SELECT contact_id FROM alert
-                WHERE user_id = \(alert.userID) AND kind = \(MessageKind.allClear) AND epoch > \(alert.epoch)
-                """
-            ) { try $0.value(0, as: String.self) }
-        )
-        var machine = try await self.machine(profile, at: now, reading: [], on: db)
-        machine.lateAlarmArrived(
-            epoch: alert.epoch,
-            contactID: alert.contactID,
-            addressKey: alert.addressKey,
-            allClearedSince: allClearedSince,
-            at: now
-        )
-        try await self.apply(machine.effects, of: profile, on: db)
-    }
-
-    /// The links of an email claimed for sending to a contact (``SafetyStore/mintLinks(for:at:in:)``).
-    private func mintLinks(for alert: AlertRecord, at now: Date, on db: PostgresConnection) async throws
-        -> ContactLinks?
-    {
-        guard alert.channel == .email, !alert.contactID.isEmpty,
-            let contact = try await self.contact(alert.contactID, on: db),
-            let profile = try await self.profile(alert.userID, on: db)
-        else { return nil }
-        let insert = { (token: LinkToken, purpose: LinkPurpose, expiresAt: Date?) in
-            try await db.run(
-                """
-                INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
-                VALUES (\(token.hash), \(contact.id), \(contact.userID), \(contact.emailKey), \(purpose.rawValue),
-                    \(expiresAt.postgres), \(now.postgres))
-                """
-            )
-        }
-        let optOut = LinkToken.make()
-        try await insert(optOut, .optOut, nil)
-        var answer: LinkToken?
-        if alert.kind == MessageKind.invitation, contact.consent.isAwaitingAnswer(at: now) {
-            let token = LinkToken.make()
-            try await insert(token, .answer, contact.invitationExpiresAt)
-            answer = token
-        }
-        return ContactLinks(answer: answer, optOut: optOut, language: profile.language, personName: profile.name)
     }
 }

@@ -16,6 +16,8 @@ struct PostgresSafetyStore: SafetyPersistence {
     let keys: DataKeys
     let product: String
     let clock: any WallClock
+    /// Outcomes reported together, written together (``record(_:attempt:now:)``).
+    let outcomes = BatchedCalls<DeliveryOutcome, Bool>(maxBatch: Self.outcomesPerBatch)
 
     /// Migrates the database and checks `keys` against it over a connection of its own; the
     /// pool (``database``) must then run for the store to serve.

@@ -1,0 +1,52 @@
+public import PostgresNIO
+
+/// Rows of bound values for one statement, `VALUES ($1, $2), ($3, $4)`: a batch written, or
+/// matched against a table, in one round trip (PostgresNIO binds no array holding a NULL).
+///
+///     var rows = BoundRows()
+///     for alert in alerts { rows.append { $0.bind(alert.id); $0.bind(alert.sentAt?.postgres) } }
+///     try await db.run(rows.query { "UPDATE alert SET sent_at = v.sent_at FROM (\($0)) AS v(id, sent_at) WHERE ..." })
+public struct BoundRows {
+    /// One row's values, bound in the order of the statement's columns.
+    public struct Row {
+        fileprivate var bindings: PostgresBindings
+        fileprivate var placeholders: [String] = []
+
+        /// Binds `value` as the row's next column, cast to its type: a column of NULLs alone must
+        /// not be taken for text (PostgresNIO binds NULL without a type).
+        public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) {
+            if let value { self.bindings.append(value, context: .default) } else { self.bindings.appendNull() }
+            let cast = Value.psqlType.knownSQLName.map { "::" + $0 } ?? ""
+            self.placeholders.append("$\(self.bindings.count)\(cast)")
+        }
+    }
+
+    private var bindings = PostgresBindings()
+    private var tuples: [String] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { self.tuples.isEmpty }
+    public var count: Int { self.tuples.count }
+
+    /// Adds a row, its values bound by `fill`.
+    public mutating func append(_ fill: (inout Row) -> Void) {
+        // The bindings move into the row and back, never copied (a copy per row is quadratic).
+        var row = Row(bindings: PostgresBindings())
+        swap(&row.bindings, &self.bindings)
+        fill(&row)
+        swap(&row.bindings, &self.bindings)
+        self.tuples.append("(" + row.placeholders.joined(separator: ", ") + ")")
+    }
+
+    /// Binds `value` after the rows, for the rest of the statement: answers its placeholder.
+    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> String {
+        self.bindings.append(value, context: .default)
+        return "$\(self.bindings.count)"
+    }
+
+    /// The statement `sql` makes of the rows' `VALUES ...` list.
+    public func query(_ sql: (String) -> String) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: sql("VALUES " + self.tuples.joined(separator: ", ")), binds: self.bindings)
+    }
+}

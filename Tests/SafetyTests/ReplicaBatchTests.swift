@@ -1,0 +1,117 @@
+import Foundation
+import HearthCore
+import HearthPostgres
+import HearthTestSupport
+import PostgresNIO
+import Testing
+
+@testable import SafetyService
+
+/// On PostgreSQL a claim takes its batch in a handful of statements, and outcomes reported
+/// together are written in one transaction: each message still ends as it would alone.
+@Suite("Safety replicas: claims and outcomes in batches", .timeLimit(.minutes(2)), .serialized)
+struct ReplicaBatchTests {
+    static let due = ReplicaTests.t0 + 24 * ReplicaTests.hour
+
+    @Test("a batch of outcomes: each written as its own; one whose claim another process took over, not at all")
+    func outcomesTogether() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let (first, second) = (try await replicas.openStore(), try await replicas.openStore())
+            let alarms = try await Self.claimedAlarms(of: (0..<5).map { "user-\($0)" }, by: first, replicas)
+            replicas.clock.set(Self.due + ReplicaTests.lease)
+            let taken = try #require(
+                try await second.claimDue(.email, now: replicas.clock.now(), limit: 1, lease: ReplicaTests.lease).first
+            )
+            let results = await first.record(
+                alarms.map { DeliveryOutcome(claim: $0.claim, attempt: .success(""), at: replicas.clock.now()) }
+            )
+            #expect(try results.map { try $0.get() } == alarms.map { $0.alert.id != taken.alert.id })
+            for alarm in alarms {
+                let stored = try #require(
+                    try await second.messages(of: alarm.alert.userID).first { $0.id == alarm.alert.id }
+                )
+                if alarm.alert.id == taken.alert.id {
+                    #expect(stored.state == .pending && stored.claimedAt == taken.alert.claimedAt, "still the other's")
+                } else {
+                    #expect(stored.state == .sent && stored.claimedAt == nil && stored.attempts == 1)
+                    #expect(stored.address.isEmpty && stored.body.isEmpty, "a sent message keeps no words")
+                }
+            }
+        }
+    }
+
+    @Test("a batch holding a bounce is written an outcome at a time: the contact bounces, the others are sent")
+    func bounceInABatch() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let store = try await replicas.openStore()
+            let alarms = try await Self.claimedAlarms(of: ["ana", "ben", "cyd"], by: store, replicas)
+            let refused = DeliveryFailure(
+                message: "550 no such user",
+                isPermanent: true,
+                mayHaveArrived: false,
+                addressRefused: true
+            )
+            let now = replicas.clock.now()
+            let results = await store.record(
+                alarms.map { alarm in
+                    DeliveryOutcome(
+                        claim: alarm.claim,
+                        attempt: alarm.alert.userID == "ben" ? .failure(refused) : .success(""),
+                        at: now
+                    )
+                }
+            )
+            #expect(try results.map { try $0.get() } == [true, true, true])
+            for alarm in alarms {
+                let user = alarm.alert.userID
+                let stored = try #require(try await store.messages(of: user).first { $0.id == alarm.alert.id })
+                #expect(stored.state == (user == "ben" ? .failed : .sent), "\(user)")
+                let contact = try #require(try await store.contacts(user).first)
+                #expect(contact.consent.state == (user == "ben" ? .bounced : .confirmed), "\(user)")
+            }
+        }
+    }
+
+    @Test("a claim leaves out what its process has under way and a user whose switch is changing")
+    func claimLeavesOut() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let (store, other) = (try await replicas.openStore(), try await replicas.openStore())
+            for user in ["ana", "ben", "cyd"] { try await replicas.setUpSwitch(user, on: store) }
+            replicas.clock.set(Self.due)
+            _ = try await store.decideDue(now: Self.due, limit: 10)
+            let pending = try await store.messages(of: "ana").filter { $0.kind == MessageKind.alert }
+            let underWay = try #require(pending.first).id
+            // Ben's switch is being changed by another process while the claim runs.
+            let claimed = try await other.database.transaction { db in
+                try await db.lock("ben")
+                return try await store.claimDue(
+                    .email,
+                    now: Self.due,
+                    limit: 10,
+                    lease: ReplicaTests.lease,
+                    excluding: [underWay]
+                )
+            }
+            let alarms = claimed.filter { $0.alert.kind == MessageKind.alert }
+            #expect(alarms.map(\.alert.userID) == ["cyd"])
+            #expect(alarms.first?.links?.optOut != nil, "an email to a contact carries its links")
+            let anas = try #require(try await store.messages(of: "ana").first { $0.id == underWay })
+            #expect(anas.claimedAt == nil && anas.state == .pending, "left as it was")
+            let next = try await store.claimDue(.email, now: Self.due, limit: 10, lease: ReplicaTests.lease)
+            #expect(Set(next.filter { $0.alert.kind == MessageKind.alert }.map(\.alert.userID)) == ["ana", "ben"])
+        }
+    }
+
+    /// `users`' switches set up through `store`, their alarms decided when due and claimed by it.
+    static func claimedAlarms(of users: [String], by store: PostgresSafetyStore, _ replicas: Replicas) async throws
+        -> [ClaimedAlert]
+    {
+        for user in users { try await replicas.setUpSwitch(user, on: store) }
+        replicas.clock.set(Self.due)
+        _ = try await store.decideDue(now: Self.due, limit: 100)
+        let alarms = try await store.claimDue(.email, now: Self.due, limit: 100, lease: ReplicaTests.lease)
+            .filter { $0.alert.kind == MessageKind.alert }
+        try #require(alarms.count == users.count)
+        return alarms.sorted { $0.alert.userID < $1.alert.userID }
+    }
+}
