@@ -102,6 +102,30 @@ struct ReplicaBatchTests {
         }
     }
 
+    @Test("a due batch decides each switch as it would alone: one's alarm, another's warning, each its next due time")
+    func dueBatchDecidesEach() async throws {
+        try await withReplicas(count: 0) { replicas in
+            let store = try await replicas.openStore()
+            try await replicas.setUpSwitch("ana", on: store)
+            try await replicas.setUpSwitch("ben", on: store)
+            // Ben checks in two hours later: his deadline is two hours after ana's.
+            replicas.clock.set(ReplicaTests.t0 + 2 * ReplicaTests.hour)
+            _ = try await store.recordHeartbeat("ben", timeZone: nil, deviceInfo: "", requestID: "later", source: "app")
+            #expect(try await store.decideDue(now: Self.due, limit: 10) == 2, "both in one batch")
+            let switchKinds = Set(SwitchClock.items.map(\.kind))
+            let anas = try await store.messages(of: "ana").filter { switchKinds.contains($0.kind) }
+            #expect(anas.map(\.kind) == ["alert"], "past her deadline: the alarm alone, no warning beside it")
+            #expect(anas.first?.contactID == (try await store.contacts("ana").first?.id))
+            #expect(anas.first?.address == "ana@contacts.example" && anas.first?.state == .pending)
+            let bens = try await store.messages(of: "ben").filter { switchKinds.contains($0.kind) }
+            #expect(bens.map(\.kind) == ["warning_180"], "three hours before his deadline: that warning")
+            let (ana, ben) = (try await store.profile("ana"), try await store.profile("ben"))
+            #expect(ana?.nextDueAt == nil, "nothing left to decide for her")
+            #expect(ben?.nextDueAt == ReplicaTests.t0 + 25 * ReplicaTests.hour, "his one-hour warning")
+            #expect(try await store.decideDue(now: Self.due, limit: 10) == 0, "each decided once")
+        }
+    }
+
     /// `users`' switches set up through `store`, their alarms decided when due and claimed by it.
     static func claimedAlarms(of users: [String], by store: PostgresSafetyStore, _ replicas: Replicas) async throws
         -> [ClaimedAlert]

@@ -114,6 +114,8 @@ struct AlertSender: DueWork {
                         }
                         mayFindMore = claimed.count == free
                         claimFailure = nil
+                    } catch  where Task.isCancelled {
+                        // Shutting down: a claim cut short is no failure (nothing more is claimed).
                     } catch {
                         // Tried again at the next tick while sends are under way; else the pass
                         // fails, and the scheduler tries again after its retry delay.

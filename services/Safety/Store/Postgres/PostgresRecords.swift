@@ -41,6 +41,42 @@ extension ProfileRecord {
     }
 }
 
+extension ProfileRecord {
+    /// Saves the switches of `profiles` in one statement, each as ``saveSwitch(on:)`` saves one.
+    static func saveSwitches(_ profiles: [ProfileRecord], on connection: PostgresConnection) async throws {
+        guard !profiles.isEmpty else { return }
+        var rows = BoundRows()
+        for profile in profiles {
+            rows.append { row in
+                row.bind(profile.userID)
+                row.bind(profile.timeZone)
+                row.bind(profile.periodStart.postgres)
+                row.bind(profile.lastCheckInAt.postgres)
+                row.bind(profile.snoozes)
+                row.bind(profile.snoozesInARow)
+                row.bind(profile.pausedUntil.postgres)
+                row.bind(profile.epoch)
+                row.bind(profile.checkInEpoch)
+                row.bind(profile.nextDueAt.postgres)
+                row.bind(profile.updatedAt.postgres)
+            }
+        }
+        try await connection.run(
+            rows.query { values in
+                """
+                UPDATE profile SET time_zone = v.time_zone, period_start = v.period_start,
+                    last_check_in_at = v.last_check_in_at, snoozes = v.snoozes, snoozes_in_a_row = v.snoozes_in_a_row,
+                    paused_until = v.paused_until, epoch = v.epoch, check_in_epoch = v.check_in_epoch,
+                    next_due_at = v.next_due_at, updated_at = v.updated_at
+                FROM (\(values)) AS v(user_id, time_zone, period_start, last_check_in_at, snoozes, snoozes_in_a_row,
+                    paused_until, epoch, check_in_epoch, next_due_at, updated_at)
+                WHERE profile.user_id = v.user_id
+                """
+            }
+        )
+    }
+}
+
 extension AlertRecord {
     /// What a message no longer pending stops keeping, as PostgreSQL's SQL.
     static let forgetPostgres = "address = ''::bytea, subject = ''::bytea, body = ''::bytea"
@@ -63,6 +99,57 @@ extension AlertRecord {
                 \(self.createdAt.postgres), \(self.claimedAt.postgres), \(self.mayHaveArrived))
             \(unescaped: ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
             """
+        )
+    }
+
+    /// Inserts `alerts` in one statement, each as ``insert(on:sealingWith:ignoringConflict:)``
+    /// inserts one.
+    static func insert(
+        _ alerts: [AlertRecord],
+        on connection: PostgresConnection,
+        sealingWith keys: DataKeys,
+        ignoringConflict: Bool = false
+    ) async throws {
+        guard !alerts.isEmpty else { return }
+        var rows = BoundRows()
+        for alert in alerts {
+            let keeps = alert.state == .pending
+            let sealed = { (text: String, field: SealedField) in
+                ByteBuffer(bytes: keeps ? keys.seal(text, field, row: alert.id) : Data())
+            }
+            let (address, subject, body) = (
+                sealed(alert.address, .alertAddress), sealed(alert.subject, .alertSubject),
+                sealed(alert.body, .alertBody)
+            )
+            rows.append { row in
+                row.bind(alert.id)
+                row.bind(alert.userID)
+                row.bind(alert.epoch)
+                row.bind(alert.kind)
+                row.bind(alert.channel.rawValue)
+                row.bind(alert.contactID)
+                row.bind(address)
+                row.bind(alert.addressKey)
+                row.bind(subject)
+                row.bind(body)
+                row.bind(alert.state.rawValue)
+                row.bind(alert.attempts)
+                row.bind(alert.lastError)
+                row.bind(alert.nextAttemptAt.postgres)
+                row.bind(alert.sentAt.postgres)
+                row.bind(alert.createdAt.postgres)
+                row.bind(alert.claimedAt.postgres)
+                row.bind(alert.mayHaveArrived)
+            }
+        }
+        try await connection.run(
+            rows.query { values in
+                """
+                INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
+                    state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
+                \(values) \(ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
+                """
+            }
         )
     }
 

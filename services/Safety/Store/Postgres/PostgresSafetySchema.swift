@@ -132,5 +132,16 @@ enum PostgresSafetySchema {
                 "ALTER TABLE alert ADD COLUMN lease_until TIMESTAMPTZ"
             ]
         ),
+        PostgresMigration(
+            "v3: claims a check-in cancelled, indexed apart from the sends under way",
+            [
+                // Every claim looks for these (cancelled while under way, their lease run out):
+                // the index of all claims made it read every send under way (0.8 ms a claim at
+                // 1,500 alarms a second). Only those are indexed now; a claim writes no index
+                // entry.
+                "DROP INDEX alert_claimed",
+                "CREATE INDEX alert_claim_ended ON alert (claimed_at) WHERE claimed_at IS NOT NULL AND state <> 'pending'",
+            ]
+        ),
     ]
 }

@@ -2,8 +2,10 @@ import Foundation
 import HearthPostgres
 import PostgresNIO
 
-// The switch's rules run in ``SwitchMachine``; here, inside a transaction that holds the
-// user's lock, the store reads what a transition needs and applies what it decided.
+// The switch's rules run in ``SwitchMachine``; here, inside a transaction that holds the users'
+// locks, the store reads what the transitions need and applies what they decided. Both are
+// done for many switches at once, in a statement per kind of fact or effect whatever their
+// number (a due batch is hundreds of switches); one switch's event is a batch of one.
 extension PostgresSafetyStore {
     /// `profile`'s switch, with the facts `reads` names as they stand in this transaction.
     func machine(
@@ -12,77 +14,124 @@ extension PostgresSafetyStore {
         reading reads: FactReads,
         on db: PostgresConnection
     ) async throws -> SwitchMachine {
-        let user = profile.userID
-        var facts = SwitchFacts(contacts: try await self.switchContacts(user, at: now, on: db))
-        if reads.contains(.decided) {
-            let kinds = Set(
-                try await db.rows(
-                    "SELECT DISTINCT kind FROM alert WHERE user_id = \(user) AND epoch = \(profile.epoch)"
-                ) {
-                    try $0.value(0, as: String.self)
-                }
-            )
-            facts.decided = Set(SwitchClock.items.filter { kinds.contains($0.kind) })
-        }
-        if reads.contains(.period) { facts.period = try await self.periodMessages(profile, on: db) }
-        if reads.contains(.reminders) {
-            let rows = try await db.rows(
-                """
-                SELECT contact_id, state <> 'cancelled' FROM alert
-                WHERE user_id = \(user) AND kind = \(MessageKind.reminder)
-                    AND created_at > \(now.addingTimeInterval(-3 * 86_400).postgres)
-                """
-            ) { (try $0.value(0, as: String.self), try $0.value(1, as: Bool.self)) }
-            facts.reminders = Dictionary(rows, uniquingKeysWith: { $0 || $1 })
-        }
-        if reads.contains(.alarm) {
-            facts.alarmDecidedAt =
-                try await db.first(
-                    """
-                    SELECT MAX(created_at) FROM alert
-                    WHERE user_id = \(user) AND epoch >= \(profile.checkInEpoch) AND kind = \(MessageKind.alert)
-                        AND (state = 'sent' OR may_have_arrived OR claimed_at IS NOT NULL)
-                    """
-                ) { try $0.optionalDate(0) } ?? nil
-        }
-        return SwitchMachine(state: profile.switchState, facts: facts)
+        try await self.machines([profile], at: now, on: db) { _ in reads }[0]
     }
 
-    /// Every message since the last check-in, in one read.
-    private func periodMessages(_ profile: ProfileRecord, on db: PostgresConnection) async throws -> PeriodMessages {
-        var period = PeriodMessages()
+    /// The switches of `profiles` (one each), in their order, each with the facts `reads`
+    /// names for it.
+    func machines(
+        _ profiles: [ProfileRecord],
+        at now: Date,
+        on db: PostgresConnection,
+        reading reads: (ProfileRecord) -> FactReads
+    ) async throws -> [SwitchMachine] {
+        guard !profiles.isEmpty else { return [] }
+        let reading = profiles.map { ($0, reads($0)) }
+        let users = profiles.map(\.userID)
+        var facts: [String: SwitchFacts] = [:]
+        for (user, contacts) in try await self.switchContacts(of: users, at: now, on: db) {
+            facts[user] = SwitchFacts(contacts: contacts)
+        }
+        let (decided, period, reminders, alarm) = (
+            reading.filter { $0.1.contains(.decided) }.map(\.0), reading.filter { $0.1.contains(.period) }.map(\.0),
+            reading.filter { $0.1.contains(.reminders) }.map(\.0), reading.filter { $0.1.contains(.alarm) }.map(\.0)
+        )
+        if !decided.isEmpty {
+            for profile in decided { facts[profile.userID, default: SwitchFacts(contacts: [])].decided = [] }
+            let rows = try await db.rows(
+                """
+                SELECT DISTINCT a.user_id, a.kind FROM alert a
+                JOIN unnest(\(decided.map(\.userID))::text[], \(decided.map(\.epoch))::int8[]) AS p(user_id, epoch)
+                    ON a.user_id = p.user_id AND a.epoch = p.epoch
+                """
+            ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
+            for (user, kind) in rows {
+                if let item = SwitchClock.items.first(where: { $0.kind == kind }) {
+                    facts[user, default: SwitchFacts(contacts: [])].decided?.insert(item)
+                }
+            }
+        }
+        if !period.isEmpty {
+            for (user, messages) in try await self.periodMessages(of: period, on: db) {
+                facts[user, default: SwitchFacts(contacts: [])].period = messages
+            }
+        }
+        if !reminders.isEmpty {
+            for profile in reminders { facts[profile.userID, default: SwitchFacts(contacts: [])].reminders = [:] }
+            let rows = try await db.rows(
+                """
+                SELECT user_id, contact_id, state <> 'cancelled' FROM alert
+                WHERE user_id = ANY(\(reminders.map(\.userID))) AND kind = \(MessageKind.reminder)
+                    AND created_at > \(now.addingTimeInterval(-3 * 86_400).postgres)
+                """
+            ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self), try $0.value(2, as: Bool.self)) }
+            for (user, key, sends) in rows where sends || facts[user]?.reminders?[key] == nil {
+                facts[user, default: SwitchFacts(contacts: [])].reminders?[key] = sends
+            }
+        }
+        if !alarm.isEmpty {
+            let rows = try await db.rows(
+                """
+                SELECT a.user_id, MAX(a.created_at) FROM alert a
+                JOIN unnest(\(alarm.map(\.userID))::text[], \(alarm.map(\.checkInEpoch))::int8[]) AS p(user_id, epoch)
+                    ON a.user_id = p.user_id AND a.epoch >= p.epoch
+                WHERE a.kind = \(MessageKind.alert) AND (a.state = 'sent' OR a.may_have_arrived OR a.claimed_at IS NOT NULL)
+                GROUP BY a.user_id
+                """
+            ) { (try $0.value(0, as: String.self), try $0.optionalDate(1)) }
+            for (user, at) in rows { facts[user, default: SwitchFacts(contacts: [])].alarmDecidedAt = at }
+        }
+        return profiles.map {
+            SwitchMachine(state: $0.switchState, facts: facts[$0.userID] ?? SwitchFacts(contacts: []))
+        }
+    }
+
+    /// Every message since each user's last check-in, by user, in one read.
+    private func periodMessages(of profiles: [ProfileRecord], on db: PostgresConnection) async throws
+        -> [String: PeriodMessages]
+    {
+        var periods = Dictionary(uniqueKeysWithValues: profiles.map { ($0.userID, PeriodMessages()) })
         let rows = try await db.rows(
             """
-            SELECT kind, state, contact_id, may_have_arrived, address_key FROM alert
-            WHERE user_id = \(profile.userID) AND epoch >= \(profile.checkInEpoch)
+            SELECT a.user_id, a.kind, a.state, a.contact_id, a.may_have_arrived, a.address_key FROM alert a
+            JOIN unnest(\(profiles.map(\.userID))::text[], \(profiles.map(\.checkInEpoch))::int8[]) AS p(user_id, epoch)
+                ON a.user_id = p.user_id AND a.epoch >= p.epoch
             """
         ) { columns in
             (
-                kind: try columns.value(0, as: String.self), state: try columns.value(1, as: String.self),
-                contact: try columns.value(2, as: String.self), mayHaveArrived: try columns.value(3, as: Bool.self),
-                key: try columns.value(4, as: String.self)
+                user: try columns.value(0, as: String.self), kind: try columns.value(1, as: String.self),
+                state: try columns.value(2, as: String.self), contact: try columns.value(3, as: String.self),
+                mayHaveArrived: try columns.value(4, as: Bool.self), key: try columns.value(5, as: String.self)
             )
         }
         for row in rows {
             if row.state == AlertRecord.State.pending.rawValue, SafetyStore.cancellableKinds.contains(row.kind) {
-                period.hasPending = true
+                periods[row.user]?.hasPending = true
             }
             // An alarm that reached its contact, or may have (``SafetyStore`` says why).
             if row.kind == MessageKind.alert, row.state == AlertRecord.State.sent.rawValue || row.mayHaveArrived {
-                period.alerted.append(AlertedContact(contactID: row.contact, key: row.key))
+                periods[row.user]?.alerted.append(AlertedContact(contactID: row.contact, key: row.key))
             }
         }
-        return period
+        return periods
     }
 
     /// The contacts an alarm at `now` emails (``ContactConsent/receivesAlarms(at:)``).
     func switchContacts(_ user: String, at now: Date, on db: PostgresConnection) async throws -> [SwitchContact] {
-        try await db.rows(
+        try await self.switchContacts(of: [user], at: now, on: db)[user] ?? []
+    }
+
+    private func switchContacts(of users: [String], at now: Date, on db: PostgresConnection) async throws
+        -> [String: [SwitchContact]]
+    {
+        let rows = try await db.rows(
             """
-            SELECT id, email_key FROM contact
-            WHERE user_id = \(user) AND (state = 'confirmed' OR (state = 'invited' AND alarms_until > \(now.postgres)))
+            SELECT user_id, id, email_key FROM contact
+            WHERE user_id = ANY(\(users))
+                AND (state = 'confirmed' OR (state = 'invited' AND alarms_until > \(now.postgres)))
             """
-        ) { SwitchContact(id: try $0.value(0), key: try $0.value(1)) }
+        ) { (try $0.value(0, as: String.self), SwitchContact(id: try $0.value(1), key: try $0.value(2))) }
+        return Dictionary(grouping: rows, by: \.0).mapValues { $0.map(\.1) }
     }
 
     /// Where the user's invitations stand at `now`.
@@ -100,51 +149,7 @@ extension PostgresSafetyStore {
 
     /// Applies `effects`, in order, for `profile` (which holds its state).
     func apply(_ effects: [SwitchEffect], of profile: ProfileRecord, on db: PostgresConnection) async throws {
-        let user = profile.userID
-        let cancel = "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetPostgres)"
-        for effect in effects {
-            switch effect {
-            case .cancelPending(.warnings):
-                try await db.run(
-                    "\(unescaped: cancel) WHERE user_id = \(user) AND state = 'pending' AND kind LIKE 'warning\\_%'"
-                )
-            case .cancelPending(.warningsAndAlarms):
-                try await db.run(
-                    """
-                    \(unescaped: cancel) WHERE user_id = \(user) AND state = 'pending'
-                        AND kind = ANY(\(SafetyStore.cancellableKinds.sorted()))
-                    """
-                )
-            case .cancelPending(.reminders):
-                try await db.run(
-                    "\(unescaped: cancel) WHERE user_id = \(user) AND kind = \(MessageKind.reminder) AND state = 'pending'"
-                )
-            case .cancelPending(.contact(let id)):
-                try await db.run(
-                    "\(unescaped: cancel) WHERE user_id = \(user) AND contact_id = \(id) AND state = 'pending'"
-                )
-            case .record(let message):
-                var contact = (address: "", name: "")
-                if case .contact(let recipient) = message.recipient, message.sends {
-                    contact =
-                        try await db.first("SELECT email, name FROM contact WHERE id = \(recipient.id)") {
-                            (
-                                try self.keys.open($0.value(0), .contactEmail, row: recipient.id),
-                                try self.keys.open($0.value(1), .contactName, row: recipient.id)
-                            )
-                        } ?? ("", "")
-                }
-                try await AlertRecord.decided(message, of: profile, product: self.product, contact: contact)
-                    .insert(on: db, sealingWith: self.keys, ignoringConflict: true)
-            case .forgetSkippedReminder(let key):
-                try await db.run(
-                    """
-                    DELETE FROM alert WHERE user_id = \(user) AND kind = \(MessageKind.reminder)
-                        AND contact_id = \(key) AND state = 'cancelled'
-                    """
-                )
-            }
-        }
+        try await SwitchEffects.apply([(profile, effects)], for: self, on: db)
     }
 
     /// Saves what `machine` decided for `profile`: its effects, then its state. Answers the
@@ -153,9 +158,18 @@ extension PostgresSafetyStore {
     func commit(_ machine: SwitchMachine, of profile: ProfileRecord, on db: PostgresConnection) async throws
         -> ProfileRecord
     {
-        let changed = profile.with(machine.state)
-        try await self.apply(machine.effects, of: changed, on: db)
-        try await changed.saveSwitch(on: db)
-        return changed
+        try await self.commit([(machine, profile)], on: db)[0]
+    }
+
+    /// Saves what each machine decided for its profile: the effects, then the states. Answers
+    /// the profiles as saved.
+    @discardableResult
+    func commit(_ decisions: [(SwitchMachine, ProfileRecord)], on db: PostgresConnection) async throws
+        -> [ProfileRecord]
+    {
+        let changed = decisions.map { machine, profile in (profile.with(machine.state), machine.effects) }
+        try await SwitchEffects.apply(changed, for: self, on: db)
+        try await ProfileRecord.saveSwitches(changed.map(\.0), on: db)
+        return changed.map(\.0)
     }
 }

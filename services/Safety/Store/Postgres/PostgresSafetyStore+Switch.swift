@@ -152,28 +152,27 @@ extension PostgresSafetyStore {
         }
     }
 
-    /// Decides what is due for up to `limit` switches, in one transaction. Switches another
-    /// process is deciding, or another call is changing, are left to it (skipped, not waited for).
+    /// Decides what is due for up to `limit` switches, in one transaction of a dozen statements
+    /// whatever their number. Switches another process is deciding, or another call is
+    /// changing, are left to it (skipped, not waited for).
     func decideDue(now: Date, limit: Int) async throws -> Int {
         try await self.database.transaction { db in
-            let users = try await db.rows(
+            // Each row locked as it is read, at its newest: it cannot change until this commits.
+            let due = try await db.rows(
                 """
-                SELECT user_id FROM profile WHERE next_due_at <= \(now.postgres)
+                \(unescaped: ProfileRecord.selection) FROM profile WHERE next_due_at <= \(now.postgres)
                 ORDER BY next_due_at LIMIT \(limit) FOR NO KEY UPDATE SKIP LOCKED
                 """
-            ) { try $0.value(0, as: String.self) }
-            for user in users {
-                // Never waited for: a call holding the lock may wait for this row.
-                guard try await db.tryLock(user), let profile = try await self.profile(user, on: db),
-                    let due = profile.nextDueAt, due <= now
-                else { continue }
-                let reads = FactReads.decided.union(.reminders(of: profile))
-                    .union(.period(endingPauseOf: profile, at: now))
-                var machine = try await self.machine(profile, at: now, reading: reads, on: db)
-                machine.decideDue(at: now)
-                try await self.commit(machine, of: profile, on: db)
+            ) { try ProfileRecord(columns: $0, keys: self.keys) }
+            // Never waited for: a call holding a user's lock may wait for that user's row.
+            let free = try await db.tryLock(Set(due.map(\.userID)))
+            let profiles = due.filter { free.contains($0.userID) }
+            var machines = try await self.machines(profiles, at: now, on: db) { profile in
+                FactReads.decided.union(.reminders(of: profile)).union(.period(endingPauseOf: profile, at: now))
             }
-            return users.count
+            for index in machines.indices { machines[index].decideDue(at: now) }
+            try await self.commit(Array(zip(machines, profiles)), on: db)
+            return due.count
         }
     }
 }

@@ -123,6 +123,9 @@ enum StoreCopy {
                         )
                     }
                 }
+                // Statistics for what was just written: the first calls' plans read them (a table
+                // without any is taken for small, and read whole).
+                for table in Self.tables { try await db.run("ANALYZE \(unescaped: table.name)") }
                 return copied
             }
         }

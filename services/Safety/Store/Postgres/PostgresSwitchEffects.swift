@@ -1,0 +1,106 @@
+import Foundation
+import HearthPostgres
+import PostgresNIO
+
+/// What switch transitions decided (``SwitchEffect``), applied for many users at once. Each
+/// user's effects run in their order; different users' touch different rows, so they are taken
+/// in rounds: the first effect of every user, then the second, and so on, each round a statement
+/// per kind of effect in it. A due batch of hundreds of switches is a handful of statements.
+enum SwitchEffects {
+    static func apply(
+        _ changes: [(profile: ProfileRecord, effects: [SwitchEffect])],
+        for store: PostgresSafetyStore,
+        on db: PostgresConnection
+    ) async throws {
+        let rounds = changes.map(\.effects.count).max() ?? 0
+        for round in 0..<rounds {
+            // By the kinds each cancels, as SQL.
+            var cancels: [String: [String]] = [:]
+            var contactCancels: [(user: String, contact: String)] = []
+            var records: [(profile: ProfileRecord, message: SwitchMessage)] = []
+            var forgotten: [(user: String, key: String)] = []
+            for (profile, effects) in changes where round < effects.count {
+                switch effects[round] {
+                case .cancelPending(.contact(let id)): contactCancels.append((profile.userID, id))
+                case .cancelPending(let scope): cancels[Self.kinds(scope), default: []].append(profile.userID)
+                case .record(let message): records.append((profile, message))
+                case .forgetSkippedReminder(let key): forgotten.append((profile.userID, key))
+                }
+            }
+            let cancel = "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetPostgres)"
+            for (kinds, users) in cancels {
+                try await db.run(
+                    "\(unescaped: cancel) WHERE user_id = ANY(\(users)) AND state = 'pending' AND \(unescaped: kinds)"
+                )
+            }
+            if !contactCancels.isEmpty {
+                // A contact is one user's: its id alone names its messages.
+                try await db.run(
+                    """
+                    \(unescaped: cancel) WHERE contact_id = ANY(\(contactCancels.map(\.contact)))
+                        AND user_id = ANY(\(contactCancels.map(\.user))) AND state = 'pending'
+                    """
+                )
+            }
+            try await self.record(records, for: store, on: db)
+            if !forgotten.isEmpty {
+                try await db.run(
+                    """
+                    DELETE FROM alert a USING unnest(\(forgotten.map(\.user))::text[], \(forgotten.map(\.key))::text[])
+                        AS f(user_id, contact_id)
+                    WHERE a.user_id = f.user_id AND a.contact_id = f.contact_id AND a.kind = \(MessageKind.reminder)
+                        AND a.state = 'cancelled'
+                    """
+                )
+            }
+        }
+    }
+
+    /// The messages a cancel of `scope` takes, as a condition on their kind (one of a user's,
+    /// for a contact's).
+    private static func kinds(_ scope: SwitchEffect.CancelScope) -> String {
+        switch scope {
+        case .warnings: "kind LIKE 'warning\\_%'"
+        case .warningsAndAlarms:
+            "kind IN (\(SafetyStore.cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))"
+        case .reminders: "kind = '\(MessageKind.reminder)'"
+        case .contact: "false"
+        }
+    }
+
+    /// Records the messages decided, each once (`alert_once`): a contact's address and name,
+    /// for the ones sent to a contact, read in one statement.
+    private static func record(
+        _ records: [(profile: ProfileRecord, message: SwitchMessage)],
+        for store: PostgresSafetyStore,
+        on db: PostgresConnection
+    ) async throws {
+        guard !records.isEmpty else { return }
+        let recipients = records.compactMap { record -> String? in
+            guard case .contact(let recipient) = record.message.recipient, record.message.sends else { return nil }
+            return recipient.id
+        }
+        var contacts: [String: (address: String, name: String)] = [:]
+        if !recipients.isEmpty {
+            let rows = try await db.rows("SELECT id, email, name FROM contact WHERE id = ANY(\(recipients))") {
+                let id: String = try $0.value(0)
+                return (
+                    id,
+                    (
+                        try store.keys.open($0.value(1), .contactEmail, row: id),
+                        try store.keys.open($0.value(2), .contactName, row: id)
+                    )
+                )
+            }
+            for (id, contact) in rows { contacts[id] = contact }
+        }
+        let alerts = records.map { profile, message in
+            var contact = (address: "", name: "")
+            if case .contact(let recipient) = message.recipient, message.sends {
+                contact = contacts[recipient.id] ?? contact
+            }
+            return AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
+        }
+        try await AlertRecord.insert(alerts, on: db, sealingWith: store.keys, ignoringConflict: true)
+    }
+}
