@@ -10,7 +10,7 @@ import Synchronization
 /// service beside the process's server: calls lease a connection for a transaction or a read.
 public struct PostgresPool: Service, Sendable {
     public let location: PostgresLocation
-    let logger: Logger
+    public let logger: Logger
     /// The client in use: a fresh one once the server is back after an outage.
     let clients: PostgresClientSlot
     /// Calls under way, answered when their connection closes under them.

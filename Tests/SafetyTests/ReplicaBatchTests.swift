@@ -13,7 +13,9 @@ import Testing
 struct ReplicaBatchTests {
     static let due = ReplicaTests.t0 + 24 * ReplicaTests.hour
 
-    @Test("a batch of outcomes: each written as its own; one whose claim another process took over, not at all")
+    @Test(
+        "a batch of outcomes in one transaction: each as its own; one whose claim another process took over, not at all; a busy user's, later alone"
+    )
     func outcomesTogether() async throws {
         try await withReplicas(count: 0) { replicas in
             let (first, second) = (try await replicas.openStore(), try await replicas.openStore())
@@ -22,10 +24,23 @@ struct ReplicaBatchTests {
             let taken = try #require(
                 try await second.claimDue(.email, now: replicas.clock.now(), limit: 1, lease: ReplicaTests.lease).first
             )
-            let results = await first.record(
-                alarms.map { DeliveryOutcome(claim: $0.claim, attempt: .success(""), at: replicas.clock.now()) }
+            let outcomes = alarms.map {
+                DeliveryOutcome(claim: $0.claim, attempt: .success(""), at: replicas.clock.now())
+            }
+            // user-1's switch is being changed by another process meanwhile: left to be written alone.
+            let written = try await second.database.transaction { db in
+                try await db.lock("user-1")
+                return try await first.recordTogether(outcomes)
+            }
+            #expect(
+                written
+                    == alarms.map { alarm -> Bool? in
+                        alarm.alert.userID == "user-1" ? nil : alarm.alert.id != taken.alert.id
+                    },
+                "one transaction wrote them, but for the busy user's"
             )
-            #expect(try results.map { try $0.get() } == alarms.map { $0.alert.id != taken.alert.id })
+            let busy = try #require(outcomes.first { $0.claim.id == alarms[1].alert.id })
+            #expect(try await first.record([busy]).map { try $0.get() } == [alarms[1].alert.id != taken.alert.id])
             for alarm in alarms {
                 let stored = try #require(
                     try await second.messages(of: alarm.alert.userID).first { $0.id == alarm.alert.id }
@@ -40,7 +55,7 @@ struct ReplicaBatchTests {
         }
     }
 
-    @Test("a batch holding a bounce is written an outcome at a time: the contact bounces, the others are sent")
+    @Test("a bounce in a batch is written alone: its contact bounces, the others are sent together")
     func bounceInABatch() async throws {
         try await withReplicas(count: 0) { replicas in
             let store = try await replicas.openStore()

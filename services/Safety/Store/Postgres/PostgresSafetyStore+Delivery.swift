@@ -132,7 +132,14 @@ extension PostgresSafetyStore {
             WHERE alert.id = claim.id AND alert.claimed_at = claim.at
             """
         }
-        try await self.database.transaction { db in try await db.run(renewal) }
+        try await self.database.transaction { db in
+            // Locked in the order of their ids first, as a batch of outcomes locks them: the two
+            // never wait on each other in a circle.
+            _ = try await db.count(
+                "SELECT 1 FROM alert WHERE id = ANY(\(claims.map(\.id))) ORDER BY id FOR UPDATE"
+            )
+            try await db.run(renewal)
+        }
     }
 
     /// Messages a check-in cancelled while under way whose lease ran out without an outcome:

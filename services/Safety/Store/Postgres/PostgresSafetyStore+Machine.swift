@@ -90,7 +90,10 @@ extension PostgresSafetyStore {
     private func periodMessages(of profiles: [ProfileRecord], on db: PostgresConnection) async throws
         -> [String: PeriodMessages]
     {
-        var periods = Dictionary(uniqueKeysWithValues: profiles.map { ($0.userID, PeriodMessages()) })
+        var periods = Dictionary(
+            profiles.map { ($0.userID, PeriodMessages()) },
+            uniquingKeysWith: { first, _ in first }
+        )
         let rows = try await db.rows(
             """
             SELECT a.user_id, a.kind, a.state, a.contact_id, a.may_have_arrived, a.address_key FROM alert a

@@ -11,7 +11,7 @@ struct DeliveryOutcome: Sendable {
 }
 
 // What became of the attempts. The outcomes senders report while a batch is being written are
-// written together by the next (``BatchedCalls``): one transaction of seven statements for up to
+// written together by the next (``BatchedCalls``): one transaction of six statements for up to
 // ``outcomesPerBatch`` of them, where one outcome alone takes six.
 extension PostgresSafetyStore {
     /// The most outcomes one transaction writes.
@@ -24,15 +24,28 @@ extension PostgresSafetyStore {
         }
     }
 
-    /// Writes `outcomes` in one transaction; when that fails (an outcome that changes more than
-    /// its message, a lock cycle with another process, the database gone), each in a
-    /// transaction of its own, so that no outcome fails for another's sake.
+    /// Writes `outcomes` in one transaction, but for those it leaves to a transaction of their
+    /// own (a user whose switch is changing, a bounce, an all-clear); all of them so when that
+    /// transaction fails (the database gone, a lock cycle), so that no outcome fails for
+    /// another's sake.
     func record(_ outcomes: [DeliveryOutcome]) async -> [Result<Bool, any Error>] {
-        if outcomes.count > 1, let written = try? await self.recordTogether(outcomes) {
-            return written.map { .success($0) }
+        var written: [Bool?] = Array(repeating: nil, count: outcomes.count)
+        if outcomes.count > 1 {
+            do {
+                written = try await self.recordTogether(outcomes)
+            } catch {
+                self.database.logger.warning(
+                    "could not write delivery outcomes together; writing each alone",
+                    metadata: ["outcomes": "\(outcomes.count)", "error": "\(error)"]
+                )
+            }
         }
         var results: [Result<Bool, any Error>] = []
-        for outcome in outcomes {
+        for (outcome, written) in zip(outcomes, written) {
+            if let written {
+                results.append(.success(written))
+                continue
+            }
             do {
                 results.append(.success(try await self.recordAlone(outcome)))
             } catch {
@@ -42,38 +55,59 @@ extension PostgresSafetyStore {
         return results
     }
 
-    /// Whether each outcome was written (not when its claim is no longer its message's).
-    private func recordTogether(_ outcomes: [DeliveryOutcome]) async throws -> [Bool] {
+    /// Whether each outcome was written (false when its claim is no longer its message's); nil
+    /// for one left to be written alone: its user's lock is held elsewhere (tried, never waited
+    /// for: one busy user must not hold back every outcome), or it changes other rows, which
+    /// this batch read before (a bounce, an all-clear).
+    func recordTogether(_ outcomes: [DeliveryOutcome]) async throws -> [Bool?] {
         try await self.database.transaction { db in
             let ids = outcomes.map(\.claim.id)
-            let users = try await db.rows("SELECT DISTINCT user_id FROM alert WHERE id = ANY(\(ids))") {
-                try $0.value(0, as: String.self)
-            }
+            let owners = Dictionary(
+                try await db.rows("SELECT id, user_id FROM alert WHERE id = ANY(\(ids))") {
+                    (try $0.value(0, as: String.self), try $0.value(1, as: String.self))
+                },
+                uniquingKeysWith: { first, _ in first }
+            )
             // The users' locks first, as every change to their switches takes them.
-            try await db.lock(users)
+            let free = try await db.tryLock(Set(owners.values))
+            // In the order of their ids, as a renewal of claims locks them.
             var alerts: [String: AlertRecord] = [:]
-            for alert in try await self.alerts("WHERE id = ANY(\(ids)) FOR UPDATE", on: db) { alerts[alert.id] = alert }
+            for alert in try await self.alerts(
+                "WHERE id = ANY(\(ids)) AND user_id = ANY(\(Array(free))) ORDER BY id FOR UPDATE",
+                on: db
+            ) {
+                alerts[alert.id] = alert
+            }
             // Where each user's period began: an alarm that went out after a check-in earns an all-clear.
             let checkInEpochs = Dictionary(
-                try await db.rows("SELECT user_id, check_in_epoch FROM profile WHERE user_id = ANY(\(users))") {
+                try await db.rows("SELECT user_id, check_in_epoch FROM profile WHERE user_id = ANY(\(Array(free)))") {
                     (try $0.value(0, as: String.self), try $0.value(1, as: Int.self))
                 },
                 uniquingKeysWith: { first, _ in first }
             )
-            var written: [Bool] = []
+            var written: [Bool?] = []
             var changed: [String: AlertRecord] = [:]
             for outcome in outcomes {
+                guard let owner = owners[outcome.claim.id] else {
+                    written.append(false)
+                    continue
+                }
+                guard free.contains(owner) else {
+                    written.append(nil)
+                    continue
+                }
                 guard var alert = alerts[outcome.claim.id], alert.claimedAt == outcome.claim.at else {
                     written.append(false)
                     continue
                 }
-                // A bounce or an all-clear changes other rows, which a later outcome may read:
-                // such a batch is written an outcome at a time.
                 let consequences = alert.record(outcome.attempt, at: outcome.at)
                 let allClear =
                     consequences.allClear && alert.kind == MessageKind.alert
                     && checkInEpochs[alert.userID].map { $0 > alert.epoch } ?? false
-                if consequences.bounce || allClear { throw ChangesMoreThanItsMessage() }
+                if consequences.bounce || allClear {
+                    written.append(nil)
+                    continue
+                }
                 alerts[alert.id] = alert
                 changed[alert.id] = alert
                 written.append(true)
@@ -133,6 +167,3 @@ extension PostgresSafetyStore {
         try await self.apply(machine.effects, of: profile, on: db)
     }
 }
-
-/// A batch of outcomes held one that changes other rows: written one at a time instead.
-private struct ChangesMoreThanItsMessage: Error {}
