@@ -12,6 +12,9 @@ struct GatewaySettings: ParsableArguments {
         name: .customLong("backend"),
         help: """
             A route, repeatable: PREFIX=HOST:PORT[,HOST:PORT...] (replicas used round-robin). \
+            A HOST that is a name stands for every address it has, looked up again every 5 s and after a failed \
+            connect (a Kubernetes headless Service: a replica per ready pod); an address joins once it answers a \
+            health check, and one that is gone is closed once its calls end. \
             Default: every Hearth service on its loopback port. Example: --backend hearth.echo.=10.0.0.5:7105,10.0.0.6:7105. \
             A route within one service's package (hearth.checkins., say) gets that service's request size limit; \
             any other route 4 MiB.

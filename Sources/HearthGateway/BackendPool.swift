@@ -5,169 +5,6 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// When a replica that keeps failing is taken out of rotation, and for how long. Failures are
-/// connections it refused or let time out, and health checks it left unanswered.
-public struct EjectionPolicy: Sendable {
-    /// Consecutive failures that eject a replica.
-    public var consecutiveFailures: Int
-    /// How long an ejected replica stays out before a health check may readmit it.
-    public var duration: Duration
-    /// How long a health check waits for SERVING. A replica that let a call's deadline pass
-    /// unanswered is checked, at most once per this long.
-    public var healthCheckTimeout: Duration
-
-    public init(
-        consecutiveFailures: Int = 5,
-        duration: Duration = .seconds(30),
-        healthCheckTimeout: Duration = .seconds(1)
-    ) {
-        self.consecutiveFailures = consecutiveFailures
-        self.duration = duration
-        self.healthCheckTimeout = healthCheckTimeout
-    }
-}
-
-/// One backend replica: its connections, and its standing with the gateway.
-final class Replica: Sendable {
-    private struct Standing {
-        var consecutiveFailures = 0
-        var ejectedUntil: ContinuousClock.Instant?
-        var lastCheckAfterUnansweredCall: ContinuousClock.Instant?
-        var finishedChecksAfterUnansweredCalls = 0
-    }
-
-    let address: String
-    /// A client per event loop, its connections on that loop: a call goes out on the thread it
-    /// came in on, so forwarding it wakes no other thread.
-    private let clients: [(loop: any EventLoop, client: RPCClient)]
-    private let policy: EjectionPolicy
-    private let standing = Mutex(Standing())
-
-    /// - Parameters:
-    ///   - connections: connections to the replica from each of `loops`.
-    ///   - extraConnections: further connections from each loop, opened when those hold
-    ///     `callsPerConnection` calls each.
-    ///   - connectTimeout: how long a connection may take before it counts as failed.
-    ///   - maxRequestFrameSize: the largest request sent (DESIGN's 4 MiB unless the route's
-    ///     service takes more); answers are taken up to `maxFrameSize`.
-    init(
-        host: String,
-        port: Int,
-        connections: Int,
-        extraConnections: Int = 0,
-        callsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection,
-        connectTimeout: Duration,
-        maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-        maxRequestFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
-        policy: EjectionPolicy,
-        loops: [any EventLoop]
-    ) {
-        precondition(!loops.isEmpty, "a replica needs an event loop")
-        self.address = "\(host):\(port)"
-        self.clients = loops.map { loop in
-            // Short backoff: a restarted backend should be used again within about a second.
-            let client = RPCClient(
-                configuration: .init(
-                    host: host,
-                    port: port,
-                    connections: connections,
-                    extraConnections: extraConnections,
-                    maxCallsPerConnection: callsPerConnection,
-                    maxFrameSize: maxFrameSize,
-                    maxRequestFrameSize: maxRequestFrameSize,
-                    connectTimeout: .nanoseconds(connectTimeout.nanoseconds),
-                    backoff: Backoff(initial: .milliseconds(50), maximum: .seconds(1))
-                ),
-                group: loop
-            )
-            return (loop, client)
-        }
-        self.policy = policy
-    }
-
-    /// The client whose connections live on `loop`; the first one for a loop of another group.
-    func client(on loop: any EventLoop) -> RPCClient {
-        let id = ObjectIdentifier(loop)
-        return self.clients.first { ObjectIdentifier($0.loop) == id }?.client ?? self.clients[0].client
-    }
-
-    /// Whether the replica answers SERVING to a health check, asked on one of its clients.
-    func isServing() async -> Bool {
-        let status = try? await HealthClient(client: self.clients[0].client).check(
-            options: CallOptions(timeout: self.policy.healthCheckTimeout)
-        )
-        return status == .serving
-    }
-
-    func close() async {
-        for (_, client) in self.clients { await client.close() }
-    }
-
-    var isEjected: Bool { self.standing.withLock { $0.ejectedUntil != nil } }
-
-    /// Whether a call it got but left unanswered past its deadline should be followed by a
-    /// health check now: at most one per `healthCheckTimeout`, so short deadlines that pass
-    /// often on a healthy replica cost one check a second, not one per call.
-    func startsCheckAfterUnansweredCall(now: ContinuousClock.Instant) -> Bool {
-        self.standing.withLock { standing in
-            if let last = standing.lastCheckAfterUnansweredCall, now < last + self.policy.healthCheckTimeout {
-                return false
-            }
-            standing.lastCheckAfterUnansweredCall = now
-            return true
-        }
-    }
-
-    /// Health checks after unanswered calls that have finished (for tests).
-    var finishedChecksAfterUnansweredCalls: Int { self.standing.withLock { $0.finishedChecksAfterUnansweredCalls } }
-
-    /// Asks whether it still serves after it left a call unanswered; unanswered too, counts a
-    /// failure. Returns true when that ejects it.
-    func checkAfterUnansweredCall() async -> Bool {
-        let serving = await self.isServing()
-        return self.standing.withLock { standing in
-            standing.finishedChecksAfterUnansweredCalls += 1
-            guard serving else { return Self.countFailure(&standing, policy: self.policy, now: .now) }
-            // It answered: alive, and slow for that call only.
-            standing.consecutiveFailures = 0
-            return false
-        }
-    }
-
-    /// Failures in a row (for tests).
-    var consecutiveFailures: Int { self.standing.withLock { $0.consecutiveFailures } }
-
-    /// Whether the ejection is over and a health check may readmit it.
-    func isDueForReadmission(now: ContinuousClock.Instant) -> Bool {
-        self.standing.withLock { standing in standing.ejectedUntil.map { $0 <= now } ?? false }
-    }
-
-    func recordSuccess() {
-        self.standing.withLock { $0.consecutiveFailures = 0 }
-    }
-
-    /// Counts a failure (to connect, or to answer a health check); returns true when it ejects
-    /// the replica.
-    func recordFailure(now: ContinuousClock.Instant) -> Bool {
-        self.standing.withLock { Self.countFailure(&$0, policy: self.policy, now: now) }
-    }
-
-    private static func countFailure(_ standing: inout Standing, policy: EjectionPolicy, now: ContinuousClock.Instant)
-        -> Bool
-    {
-        standing.consecutiveFailures += 1
-        guard standing.ejectedUntil == nil, standing.consecutiveFailures >= policy.consecutiveFailures else {
-            return false
-        }
-        standing.ejectedUntil = now + policy.duration
-        return true
-    }
-
-    func readmit() {
-        self.standing.withLock { $0 = Standing() }
-    }
-}
-
 /// What a forwarded call sends to whichever replica takes it.
 struct ForwardedRequest: Sendable {
     var method: String
@@ -204,21 +41,63 @@ final class CurrentAttempt: Sendable {
 
 /// The replicas of one service, used round-robin. A call that certainly never reached a
 /// replica (no connection) is tried once more on another; one that may have reached it is
-/// never retried.
+/// never retried. Its replicas may change while it serves (``ReplicaDiscovery``): one that
+/// leaves takes no new call and is closed once its calls in flight have ended.
 final class BackendPool: Sendable {
+    private struct Members {
+        var serving: [Replica]
+        /// Out of rotation, closed once their calls have ended (or `until` passed).
+        var leaving: [(replica: Replica, until: ContinuousClock.Instant)] = []
+    }
+
     /// The method prefix this pool serves, e.g. `hearth.echo.`.
     let prefix: String
     /// What its replicas require in `x-hearth-internal`.
     let credential: String
-    let replicas: [Replica]
+    private let members: Mutex<Members>
     private let turn = Atomic<Int>(0)
+    /// Set when a replica failed to connect: its name may point elsewhere now.
+    private let lookUpAgain = Atomic<Bool>(false)
     private let logger: Logger
 
     init(prefix: String, credential: String, replicas: [Replica], logger: Logger) {
         self.prefix = prefix
         self.credential = credential
-        self.replicas = replicas
+        self.members = Mutex(Members(serving: replicas))
         self.logger = logger
+    }
+
+    /// The replicas in rotation now.
+    var replicas: [Replica] { self.members.withLock { $0.serving } }
+
+    /// Whether a replica failed to connect since the last time this was asked.
+    func takeLookUpRequest() -> Bool { self.lookUpAgain.exchange(false, ordering: .relaxed) }
+
+    func admit(_ replica: Replica) {
+        self.members.withLock { $0.serving.append(replica) }
+    }
+
+    /// Takes `replicas` out of rotation; each is closed once its calls in flight have ended, at
+    /// most `drainLimit` from now.
+    func retire(_ replicas: [Replica], drainLimit: Duration) {
+        let leaving = Set(replicas.map(ObjectIdentifier.init))
+        let until = ContinuousClock.now + drainLimit
+        self.members.withLock { members in
+            members.serving.removeAll { leaving.contains(ObjectIdentifier($0)) }
+            members.leaving += replicas.map { ($0, until) }
+        }
+    }
+
+    /// Closes the retired replicas whose calls have ended, or whose time is up.
+    func closeDrained() async {
+        let now = ContinuousClock.now
+        let done = self.members.withLock { members in
+            let done = members.leaving.filter { !$0.replica.hasCallsInFlight || $0.until <= now }.map(\.replica)
+            let ids = Set(done.map(ObjectIdentifier.init))
+            members.leaving.removeAll { ids.contains(ObjectIdentifier($0.replica)) }
+            return done
+        }
+        for replica in done { await replica.close() }
     }
 
     /// Sends a call to a replica: without a task when the replica's connection is ready.
@@ -233,8 +112,8 @@ final class BackendPool: Sendable {
     /// certainly never got is tried once more on another.
     private func attempt(
         _ request: ForwardedRequest,
-        tried: [Int],
-        again: Int? = nil,
+        tried: [ObjectIdentifier],
+        again: Replica? = nil,
         answer: EventLoopPromise<Data>,
         current: CurrentAttempt
     ) {
@@ -249,7 +128,7 @@ final class BackendPool: Sendable {
             return
         }
         let loop = answer.futureResult.eventLoop
-        guard let index = again ?? (tried.count < 2 ? self.pick(excluding: tried, on: loop) : nil) else {
+        guard let replica = again ?? (tried.count < 2 ? self.pick(excluding: tried, on: loop) : nil) else {
             answer.fail(
                 RPCError(
                     .unavailable,
@@ -259,7 +138,7 @@ final class BackendPool: Sendable {
             )
             return
         }
-        let replica = self.replicas[index]
+        replica.callStarted()
         let call = replica.client(on: loop).start(
             request.method,
             payload: request.payload,
@@ -269,6 +148,7 @@ final class BackendPool: Sendable {
         )
         current.replace(with: call)
         call.response.whenComplete { result in
+            replica.callEnded()
             switch result {
             case .success(let payload):
                 replica.recordSuccess()
@@ -278,7 +158,7 @@ final class BackendPool: Sendable {
                 // of its connections (the client now passes that one over); then the refusal.
                 replica.recordSuccess()
                 if again == nil {
-                    self.attempt(request, tried: tried, again: index, answer: answer, current: current)
+                    self.attempt(request, tried: tried, again: replica, answer: answer, current: current)
                     return
                 }
                 answer.fail(error)
@@ -286,7 +166,7 @@ final class BackendPool: Sendable {
                 if again == nil, error.mayRetryAtOnce {
                     // One more try on this replica's next connection, as RPCClient's own calls
                     // do; a replica really down answers with its backoff.
-                    self.attempt(request, tried: tried, again: index, answer: answer, current: current)
+                    self.attempt(request, tried: tried, again: replica, answer: answer, current: current)
                     return
                 }
                 self.countFailure(of: replica)
@@ -294,7 +174,7 @@ final class BackendPool: Sendable {
                     "backend unreachable",
                     metadata: ["backend": "\(replica.address)", "error": "\(error)"]
                 )
-                self.attempt(request, tried: tried + [index], answer: answer, current: current)
+                self.attempt(request, tried: tried + [ObjectIdentifier(replica)], answer: answer, current: current)
             case .failure(let error as RPCError) where error.answeredByServer:
                 replica.recordSuccess()  // it answered: the connection works
                 answer.fail(error)
@@ -329,6 +209,7 @@ final class BackendPool: Sendable {
     static let callerDeadlineSlack = TimeAmount.milliseconds(50)
 
     private func countFailure(of replica: Replica) {
+        self.lookUpAgain.store(true, ordering: .relaxed)
         if replica.recordFailure(now: .now) {
             self.logger.warning("ejecting backend", metadata: ["backend": "\(replica.address)"])
         }
@@ -355,17 +236,18 @@ final class BackendPool: Sendable {
     /// up. With none ready, the first candidate (its call waits for the connection). When every replica is ejected, ejection is ignored (as
     /// Envoy's panic threshold does): trying them is no worse than refusing every call, and it
     /// finds a restarted backend at once.
-    private func pick(excluding tried: [Int], on loop: any EventLoop) -> Int? {
-        let count = self.replicas.count
+    private func pick(excluding tried: [ObjectIdentifier], on loop: any EventLoop) -> Replica? {
+        let replicas = self.replicas
+        let count = replicas.count
         let start = self.turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max
-        let panic = self.replicas.allSatisfy(\.isEjected)
+        let panic = replicas.allSatisfy(\.isEjected)
         var ready: Int?
         var firstCandidate: Int?
         var connectsStarted: [(replica: Int, connect: EventLoopFuture<RPCConnection>)] = []
         for offset in 0..<count {
             let index = (start + offset) % count
-            let replica = self.replicas[index]
-            guard !tried.contains(index), panic || !replica.isEjected else { continue }
+            let replica = replicas[index]
+            guard !tried.contains(ObjectIdentifier(replica)), panic || !replica.isEjected else { continue }
             if firstCandidate == nil { firstCandidate = index }
             // With one replica there is nothing to prefer: its call connects if it must.
             if count == 1
@@ -382,9 +264,9 @@ final class BackendPool: Sendable {
         // A call waiting on its replica's connect counts that connect's failure itself; the
         // connects of replicas it did not go to count here.
         for (index, connect) in connectsStarted where index != chosen {
-            connect.whenFailure { _ in self.countFailure(of: self.replicas[index]) }
+            connect.whenFailure { _ in self.countFailure(of: replicas[index]) }
         }
-        return chosen
+        return chosen.map { replicas[$0] }
     }
 
     /// Health-checks each ejected replica whose ejection is over; readmits those SERVING.
@@ -399,7 +281,12 @@ final class BackendPool: Sendable {
     }
 
     func close() async {
-        for replica in self.replicas { await replica.close() }
+        let all = self.members.withLock { members in
+            let all = members.serving + members.leaving.map(\.replica)
+            members = Members(serving: [])
+            return all
+        }
+        for replica in all { await replica.close() }
     }
 }
 

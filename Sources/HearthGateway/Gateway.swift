@@ -11,7 +11,8 @@ public import ServiceLifecycle
 /// the service that owns the method's package, with the verified user id and the internal
 /// credential that services require. The answer goes back on the client's call.
 ///
-/// As a `Service` it health-checks ejected replicas once a second and readmits them.
+/// As a `Service` it health-checks ejected replicas once a second and readmits them, and looks up
+/// again the backends given as host names (``ReplicaDiscovery``).
 public final class Gateway: Service, CallForwarder, Sendable {
     public struct Configuration: Sendable {
         /// Method prefix (a package, e.g. `hearth.echo.`) -> replica addresses.
@@ -51,6 +52,10 @@ public final class Gateway: Service, CallForwarder, Sendable {
         /// say "Internal"): refused to clients, PERMISSION_DENIED. The gateway knows no contract;
         /// `hearth serve gateway` names them.
         public var internalMethods: Set<String>
+        /// How a backend given as a host name is looked up (every address it has is a replica).
+        public var resolver: any AddressResolver
+        /// How often those names are looked up again (and soon after a replica failed to connect).
+        public var discoveryInterval: Duration
 
         public init(
             routes: [String: [(host: String, port: Int)]],
@@ -65,7 +70,9 @@ public final class Gateway: Service, CallForwarder, Sendable {
             connectTimeout: Duration = .seconds(2),
             maxFrameSize: Int = ServerConfiguration.defaultMaxFrameSize,
             maxRequestFrameSizes: [String: Int] = [:],
-            internalMethods: Set<String> = []
+            internalMethods: Set<String> = [],
+            resolver: any AddressResolver = SystemResolver(),
+            discoveryInterval: Duration = .seconds(5)
         ) {
             self.routes = routes
             self.credentials = credentials
@@ -80,11 +87,15 @@ public final class Gateway: Service, CallForwarder, Sendable {
             self.maxFrameSize = maxFrameSize
             self.maxRequestFrameSizes = maxRequestFrameSizes
             self.internalMethods = internalMethods
+            self.resolver = resolver
+            self.discoveryInterval = discoveryInterval
         }
     }
 
     private let configuration: Configuration
     private let pools: [BackendPool]
+    /// The pools whose backends are found by name, each with how.
+    private let discoveries: [(pool: BackendPool, discovery: ReplicaDiscovery)]
     let verifier: TokenVerifier
     let limiter: RateLimiter
     private let metrics: MethodMetrics
@@ -108,28 +119,41 @@ public final class Gateway: Service, CallForwarder, Sendable {
         self.limiter = RateLimiter(limits: configuration.rateLimit, clock: clock)
         self.logger = logger
         // Longest prefix first, so that a more specific route wins.
-        self.pools = configuration.routes.sorted { $0.key.count > $1.key.count }.map { prefix, addresses in
+        let routes = configuration.routes.sorted { $0.key.count > $1.key.count }
+        let loops = Array(group.makeIterator())
+        let discoveries = routes.map { prefix, addresses in
+            ReplicaDiscovery(
+                backends: addresses,
+                resolver: configuration.resolver,
+                drainLimit: configuration.routeTimeout,
+                logger: logger
+            ) { host, port, origin in
+                Replica(
+                    host: host,
+                    port: port,
+                    origin: origin,
+                    connections: configuration.connectionsPerBackend,
+                    extraConnections: configuration.extraConnectionsPerBackend,
+                    callsPerConnection: configuration.callsPerBackendConnection,
+                    connectTimeout: configuration.connectTimeout,
+                    maxFrameSize: configuration.maxFrameSize,
+                    maxRequestFrameSize: configuration.maxRequestFrameSizes[prefix]
+                        ?? ServerConfiguration.defaultMaxFrameSize,
+                    policy: configuration.ejection,
+                    loops: loops
+                )
+            }
+        }
+        self.pools = zip(routes, discoveries).map { route, discovery in
+            // Until the first lookup, a name is one replica, connected to by name.
             BackendPool(
-                prefix: prefix,
-                credential: configuration.credentials[prefix] ?? "",
-                replicas: addresses.map {
-                    Replica(
-                        host: $0.host,
-                        port: $0.port,
-                        connections: configuration.connectionsPerBackend,
-                        extraConnections: configuration.extraConnectionsPerBackend,
-                        callsPerConnection: configuration.callsPerBackendConnection,
-                        connectTimeout: configuration.connectTimeout,
-                        maxFrameSize: configuration.maxFrameSize,
-                        maxRequestFrameSize: configuration.maxRequestFrameSizes[prefix]
-                            ?? ServerConfiguration.defaultMaxFrameSize,
-                        policy: configuration.ejection,
-                        loops: Array(group.makeIterator())
-                    )
-                },
+                prefix: route.key,
+                credential: configuration.credentials[route.key] ?? "",
+                replicas: route.value.map { discovery.makeReplica($0.host, $0.port, $0.host) },
                 logger: logger
             )
         }
+        self.discoveries = zip(self.pools, discoveries).filter { $0.1.findsByName }.map { ($0.0, $0.1) }
     }
 
     /// How many calls `user` has in flight through this gateway (for tests).
@@ -140,11 +164,20 @@ public final class Gateway: Service, CallForwarder, Sendable {
         self.pools.flatMap { pool in pool.replicas.filter(\.isEjected).map(\.address) }
     }
 
-    /// Runs the readmission checks until shutdown, then closes the backend connections.
+    /// Runs the readmission checks and the lookups of backends given by name until shutdown,
+    /// then closes the backend connections.
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
+                var nextLookUp = ContinuousClock.now
                 while true {
+                    let now = ContinuousClock.now
+                    let due = now >= nextLookUp
+                    for (pool, discovery) in self.discoveries where pool.takeLookUpRequest() || due {
+                        await discovery.refresh(pool)
+                    }
+                    if due { nextLookUp = now + self.configuration.discoveryInterval }
+                    for pool in self.pools { await pool.closeDrained() }
                     try await Task.sleep(for: self.configuration.probeInterval)
                     for pool in self.pools { await pool.probeEjected() }
                 }
@@ -153,6 +186,11 @@ public final class Gateway: Service, CallForwarder, Sendable {
             // Graceful shutdown or cancellation: both end the loop normally.
         }
         for pool in self.pools { await pool.close() }
+    }
+
+    /// The replicas of the route `prefix` in rotation now (`host:port`), for tests.
+    func backends(of prefix: String) -> [String] {
+        self.pools.first { $0.prefix == prefix }?.replicas.map(\.address) ?? []
     }
 
     /// Sends one call on, on the calling connection's event loop. A client's calls after its

@@ -86,6 +86,7 @@ final class Replica: Sendable {
 
     init(
         name: String,
+        host: String = "127.0.0.1",
         port: Int = 0,
         events: Events = Events(),
         callsPerConnection: Int = ServerConfiguration.defaultMaxConcurrentCallsPerConnection
@@ -93,6 +94,7 @@ final class Replica: Sendable {
         self.name = name
         let server = RPCServer(
             configuration: ServerConfiguration(
+                host: host,
                 port: port,
                 maxConcurrentCallsPerConnection: callsPerConnection,
                 callers: .anyMethod(credential)
@@ -184,7 +186,8 @@ struct GatewayHarness {
     }
 
     /// Runs `body` against `replicaCount` replicas behind a gateway, then stops everything.
-    /// `unservedPorts` are further backends of the same routes that no replica serves.
+    /// `unservedPorts` are further backends of the same routes that no replica serves;
+    /// `backends`, the routes' backends instead (names looked up with `resolver`).
     /// `backendConnections`: the calls each replica takes on a connection, and the extra
     /// connections the gateway may open to it from a loop. `connectTimeout`: long, as a connect
     /// to a live loopback replica may be kept off a loaded CI machine's CPUs for seconds.
@@ -200,6 +203,9 @@ struct GatewayHarness {
         frameSizeBeforeAuthentication: Int? = nil,
         internalMethods: Set<String> = [],
         backendConnections: (calls: Int, extra: Int) = (ServerConfiguration.defaultMaxConcurrentCallsPerConnection, 15),
+        backends: [(host: String, port: Int)]? = nil,
+        resolver: any AddressResolver = SystemResolver(),
+        discoveryInterval: Duration = .seconds(5),
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let clock = ManualClock(Date())
@@ -210,6 +216,7 @@ struct GatewayHarness {
         var addresses: [(host: String, port: Int)] = []
         for replica in replicas { addresses.append(("127.0.0.1", try await replica.port)) }
         addresses += unservedPorts.map { ("127.0.0.1", $0) }
+        if let backends { addresses = backends }
         let metrics = MethodMetrics()
         let gateway = Gateway(
             configuration: Gateway.Configuration(
@@ -224,7 +231,9 @@ struct GatewayHarness {
                 probeInterval: .milliseconds(20),
                 connectTimeout: connectTimeout,
                 maxFrameSize: gatewayFrameSize,
-                internalMethods: internalMethods
+                internalMethods: internalMethods,
+                resolver: resolver,
+                discoveryInterval: discoveryInterval
             ),
             verifier: try await TokenVerifier(hmacSecret: jwtSecret, eddsaPublicKey: eddsaPublicKey, clock: clock),
             clock: clock,
