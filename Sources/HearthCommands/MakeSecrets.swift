@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCommandLine
+import HearthStore
 
 /// `hearth make-secrets`: writes the secrets a deployment needs into one folder, for operators
 /// who run the processes apart (docker-compose, one host per process).
@@ -16,11 +17,16 @@ struct MakeSecrets: ParsableCommand {
             Containers that run as another user (docker-compose.yml's, uid 10001) read the files
             as they are on the host: make them readable (chmod 644) in a folder only you enter.
               hearth make-secrets --out secrets
+            With --data-key FILE it also writes a new data key ring for safety there (kept when
+            there): the file every safety process on one PostgreSQL shares (--data-key-file).
             """
     )
 
     @Option(help: "The folder to write into (made when missing).")
     var out: String
+
+    @Option(help: "Also write a new data key ring for safety into this file, unless it is there.")
+    var dataKey: String?
 
     func run() throws {
         let folder = URL(fileURLWithPath: self.out)
@@ -32,6 +38,11 @@ struct MakeSecrets: ParsableCommand {
             // Made as `hearth up` makes its own: never over a file that is there.
             _ = try SecretOptions.secret(environment: nil, file: nil, fallback: url, creating: true)
             if !before { made.append(name) }
+        }
+        if let dataKey = self.dataKey,
+            try SecretOptions.create(at: URL(fileURLWithPath: dataKey), contents: DataKeyRing.generate().text)
+        {
+            made.append(dataKey)
         }
         print(
             made.isEmpty

@@ -92,13 +92,20 @@ final class BackendPool: Sendable {
     func closeDrained() async {
         let now = ContinuousClock.now
         let done = self.members.withLock { members in
-            let done = members.leaving.filter { !$0.replica.hasCallsInFlight || $0.until <= now }.map(\.replica)
-            let ids = Set(done.map(ObjectIdentifier.init))
-            members.leaving.removeAll { ids.contains(ObjectIdentifier($0.replica)) }
+            var done: [Replica] = []
+            members.leaving.removeAll { leaving in
+                // Marked atomically with the count of its calls: none starts on it after.
+                guard leaving.replica.markClosing(force: leaving.until <= now) else { return false }
+                done.append(leaving.replica)
+                return true
+            }
             return done
         }
         for replica in done { await replica.close() }
     }
+
+    /// Replicas retired and not closed yet (for tests).
+    var retiring: Int { self.members.withLock { $0.leaving.count } }
 
     /// Sends a call to a replica: without a task when the replica's connection is ready.
     func startOnReplica(_ request: ForwardedRequest, on loop: any EventLoop) -> StartedCall {
@@ -138,7 +145,11 @@ final class BackendPool: Sendable {
             )
             return
         }
-        replica.callStarted()
+        guard replica.callStarted() else {
+            // Retired and closed since it was picked: another takes the call.
+            self.attempt(request, tried: tried + [ObjectIdentifier(replica)], answer: answer, current: current)
+            return
+        }
         let call = replica.client(on: loop).start(
             request.method,
             payload: request.payload,

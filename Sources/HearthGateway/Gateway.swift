@@ -126,6 +126,7 @@ public final class Gateway: Service, CallForwarder, Sendable {
                 backends: addresses,
                 resolver: configuration.resolver,
                 drainLimit: configuration.routeTimeout,
+                recheckAfter: configuration.discoveryInterval,
                 logger: logger
             ) { host, port, origin in
                 Replica(
@@ -165,27 +166,53 @@ public final class Gateway: Service, CallForwarder, Sendable {
     }
 
     /// Runs the readmission checks and the lookups of backends given by name until shutdown,
-    /// then closes the backend connections.
+    /// then closes the backend connections. The lookups run apart: a slow one holds back no
+    /// readmission.
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                var nextLookUp = ContinuousClock.now
-                while true {
-                    let now = ContinuousClock.now
-                    let due = now >= nextLookUp
-                    for (pool, discovery) in self.discoveries where pool.takeLookUpRequest() || due {
-                        await discovery.refresh(pool)
-                    }
-                    if due { nextLookUp = now + self.configuration.discoveryInterval }
-                    for pool in self.pools { await pool.closeDrained() }
-                    try await Task.sleep(for: self.configuration.probeInterval)
-                    for pool in self.pools { await pool.probeEjected() }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.readmitEjected() }
+                    if !self.discoveries.isEmpty { group.addTask { try await self.lookUpNames() } }
+                    try await group.next()
+                    group.cancelAll()
                 }
             }
         } catch is CancellationError {
-            // Graceful shutdown or cancellation: both end the loop normally.
+            // Graceful shutdown or cancellation: both end the loops normally.
         }
         for pool in self.pools { await pool.close() }
+    }
+
+    /// Health-checks the ejected replicas, and closes the retired ones whose calls have ended.
+    private func readmitEjected() async throws {
+        while true {
+            try await Task.sleep(for: self.configuration.probeInterval)
+            for pool in self.pools {
+                await pool.probeEjected()
+                await pool.closeDrained()
+            }
+        }
+    }
+
+    /// Looks up the backends given by name every `discoveryInterval`, and a pool's soon after
+    /// one of its replicas failed to connect.
+    private func lookUpNames() async throws {
+        var next = ContinuousClock.now
+        while true {
+            let now = ContinuousClock.now
+            let due = now >= next
+            for (pool, discovery) in self.discoveries where pool.takeLookUpRequest() || due {
+                await discovery.refresh(pool)
+            }
+            if due { next = now + self.configuration.discoveryInterval }
+            try await Task.sleep(for: self.configuration.probeInterval)
+        }
+    }
+
+    /// Replicas of the route `prefix` retired and not closed yet (for tests).
+    func retiringBackends(of prefix: String) -> Int {
+        self.pools.first { $0.prefix == prefix }?.retiring ?? 0
     }
 
     /// The replicas of the route `prefix` in rotation now (`host:port`), for tests.

@@ -44,8 +44,10 @@ final class Replica: Sendable {
     private let clients: [(loop: any EventLoop, client: RPCClient)]
     private let policy: EjectionPolicy
     private let standing = Mutex(Standing())
-    /// Calls sent to it that have not ended: one that leaves the pool is closed once none is.
+    /// Calls sent to it that have not ended; below zero once it is closing (it takes no more).
+    /// One that leaves the pool is closed once none is in flight.
     private let inFlight = Atomic<Int>(0)
+    private static let closing = Int.min / 2
 
     /// - Parameters:
     ///   - connections: connections to the replica from each of `loops`.
@@ -68,7 +70,7 @@ final class Replica: Sendable {
         loops: [any EventLoop]
     ) {
         precondition(!loops.isEmpty, "a replica needs an event loop")
-        self.address = "\(host):\(port)"
+        self.address = Self.address(host: host, port: port)
         self.origin = origin ?? host
         self.clients = loops.map { loop in
             // Short backoff: a restarted backend should be used again within about a second.
@@ -109,9 +111,37 @@ final class Replica: Sendable {
         for (_, client) in self.clients { await client.close() }
     }
 
-    func callStarted() { self.inFlight.add(1, ordering: .relaxed) }
-    func callEnded() { self.inFlight.subtract(1, ordering: .relaxed) }
-    var hasCallsInFlight: Bool { self.inFlight.load(ordering: .relaxed) > 0 }
+    /// `HOST:PORT`, an IPv6 address in brackets.
+    static func address(host: String, port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Counts a call about to be sent to it; false once it is closing (the call goes elsewhere).
+    func callStarted() -> Bool {
+        var current = self.inFlight.load(ordering: .acquiring)
+        while current >= 0 {
+            let (exchanged, found) = self.inFlight.compareExchange(
+                expected: current,
+                desired: current + 1,
+                ordering: .acquiringAndReleasing
+            )
+            if exchanged { return true }
+            current = found
+        }
+        return false
+    }
+
+    func callEnded() { self.inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+
+    /// Marks it closing if no call is in flight, or whatever is in flight when `force`d: no call
+    /// starts on it after. Answers whether it was marked now (then close it).
+    func markClosing(force: Bool) -> Bool {
+        if force {
+            return self.inFlight.exchange(Self.closing, ordering: .acquiringAndReleasing) >= 0
+        }
+        return self.inFlight.compareExchange(expected: 0, desired: Self.closing, ordering: .acquiringAndReleasing)
+            .exchanged
+    }
 
     var isEjected: Bool { self.standing.withLock { $0.ejectedUntil != nil } }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -33,6 +34,8 @@ public struct SystemResolver: AddressResolver {
     static func lookUp(_ host: String) throws -> [String] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
+        // Only the families this host has an address of (no IPv6 replica on an IPv4-only pod).
+        hints.ai_flags = AI_ADDRCONFIG
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
@@ -97,15 +100,23 @@ final class ReplicaDiscovery: Sendable {
     let makeReplica: MakeReplica
     /// The longest a retired replica's calls may still run (the route's timeout).
     private let drainLimit: Duration
+    /// How soon an address that did not answer its health check is checked again, at first.
+    private let recheckAfter: Duration
     private let logger: Logger
+    /// Addresses that did not answer their health check: when each is checked again (after
+    /// `recheckAfter` at first, as a pod starting; then twice as long each time, up to a minute),
+    /// and how often it failed.
+    private let notReady = Mutex<[String: (failures: Int, next: ContinuousClock.Instant)]>([:])
 
     init(
         backends: [(host: String, port: Int)],
         resolver: any AddressResolver,
         drainLimit: Duration,
+        recheckAfter: Duration,
         logger: Logger,
         makeReplica: @escaping MakeReplica
     ) {
+        self.recheckAfter = recheckAfter
         self.backends = backends
         self.resolver = resolver
         self.drainLimit = drainLimit
@@ -123,14 +134,16 @@ final class ReplicaDiscovery: Sendable {
         var unanswered: Set<String> = []
         for backend in self.backends {
             if SystemResolver.isAddress(backend.host) {
-                wanted["\(backend.host):\(backend.port)"] = (backend.host, backend.port, backend.host)
+                wanted[Replica.address(host: backend.host, port: backend.port)] = (
+                    backend.host, backend.port, backend.host
+                )
                 continue
             }
             do {
                 let addresses = try await self.resolver.addresses(of: backend.host)
                 if addresses.isEmpty { unanswered.insert(backend.host) }
                 for address in addresses {
-                    wanted["\(address):\(backend.port)"] = (address, backend.port, backend.host)
+                    wanted[Replica.address(host: address, port: backend.port)] = (address, backend.port, backend.host)
                 }
             } catch {
                 unanswered.insert(backend.host)
@@ -142,14 +155,30 @@ final class ReplicaDiscovery: Sendable {
         }
         let current = pool.replicas
         let known = Set(current.map(\.address))
+        let now = ContinuousClock.now
+        // Forget what is no longer announced.
+        self.notReady.withLock { $0 = $0.filter { wanted[$0.key] != nil } }
         var admitted = 0
         for (address, target) in wanted.sorted(by: { $0.key < $1.key }) where !known.contains(address) {
+            if let waiting = self.notReady.withLock({ $0[address] }), now < waiting.next { continue }
             let replica = self.makeReplica(target.host, target.port, target.origin)
             guard await replica.isServing() else {
-                // Not ready yet (a pod starting): looked at again at the next refresh.
                 await replica.close()
+                let failures = self.notReady.withLock { notReady in
+                    let failures = (notReady[address]?.failures ?? 0) + 1
+                    let wait = min(.seconds(60), self.recheckAfter * (1 << min(failures - 1, 4)))
+                    notReady[address] = (failures, .now + wait)
+                    return failures
+                }
+                if failures == 1 {
+                    self.logger.notice(
+                        "a backend's address does not answer its health check yet; not admitted",
+                        metadata: ["backend": "\(address)", "name": "\(target.origin)"]
+                    )
+                }
                 continue
             }
+            self.notReady.withLock { _ = $0.removeValue(forKey: address) }
             pool.admit(replica)
             admitted += 1
             self.logger.notice("admitted backend", metadata: ["backend": "\(address)", "name": "\(target.origin)"])

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthStore
 import HearthTestSupport
 import Testing
 
@@ -190,6 +191,13 @@ struct LinkSecretsTests {
             ])
             let all = try options.load(dataDirectory: folder, links: ProcessLink.all, includingJWT: true)
             #expect(Set(all.links.values).count == ProcessLink.all.count && all.jwtSecret?.count == 64)
+            // The data key every safety replica shares, made once and then kept.
+            let keyFile = folder.appendingPathComponent("data.key")
+            try MakeSecrets.parse(["--out", out.path, "--data-key", keyFile.path]).run()
+            let ring = try String(contentsOf: keyFile, encoding: .utf8)
+            _ = try DataKeys(file: keyFile)
+            try MakeSecrets.parse(["--out", out.path, "--data-key", keyFile.path]).run()
+            #expect(try String(contentsOf: keyFile, encoding: .utf8) == ring)
         }
     }
 }
