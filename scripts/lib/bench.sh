@@ -41,6 +41,12 @@ hearth_bin() { release_product hearth "${HEARTH_BIN:-}"; }
 # cpu_ticks PID, or cpu_ticks PID/task/TID
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# process_usage NAME PID: what a server process took over the run, for the capacity figures and
+# the Kubernetes manifests' requests and limits: its peak RSS and its CPU time.
+process_usage() {
+  echo "$1: peak RSS $(( $(rss_kib "$2" VmHWM) / 1024 )) MiB, CPU $(( $(cpu_ticks "$2") * 1000 / $(getconf CLK_TCK) )) ms"
+}
+
 # tree_cpu_ticks PID: CPU time (clock ticks) of PID, of the children it waited for, and of its
 # live children (PostgreSQL's backends are children of its postmaster).
 tree_cpu_ticks() {
