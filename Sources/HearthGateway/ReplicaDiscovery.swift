@@ -188,7 +188,7 @@ final class ReplicaDiscovery: Sendable {
         guard !leaving.isEmpty, leaving.count < current.count + admitted else { return }
         pool.retire(leaving, drainLimit: self.drainLimit)
         for replica in leaving {
-            self.logger.notice("backend left; drained", metadata: ["backend": "\(replica.address)"])
+            self.logger.notice("backend left; closed once its calls end", metadata: ["backend": "\(replica.address)"])
         }
     }
 }

@@ -231,3 +231,28 @@ extension AlertRecord {
         self.mayHaveArrived = true
     }
 }
+
+extension AlertRecord {
+    /// Whether a due message must not go out any more, on either store: a warning left pending
+    /// past its deadline (decided before a restart, or retrying while the webhook was down: "we'll
+    /// email your contact in 10 minutes" while they are being emailed; the decider cancels such
+    /// warnings when it decides the alert, but a sender may claim one first), or an invitation
+    /// still retrying once its contact can no longer answer it (its 7 days passed, they answered,
+    /// or a re-sent one replaced it: it would ask them to use links it has not). `profile` and
+    /// `contact` are read only for those kinds; gone, the message is stale.
+    func isStale(
+        at now: Date,
+        profile: () throws -> ProfileRecord?,
+        contact: () throws -> ContactRecord?
+    ) rethrows -> Bool {
+        if self.kind != MessageKind.alert, SafetyStore.cancellableKinds.contains(self.kind) {
+            guard let profile = try profile() else { return true }
+            return SwitchMachine.isStale(warningOf: self.epoch, on: profile.switchState, at: now)
+        }
+        if self.kind == MessageKind.invitation {
+            guard let contact = try contact() else { return true }
+            return !contact.consent.isAwaitingAnswer(at: now)
+        }
+        return false
+    }
+}

@@ -76,7 +76,11 @@ extension SafetyStore {
             )
             var claimed: [ClaimedAlert] = []
             for var alert in due where !excluded.contains(alert.id) && claimed.count < limit {
-                if try self.isStaleWarning(alert, at: now, in: db) || self.isStaleInvitation(alert, at: now, in: db) {
+                if try alert.isStale(
+                    at: now,
+                    profile: { try self.profile(alert.userID, in: db) },
+                    contact: { try self.contact(alert.contactID, in: db) }
+                ) {
                     try db.cachedStatement(
                         sql: """
                             UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, claimed_at = NULL,
@@ -115,24 +119,6 @@ extension SafetyStore {
                 ).execute(binding: until.stored, claim.id, claim.at.stored)
             }
         }
-    }
-
-    /// A warning left pending past its deadline (decided before a restart, or retrying while
-    /// the webhook was down): "we'll email your contact in 10 minutes" while they are being
-    /// emailed. The decider cancels such warnings when it decides the alert, but a sender may
-    /// claim one first (both start at once after a restart).
-    private func isStaleWarning(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
-        guard alert.kind != MessageKind.alert, Self.cancellableKinds.contains(alert.kind) else { return false }
-        guard let profile = try self.profile(alert.userID, in: db) else { return true }
-        return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
-    }
-
-    /// An invitation still retrying once its contact can no longer answer it (its 7 days passed,
-    /// they answered, or a re-sent one replaced it): it would ask them to use links it has not.
-    private func isStaleInvitation(_ alert: AlertRecord, at now: Date, in db: Database) throws -> Bool {
-        guard alert.kind == MessageKind.invitation else { return false }
-        guard let contact = try self.contact(alert.contactID, in: db) else { return true }
-        return !contact.consent.isAwaitingAnswer(at: now)
     }
 
     /// What became of a claimed attempt. A message cancelled meanwhile (a check-in, a pause) is

@@ -214,17 +214,8 @@ private struct ClaimFacts {
         return facts
     }
 
-    /// A warning left pending past its deadline, or an invitation its contact can no longer
-    /// answer (``SafetyStore`` says why each must not go out).
+    /// Whether `alert` must not go out any more (``AlertRecord/isStale(at:profile:contact:)``).
     func isStale(_ alert: AlertRecord, at now: Date) -> Bool {
-        if alert.kind != MessageKind.alert, SafetyStore.cancellableKinds.contains(alert.kind) {
-            guard let profile = self.profiles[alert.userID] else { return true }
-            return SwitchMachine.isStale(warningOf: alert.epoch, on: profile.switchState, at: now)
-        }
-        if alert.kind == MessageKind.invitation {
-            guard let contact = self.contacts[alert.contactID] else { return true }
-            return !contact.consent.isAwaitingAnswer(at: now)
-        }
-        return false
+        alert.isStale(at: now, profile: { self.profiles[alert.userID] }, contact: { self.contacts[alert.contactID] })
     }
 }
