@@ -54,6 +54,8 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
     @Option(help: "Calls made first and not recorded.")
     var warmup = 200
 
+    @OptionGroup var server: ServerProcessOptions
+
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
 
@@ -105,7 +107,7 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
             caller = owner
         }
 
-        let runner = BenchRunner(
+        var runner = BenchRunner(
             client: client,
             executor: executor,
             method: method,
@@ -115,6 +117,7 @@ public struct BenchCheckins: AsyncParsableCommand, Sendable {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
+        runner.server = self.server.process
         let name =
             switch self.scenario {
             case .create: self.photo == nil ? "CreateCheckIn" : "CreateCheckIn+photo"

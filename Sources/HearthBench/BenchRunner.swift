@@ -28,16 +28,12 @@ public struct BenchReport: Codable, Sendable {
     var latency: Latency
     /// Calls by status code name, e.g. `OK`, `DEADLINE_EXCEEDED`.
     var codes: [String: UInt64]
+    /// The CPU time the process under load (`--server-pid`) spent per measured call, in
+    /// microseconds; absent when no process was named.
+    var serverCPUMicrosPerCall: Double?
 
-    public init(
-        method: String,
-        target: String,
-        concurrency: Int,
-        connections: Int,
-        seconds: Double,
-        histogram: Histogram<UInt64>,
-        codes: [StatusCode: UInt64]
-    ) {
+    public init(method: String, target: String, concurrency: Int, connections: Int, measured: BenchMeasurement) {
+        let (histogram, codes, seconds) = (measured.histogram, measured.codes, measured.seconds)
         self.method = method
         self.target = target
         self.concurrency = concurrency
@@ -45,6 +41,9 @@ public struct BenchReport: Codable, Sendable {
         self.calls = codes.values.reduce(0, +)
         self.seconds = seconds
         self.qps = seconds > 0 ? Double(self.calls) / seconds : 0
+        if let cpu = measured.serverCPU, self.calls > 0 {
+            self.serverCPUMicrosPerCall = Double(cpu.microseconds) / Double(self.calls)
+        }
         self.latency = Latency(
             p50Micros: histogram.valueAtPercentile(50),
             p90Micros: histogram.valueAtPercentile(90),
@@ -78,7 +77,19 @@ public struct BenchReport: Codable, Sendable {
               p99.9     \(ms(self.latency.p999Micros))
               max       \(ms(self.latency.maxMicros))
             """
+                + (self.serverCPUMicrosPerCall.map { String(format: "\n  server CPU %.1f us a call", $0) } ?? "")
     }
+}
+
+/// What one measured phase of a benchmark gave.
+public struct BenchMeasurement: Sendable {
+    public var histogram: Histogram<UInt64>
+    /// Calls by how they ended.
+    public var codes: [StatusCode: UInt64]
+    /// How long the measured phase took.
+    public var seconds: Double
+    /// The CPU time the process under load spent over the measured phase, when one was named.
+    public var serverCPU: Duration?
 }
 
 /// Drives `concurrency` callers over one client pool, like ghz: for a duration or a total
@@ -110,6 +121,8 @@ public struct BenchRunner: Sendable {
     let limit: Limit
     let ratePerSecond: Double?
     let warmup: Limit
+    /// The process under load, whose CPU time over the measured phase the report gives per call.
+    public var server: ProcessCPUTime?
     private let sequence = BenchCounters()
 
     public init(
@@ -138,14 +151,16 @@ public struct BenchRunner: Sendable {
 
     /// Runs the warm-up, then the measured phase; `progress` is told the count of finished
     /// calls about once a second.
-    public func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> (
-        Histogram<UInt64>, [StatusCode: UInt64], Double
-    ) {
+    public func run(progress: (@Sendable (UInt64, Double) -> Void)? = nil) async -> BenchMeasurement {
         await withTaskExecutorPreference(self.executor) {
             if !self.warmup.isEmpty {
                 _ = await self.phase(limit: self.warmup, progress: nil)
             }
-            return await self.phase(limit: self.limit, progress: progress)
+            let cpuBefore = self.server?.read()
+            let (histogram, codes, seconds) = await self.phase(limit: self.limit, progress: progress)
+            let cpuAfter = self.server?.read()
+            let serverCPU: Duration? = if let cpuBefore, let cpuAfter { cpuAfter - cpuBefore } else { nil }
+            return BenchMeasurement(histogram: histogram, codes: codes, seconds: seconds, serverCPU: serverCPU)
         }
     }
 
@@ -253,16 +268,14 @@ extension BenchRunner {
     public func runAndReport(method: String, target: Target, concurrency: Int, json: String?, client: RPCClient)
         async throws
     {
-        let (histogram, codes, seconds) = await self.run()
+        let measured = await self.run()
         await client.close()
         let report = BenchReport(
             method: method,
             target: target.description,
             concurrency: concurrency,
             connections: 1,
-            seconds: seconds,
-            histogram: histogram,
-            codes: codes
+            measured: measured
         )
         try report.emit(json: json)
         guard report.codes.keys.allSatisfy({ $0 == "OK" }) else {

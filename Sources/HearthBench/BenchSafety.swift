@@ -57,6 +57,8 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
     @Option(help: "Calls made first and not recorded.")
     var warmup = 1000
 
+    @OptionGroup var server: ServerProcessOptions
+
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
 
@@ -80,7 +82,7 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
         }
 
         let count = users.count
-        let runner = BenchRunner(
+        var runner = BenchRunner(
             client: client,
             executor: executor,
             method: Hearth_Safety_V1_Safety.Method.recordHeartbeat.name,
@@ -96,6 +98,7 @@ public struct BenchSafety: AsyncParsableCommand, Sendable {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
+        runner.server = self.server.process
         try await runner.runAndReport(
             method: "RecordHeartbeat",
             target: self.target,

@@ -60,6 +60,8 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
     @Option(help: "Calls made first and not recorded.")
     var warmup = 100
 
+    @OptionGroup var server: ServerProcessOptions
+
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
 
@@ -120,7 +122,7 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
                 return try! answer.serializedData()
             }
         }
-        let runner = BenchRunner(
+        var runner = BenchRunner(
             client: client,
             executor: executor,
             method: method,
@@ -131,6 +133,7 @@ public struct BenchTasks: AsyncParsableCommand, Sendable {
             limit: .total(self.total),
             warmup: .total(self.warmup)
         )
+        runner.server = self.server.process
         try await runner.runAndReport(
             method: String(method.split(separator: "/").last ?? ""),
             target: self.target,

@@ -50,6 +50,7 @@ struct Bench: AsyncParsableCommand {
 
     @OptionGroup var caller: CallerOptions
     @OptionGroup var tls: ClientTLSOptions
+    @OptionGroup var server: ServerProcessOptions
 
     @Option(help: "Also write the report as JSON to this file.")
     var json: String?
@@ -94,7 +95,7 @@ struct Bench: AsyncParsableCommand {
         )
         configuration.authenticateFirst(ifCarrying: metadata)
         let (client, executor) = BenchRunner.makeClient(configuration)
-        let runner = BenchRunner(
+        var runner = BenchRunner(
             client: client,
             executor: executor,
             method: self.method,
@@ -108,8 +109,9 @@ struct Bench: AsyncParsableCommand {
             ratePerSecond: self.rps,
             warmup: .duration(self.warmup.duration)
         )
+        runner.server = self.server.process
         let onTerminal = isatty(STDERR_FILENO) == 1
-        let (histogram, codes, seconds) = await runner.run { finished, elapsed in
+        let measured = await runner.run { finished, elapsed in
             guard onTerminal else { return }
             let line = String(
                 format: "\r%6.1f s  %10llu calls  %10.0f QPS",
@@ -127,12 +129,10 @@ struct Bench: AsyncParsableCommand {
             target: self.target.description,
             concurrency: self.concurrency,
             connections: self.connections,
-            seconds: seconds,
-            histogram: histogram,
-            codes: codes
+            measured: measured
         )
         try report.emit(json: self.json)
-        guard codes[.ok, default: 0] > 0 else {
+        guard measured.codes[.ok, default: 0] > 0 else {
             FileHandle.standardError.write(Data("no call succeeded: the figures above are of refusals\n".utf8))
             throw ExitCode(1)
         }

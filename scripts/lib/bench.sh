@@ -139,3 +139,18 @@ start_postgres() {
   PG_STORE="postgres://hearth@127.0.0.1:$port/postgres?sslmode=disable"
   PG_PSQL=("$bin/psql" -h 127.0.0.1 -p "$port" -U hearth -d postgres -At)
 }
+
+# A photo-like JPEG, DIR/photo.jpg, 1600x1200 (about 500 KiB): a gradient with Gaussian noise,
+# which compresses like a phone photo. Made with libvips' command line: make_photo DIR
+make_photo() {
+  local w=$1
+  vips xyz "$w/xy.v" 1600 1200
+  vips linear "$w/xy.v" "$w/ramp.v" "0.05 0.08" "20 40"
+  vips extract_band "$w/ramp.v" "$w/r.v" 0
+  vips gaussnoise "$w/noise.v" 1600 1200 --sigma 10 --mean 100
+  vips add "$w/r.v" "$w/noise.v" "$w/sum.v"
+  vips bandjoin "$w/sum.v $w/noise.v $w/r.v" "$w/rgb.v"
+  vips cast "$w/rgb.v" "$w/rgb8.v" uchar
+  vips jpegsave "$w/rgb8.v" "$w/photo.jpg" --Q 85
+  rm -f "$w"/*.v
+}
