@@ -200,6 +200,32 @@ struct GatewayDiscoveryTests {
         for replica in replicas { await replica.stop() }
     }
 
+    @Test("an IPv6 address among a name's addresses is a replica like any other, named in brackets")
+    func ipv6Replica() async throws {
+        let first = Replica(name: "a", host: "127.0.0.2", events: Events())
+        let port = try await first.port
+        let second = Replica(name: "b", host: "::1", port: port, events: Events())
+        _ = try await second.port
+        let resolver = TestResolver()
+        resolver.answer(Self.name, ["127.0.0.2", "::1"])
+        try await GatewayHarness.run(
+            replicas: 0,
+            backends: [(Self.name, port)],
+            resolver: resolver,
+            discoveryInterval: .milliseconds(50)
+        ) { harness in
+            let token = try await harness.token()
+            try await eventually("both admitted") {
+                Set(harness.gateway.backends(of: "hearth.probe.")) == ["127.0.0.2:\(port)", "[::1]:\(port)"]
+            }
+            try await eventually("calls reach both") {
+                try await Self.served(6, harness, token: token) == ["a", "b"]
+            }
+        }
+        await first.stop()
+        await second.stop()
+    }
+
     @Test("the system's resolver: a name's addresses from /etc/hosts; an address is no name")
     func systemResolver() async throws {
         let addresses = try await SystemResolver().addresses(of: "localhost")
