@@ -420,6 +420,7 @@ let package = Package(
             name: "HearthRPCTests",
             dependencies: [
                 "HearthRPC",
+                "HearthCore",
                 "HearthTestSupport",
                 "EchoService",
                 "HearthContracts",
@@ -626,6 +627,7 @@ let package = Package(
             name: "HearthCommandsTests",
             dependencies: [
                 "HearthCommands",
+                "HearthBench",
                 "HearthCommandLine",
                 "HearthRPC",
                 "HearthTestSupport",

@@ -21,7 +21,7 @@ public struct Hearth: AsyncParsableCommand {
         subcommands: [
             Up.self, Serve.self, Call.self, ListCommand.self, DescribeCommand.self, HealthCommand.self, Bench.self,
             BenchCheckins.self, BenchSafety.self,
-            BenchTasks.self, FaultWriter.self,
+            BenchTasks.self, FaultWriter.self, SimulateDay.self,
             TokenCommand.self, MakeSecrets.self, RotateDataKey.self, MigrateStore.self,
         ]
     )
