@@ -99,6 +99,13 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
         guard self.connections >= 1, self.maxInFlight >= 1, self.setupConcurrency >= 1 else {
             throw ValidationError("--connections, --max-in-flight and --setup-concurrency must be at least 1")
         }
+        // A token lives a day at most (the gateway's limit): the replay must end within one.
+        guard Double(self.hours * 3600) / self.speedup <= Self.longestReplay else {
+            throw ValidationError(
+                "the replay would last \(Int(Double(self.hours * 3600) / self.speedup)) s; at most "
+                    + "\(Int(Self.longestReplay)) s (a token's day): raise --speedup or replay fewer --hours"
+            )
+        }
     }
 
     public func run() async throws {
@@ -114,27 +121,29 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
             hours: self.hours,
             seed: self.seed
         )
+        // The gateway's credential to safety only confirms contacts: read only when asked to.
         let secrets = try self.secrets.load(
             dataDirectory: URL(fileURLWithPath: self.data),
-            links: [ProcessLink(.gateway, .safety)],
+            links: self.confirmFrom == nil ? [] : [ProcessLink(.gateway, .safety)],
             includingJWT: true,
             creating: false
         )
         let signer = try await TokenSigner(hmacSecret: secrets.jwtSecret ?? "")
-        let replaySeconds = (schedule.window.upperBound - schedule.window.lowerBound) / self.speedup
-        // A token lives through setup (allowed an hour) and the replay, and the gateway takes
-        // none longer than a day.
-        let lifetime = min(86_000, 3600 + replaySeconds + 600)
-        var options: [CallOptions] = []
         let run = String(UUID().uuidString.prefix(8)).lowercased()
-        for user in 0..<self.users {
-            options.append(
-                try await signer.options(
-                    as: "sim-\(run)-\(user)",
-                    lifetime: lifetime,
-                    timeout: self.callTimeout.duration
+        // Tokens for setting up, and new ones for the replay, each living as long as the gateway
+        // allows (a day): however long setup takes, the replay's tokens outlive it.
+        let tokens = { @Sendable () async throws -> [CallOptions] in
+            var options: [CallOptions] = []
+            for user in 0..<self.users {
+                options.append(
+                    try await signer.options(
+                        as: "sim-\(run)-\(user)",
+                        lifetime: Self.tokenLifetime,
+                        timeout: self.callTimeout.duration
+                    )
                 )
-            )
+            }
+            return options
         }
         var configuration = RPCClient.Configuration(
             host: self.target.host,
@@ -145,12 +154,22 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
         let client = RPCClient(configuration: configuration)
         let outcome: Result<SimulationRecord.Report, any Error>
         do {
-            let users = SimulatedUsers(run: run, options: options, client: client, photo: photo)
+            let users = SimulatedUsers(run: run, options: try await tokens(), client: client, photo: photo)
             let setupStarted = Date()
-            try await self.setUp(users, credential: try secrets.credential(.gateway, to: .safety))
-            for pid in self.quietPIDs { try await Self.waitQuiet(ProcessCPUTime(pid: pid)) }
+            try await self.setUp(
+                users,
+                credential: self.confirmFrom == nil ? "" : try secrets.credential(.gateway, to: .safety)
+            )
+            let setupSeconds = Date().timeIntervalSince(setupStarted)
+            await Self.waitQuiet(self.quietPIDs.map(ProcessCPUTime.init(pid:)))
+            users.renew(try await tokens())
             outcome = .success(
-                await self.replay(schedule, users: users, setupSeconds: Date().timeIntervalSince(setupStarted))
+                await self.replay(
+                    schedule,
+                    users: users,
+                    setupSeconds: setupSeconds,
+                    quietSeconds: Date().timeIntervalSince(setupStarted) - setupSeconds
+                )
             )
         } catch {
             outcome = .failure(error)
@@ -185,17 +204,35 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
         }
     }
 
-    /// Waits until `process` spends under 20 ms of CPU in a second, two minutes at most.
-    private static func waitQuiet(_ process: ProcessCPUTime) async throws {
-        var last = process.read()
-        for _ in 0..<120 {
-            try await Task.sleep(for: .seconds(1))
-            let now = process.read()
-            guard let before = last, let after = now else { return }
-            if after - before < .milliseconds(20) { return }
-            last = now
+    /// The longest replay: a token's day less the margin the gateway's clock check leaves.
+    static let longestReplay: Double = 85_000
+    /// The gateway takes no token living longer than a day (with 60 s of leeway for clocks).
+    static let tokenLifetime: TimeInterval = 86_000
+
+    /// Waits until each of `processes` spends under 20 ms of CPU in a second, two minutes at most
+    /// for them all; says which it could not read or which stayed busy.
+    private static func waitQuiet(_ processes: [ProcessCPUTime]) async {
+        await withTaskGroup(of: Void.self) { group in
+            for process in processes {
+                group.addTask {
+                    var last = process.read()
+                    for _ in 0..<120 {
+                        guard let before = last else {
+                            Self.warn("process \(process.pid) cannot be read (gone?); not waiting for it")
+                            return
+                        }
+                        try? await Task.sleep(for: .seconds(1))
+                        last = process.read()
+                        if let after = last, after - before < .milliseconds(20) { return }
+                    }
+                    Self.warn("process \(process.pid) still busy after 120 s; replaying anyway")
+                }
+            }
         }
-        FileHandle.standardError.write(Data("process \(process.pid) still busy after 120 s; replaying anyway\n".utf8))
+    }
+
+    private static func warn(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     private func forEachUser(_ count: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
@@ -211,8 +248,8 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
     }
 
     /// Starts each call at its moment (at most `maxInFlight` running) and gathers how each went.
-    private func replay(_ schedule: DaySchedule, users: SimulatedUsers, setupSeconds: Double) async
-        -> SimulationRecord.Report
+    private func replay(_ schedule: DaySchedule, users: SimulatedUsers, setupSeconds: Double, quietSeconds: Double)
+        async -> SimulationRecord.Report
     {
         let clock = ContinuousClock()
         let speedup = self.speedup
@@ -263,6 +300,7 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
             fromHour: self.fromHour,
             hours: self.hours,
             setupSeconds: setupSeconds,
+            quietSeconds: quietSeconds,
             replayStartedAt: startedAt,
             replaySeconds: (clock.now - start).seconds
         )

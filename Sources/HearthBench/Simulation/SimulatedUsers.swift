@@ -22,8 +22,10 @@ struct SimulatedWorld: Sendable {
 /// check-ins and reads those posted for them.
 final class SimulatedUsers: Sendable {
     let run: String
-    let options: [CallOptions]
+    let count: Int
     let photo: Data?
+    /// Each user's call options: a token of its own (renewed before the replay).
+    private let tokens: Mutex<[CallOptions]>
     private let checkins: Hearth_Checkins_V1_Checkins.Client
     private let tasks: Hearth_Tasks_V1_Tasks.Client
     private let activities: Hearth_Tasks_V1_Activities.Client
@@ -37,7 +39,8 @@ final class SimulatedUsers: Sendable {
 
     init(run: String, options: [CallOptions], client: RPCClient, photo: Data?) {
         self.run = run
-        self.options = options
+        self.count = options.count
+        self.tokens = Mutex(options)
         self.photo = photo
         self.checkins = .init(client)
         self.tasks = .init(client)
@@ -49,7 +52,13 @@ final class SimulatedUsers: Sendable {
         self.ticks = Mutex(Array(repeating: 0, count: options.count))
     }
 
-    var count: Int { self.options.count }
+    /// Replaces every user's options (fresh tokens), in user order.
+    func renew(_ options: [CallOptions]) {
+        precondition(options.count == self.count)
+        self.tokens.withLock { $0 = options }
+    }
+
+    private func options(of user: Int) -> CallOptions { self.tokens.withLock { $0[user] } }
 
     func id(of user: Int) -> String { "sim-\(self.run)-\(user)" }
 
@@ -59,7 +68,7 @@ final class SimulatedUsers: Sendable {
     /// email), a nest, a routine of five actions in it, a task with two prompts a day for 30
     /// days, offers turned on and three activities with a place rule.
     func makeOwnWorld(of user: Int) async throws {
-        let options = self.options[user]
+        let options = self.options(of: user)
         var world = SimulatedWorld()
         _ = try await self.safety.upsertProfile(
             .with {
@@ -150,7 +159,7 @@ final class SimulatedUsers: Sendable {
                 $0.endsAt = Google_Protobuf_Timestamp(millisecondsOf: now.addingTimeInterval(30 * 86_400))
                 $0.timeZone = "UTC"
             },
-            options: self.options[user]
+            options: self.options(of: user)
         )
         self.worlds.withLock {
             $0[user].ownSession = session.id
@@ -163,7 +172,7 @@ final class SimulatedUsers: Sendable {
                 $0.capturedAt = Google_Protobuf_Timestamp(millisecondsOf: now)
                 $0.clientRequestID = "\(self.run)-first-\(user)"
             },
-            options: self.options[sitter]
+            options: self.options(of: sitter)
         )
         self.latestCheckIn.withLock { $0[user] = first.id }
     }
@@ -172,7 +181,7 @@ final class SimulatedUsers: Sendable {
 
     /// Makes call number `sequence` of the day, `call` by `user`.
     func perform(_ call: SimulatedCall, by user: Int, sequence: Int) async throws {
-        let options = self.options[user]
+        let options = self.options(of: user)
         let world = self.worlds.withLock { $0[user] }
         let requestID = "\(self.run)-\(sequence)"
         let now = Google_Protobuf_Timestamp(millisecondsOf: Date())

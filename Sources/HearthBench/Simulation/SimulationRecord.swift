@@ -21,6 +21,9 @@ struct SimulationRecord {
         var p50Micros: UInt64 = 0
         var p99Micros: UInt64 = 0
         var maxMicros: UInt64 = 0
+        /// From the moment the call was due to its answer: what a user waited, a backlog included
+        /// (the figures above time each call from when it started).
+        var p99FromDueMicros: UInt64 = 0
     }
 
     struct Hour: Codable {
@@ -39,6 +42,8 @@ struct SimulationRecord {
         var fromHour: Int
         var hours: Int
         var setupSeconds: Double
+        /// Waiting, after setup, for the processes to be quiet.
+        var quietSeconds: Double
         var replayStartedAt: Double
         var replaySeconds: Double
         var calls: [String: Figures]
@@ -49,6 +54,7 @@ struct SimulationRecord {
     }
 
     private var latency: [SimulatedCall: Histogram<UInt64>] = [:]
+    private var fromDue: [SimulatedCall: Histogram<UInt64>] = [:]
     private var codes: [SimulatedCall: [StatusCode: UInt64]] = [:]
     private var late = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
     private var hours: [Int: Hour]
@@ -64,6 +70,8 @@ struct SimulationRecord {
 
     mutating func add(_ outcome: CallOutcome) {
         _ = self.latency[outcome.call, default: Self.histogram()].record(min(outcome.latencyMicros, 60_000_000))
+        let waited = outcome.lateMicros + outcome.latencyMicros
+        _ = self.fromDue[outcome.call, default: Self.histogram()].record(min(waited, 60_000_000))
         self.codes[outcome.call, default: [:]][outcome.code, default: 0] += 1
         _ = self.late.record(min(outcome.lateMicros, 3_600_000_000))
         self.hours[outcome.hour]?.calls += 1
@@ -86,6 +94,7 @@ struct SimulationRecord {
         fromHour: Int,
         hours: Int,
         setupSeconds: Double,
+        quietSeconds: Double,
         replayStartedAt: Date,
         replaySeconds: Double
     ) -> Report {
@@ -96,7 +105,8 @@ struct SimulationRecord {
                 codes: Dictionary(uniqueKeysWithValues: (self.codes[call] ?? [:]).map { ($0.key.name, $0.value) }),
                 p50Micros: histogram.valueAtPercentile(50),
                 p99Micros: histogram.valueAtPercentile(99),
-                maxMicros: histogram.max
+                maxMicros: histogram.max,
+                p99FromDueMicros: self.fromDue[call]?.valueAtPercentile(99) ?? 0
             )
         }
         return Report(
@@ -105,6 +115,7 @@ struct SimulationRecord {
             fromHour: fromHour,
             hours: hours,
             setupSeconds: setupSeconds,
+            quietSeconds: quietSeconds,
             replayStartedAt: replayStartedAt.timeIntervalSince1970,
             replaySeconds: replaySeconds,
             calls: calls,
@@ -122,7 +133,12 @@ extension SimulationRecord.Report {
         func ms(_ micros: UInt64) -> String { String(format: "%.1f ms", Double(micros) / 1000) }
         var lines = [
             "\(self.users) users, hours \(self.fromHour)-\(self.fromHour + self.hours) at \(self.speedup)x: "
-                + String(format: "setup %.1f s, replay %.1f s, ", self.setupSeconds, self.replaySeconds)
+                + String(
+                    format: "setup %.1f s (then %.1f s waiting for quiet), replay %.1f s, ",
+                    self.setupSeconds,
+                    self.quietSeconds,
+                    self.replaySeconds
+                )
                 + String(format: "started late p99 %.1f ms, max %.1f ms; ", self.lateP99Millis, self.lateMaxMillis)
                 + "\(self.failed) failed"
         ]
@@ -130,7 +146,7 @@ extension SimulationRecord.Report {
             let codes = figures.codes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append(
                 "  \(name): \(figures.calls) (\(codes)), p50 \(ms(figures.p50Micros)), p99 \(ms(figures.p99Micros)), "
-                    + "max \(ms(figures.maxMicros))"
+                    + "max \(ms(figures.maxMicros)); p99 from its due moment \(ms(figures.p99FromDueMicros))"
             )
         }
         for hour in self.perHour {
