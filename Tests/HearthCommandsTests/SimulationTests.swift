@@ -104,6 +104,35 @@ struct ProcessCPUTimeTests {
     }
 }
 
+@Suite("hearth simulate-day refuses what it cannot run")
+struct SimulateDayRefusalTests {
+    @Test(
+        "an unreadable or invalid profile, a missing photo, a replay longer than a token's day: each named",
+        arguments: [
+            (["--profile", "/nonexistent/profile.json"], "cannot read --profile /nonexistent/profile.json"),
+            (
+                ["--profile", "PROFILE", "--photo", "/nonexistent/photo.jpg"],
+                "cannot read --photo /nonexistent/photo.jpg"
+            ),
+            (["--profile", "PROFILE"], "the profile has check-ins with a photo: give --photo FILE"),
+            (["--profile", "PROFILE", "--speedup", "1"], "the replay would last 86400 s; at most 85000 s"),
+            (["--profile", "INVALID"], "is not a usage profile: hourlyWeights needs 24 values"),
+        ]
+    )
+    func refusals(arguments: [String], message: String) async throws {
+        let invalid = FileManager.default.temporaryDirectory.appendingPathComponent("profile-\(UUID()).json")
+        try Data(#"{"callsPerUserPerDay": {}, "hourlyWeights": [1]}"#.utf8).write(to: invalid)
+        defer { try? FileManager.default.removeItem(at: invalid) }
+        let profile = repositoryRoot.appendingPathComponent("deploy/capacity/usage-profile.json").path
+        let run = try await runProcess(
+            try builtProduct(named: "hearth"),
+            ["simulate-day"] + arguments.map { $0 == "PROFILE" ? profile : $0 == "INVALID" ? invalid.path : $0 }
+        )
+        #expect(run.status != 0)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}
+
 /// scripts/simulate-day end to end: the processes as separate `hearth serve`s on free ports
 /// (SPLIT=1), twelve users through a real gateway, a whole day in about ten seconds, every call
 /// answered OK, the capacity model's prediction printed beside what was measured.

@@ -109,11 +109,24 @@ public struct SimulateDay: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        let profile = try UsageProfile.load(path: self.profile)
+        guard let profileData = FileManager.default.contents(atPath: self.profile) else {
+            throw ValidationError("cannot read --profile \(self.profile)")
+        }
+        let profile: UsageProfile
+        do {
+            profile = try JSONDecoder().decode(UsageProfile.self, from: profileData)
+        } catch {
+            throw ValidationError("--profile \(self.profile) is not a usage profile: \(error)")
+        }
         if profile.callsPerUserPerDay[.createPhotoCheckIn, default: 0] > 0, self.photo == nil {
             throw ValidationError("the profile has check-ins with a photo: give --photo FILE")
         }
-        let photo = try self.photo.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let photo = try self.photo.map { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("cannot read --photo \(path)")
+            }
+            return data
+        }
         let schedule = DaySchedule(
             profile: profile,
             users: self.users,
