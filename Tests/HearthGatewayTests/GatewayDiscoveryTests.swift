@@ -61,6 +61,28 @@ struct GatewayDiscoveryTests {
         return names
     }
 
+    static let route = "hearth.probe."
+
+    /// A gateway whose one backend is the name on `port`, looked up through `resolver` every
+    /// `interval`; `body` gets the gateway and a user's token.
+    static func withGateway(
+        port: Int,
+        resolver: TestResolver,
+        interval: Duration,
+        connectTimeout: Duration = .seconds(30),
+        _ body: (GatewayHarness, String) async throws -> Void
+    ) async throws {
+        try await GatewayHarness.run(
+            replicas: 0,
+            connectTimeout: connectTimeout,
+            backends: [(Self.name, port)],
+            resolver: resolver,
+            discoveryInterval: interval
+        ) { harness in
+            try await body(harness, try await harness.token())
+        }
+    }
+
     @Test("addresses the name gains are admitted once they serve; one it loses takes no new call, and its calls end")
     func followsTheName() async throws {
         let events = (0..<3).map { _ in Events() }
@@ -70,25 +92,18 @@ struct GatewayDiscoveryTests {
         await replicas[2].stop()
         let resolver = TestResolver()
         resolver.answer(Self.name, ["127.0.0.2"])
-        try await GatewayHarness.run(
-            replicas: 0,
-            backends: [(Self.name, port)],
-            resolver: resolver,
-            discoveryInterval: .milliseconds(50)
-        ) { harness in
-            let token = try await harness.token()
-            let route = "hearth.probe."
+        try await Self.withGateway(port: port, resolver: resolver, interval: .milliseconds(50)) { harness, token in
             try await eventually("the name's address replaces the name") {
-                harness.gateway.backends(of: route) == ["127.0.0.2:\(port)"]
+                harness.gateway.backends(of: Self.route) == ["127.0.0.2:\(port)"]
             }
             #expect(try await Self.served(4, harness, token: token) == ["a"])
 
             resolver.answer(Self.name, ["127.0.0.2", "127.0.0.3", "127.0.0.4"])
-            try await eventually("b is admitted") { harness.gateway.backends(of: route).count == 2 }
+            try await eventually("b is admitted") { harness.gateway.backends(of: Self.route).count == 2 }
             let lookUps = resolver.count
             try await eventually("looked up again since") { resolver.count > lookUps + 2 }
             #expect(
-                Set(harness.gateway.backends(of: route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"],
+                Set(harness.gateway.backends(of: Self.route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"],
                 "an address where nothing answers the health check is not admitted"
             )
             try await eventually("calls reach a and b") {
@@ -97,7 +112,7 @@ struct GatewayDiscoveryTests {
 
             let c = Replica(name: "c", host: "127.0.0.4", port: port, events: events[2])
             defer { Task { await c.stop() } }
-            try await eventually("c is admitted once it serves") { harness.gateway.backends(of: route).count == 3 }
+            try await eventually("c is admitted once it serves") { harness.gateway.backends(of: Self.route).count == 3 }
             try await eventually("calls reach all three") {
                 try await Self.served(12, harness, token: token) == ["a", "b", "c"]
             }
@@ -126,17 +141,19 @@ struct GatewayDiscoveryTests {
             }
             let onA = try #require((0..<held.count).first { events[0].contains("started:held-\($0)") })
             resolver.answer(Self.name, ["127.0.0.3", "127.0.0.4"])
-            try await eventually("a leaves the rotation") { harness.gateway.backends(of: route).count == 2 }
+            try await eventually("a leaves the rotation") { harness.gateway.backends(of: Self.route).count == 2 }
             try await eventually("calls reach b and c only") {
                 try await Self.served(8, harness, token: token) == ["b", "c"]
             }
             // a's call is still under way after a left, a's connection kept for it; it ends as
             // it would have.
-            #expect(harness.gateway.retiringBackends(of: route) == 1)
+            #expect(harness.gateway.retiringBackends(of: Self.route) == 1)
             for index in held.indices { for replica in events { replica.record("open:held-\(index)") } }
             for call in held { _ = try await call.value }
             #expect(events[0].contains("done:held-\(onA)"))
-            try await eventually("a is closed once its call ended") { harness.gateway.retiringBackends(of: route) == 0 }
+            try await eventually("a is closed once its call ended") {
+                harness.gateway.retiringBackends(of: Self.route) == 0
+            }
             await c.stop()
         }
         for replica in replicas { await replica.stop() }
@@ -148,22 +165,15 @@ struct GatewayDiscoveryTests {
         let port = try await replicas[0].port
         let resolver = TestResolver()
         resolver.answer(Self.name, ["127.0.0.2", "127.0.0.3"])
-        try await GatewayHarness.run(
-            replicas: 0,
-            backends: [(Self.name, port)],
-            resolver: resolver,
-            discoveryInterval: .milliseconds(20)
-        ) { harness in
-            let token = try await harness.token()
-            let route = "hearth.probe."
+        try await Self.withGateway(port: port, resolver: resolver, interval: .milliseconds(20)) { harness, token in
             try await eventually("both admitted") {
-                Set(harness.gateway.backends(of: route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"]
+                Set(harness.gateway.backends(of: Self.route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"]
             }
             for change in [{ resolver.fail(Self.name) }, { resolver.answer(Self.name, []) }] {
                 change()
                 let lookUps = resolver.count
                 try await eventually("looked up a few times") { resolver.count >= lookUps + 3 }
-                #expect(Set(harness.gateway.backends(of: route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"])
+                #expect(Set(harness.gateway.backends(of: Self.route)) == ["127.0.0.2:\(port)", "127.0.0.3:\(port)"])
                 try await eventually("calls reach both") {
                     try await Self.served(6, harness, token: token) == ["a", "b"]
                 }
@@ -178,16 +188,13 @@ struct GatewayDiscoveryTests {
         let port = try await replicas[0].port
         let resolver = TestResolver()
         resolver.answer(Self.name, ["127.0.0.2"])
-        try await GatewayHarness.run(
-            replicas: 0,
-            connectTimeout: .seconds(5),
-            backends: [(Self.name, port)],
+        try await Self.withGateway(
+            port: port,
             resolver: resolver,
-            discoveryInterval: .seconds(3600)
-        ) { harness in
-            let token = try await harness.token()
-            let route = "hearth.probe."
-            try await eventually("a admitted") { harness.gateway.backends(of: route) == ["127.0.0.2:\(port)"] }
+            interval: .seconds(3600),
+            connectTimeout: .seconds(5)
+        ) { harness, token in
+            try await eventually("a admitted") { harness.gateway.backends(of: Self.route) == ["127.0.0.2:\(port)"] }
             #expect(try await Self.served(2, harness, token: token) == ["a"])
             // a's pod is replaced by b's: a stops, the name points at b.
             await replicas[0].kill()
@@ -195,7 +202,7 @@ struct GatewayDiscoveryTests {
             try await eventually("calls reach b") {
                 (try? await harness.call(authorization: "Bearer \(token)"))?.text.hasPrefix("b|") == true
             }
-            #expect(harness.gateway.backends(of: route) == ["127.0.0.3:\(port)"])
+            #expect(harness.gateway.backends(of: Self.route) == ["127.0.0.3:\(port)"])
         }
         for replica in replicas { await replica.stop() }
     }
@@ -208,15 +215,9 @@ struct GatewayDiscoveryTests {
         _ = try await second.port
         let resolver = TestResolver()
         resolver.answer(Self.name, ["127.0.0.2", "::1"])
-        try await GatewayHarness.run(
-            replicas: 0,
-            backends: [(Self.name, port)],
-            resolver: resolver,
-            discoveryInterval: .milliseconds(50)
-        ) { harness in
-            let token = try await harness.token()
+        try await Self.withGateway(port: port, resolver: resolver, interval: .milliseconds(50)) { harness, token in
             try await eventually("both admitted") {
-                Set(harness.gateway.backends(of: "hearth.probe.")) == ["127.0.0.2:\(port)", "[::1]:\(port)"]
+                Set(harness.gateway.backends(of: Self.route)) == ["127.0.0.2:\(port)", "[::1]:\(port)"]
             }
             try await eventually("calls reach both") {
                 try await Self.served(6, harness, token: token) == ["a", "b"]
