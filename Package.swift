@@ -487,6 +487,7 @@ let package = Package(
         .testTarget(
             name: "HearthMailTests",
             dependencies: [
+                "HearthCore",
                 "HearthMail",
                 "HearthTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),

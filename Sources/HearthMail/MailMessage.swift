@@ -53,10 +53,28 @@ public struct MailMessage: Sendable, Equatable {
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + "\r\n"
     }
 
-    /// `Sun, 22 Nov 2026 01:02:03 +0000`.
+    /// `Sun, 22 Nov 2026 01:02:03 +0000`, in UTC, to the second below. With integer arithmetic
+    /// for years 1-9999 (a `DateFormatter` was 1.4% of an alert sender's CPU), with one outside.
     static func rfc5322Date(_ date: Date) -> String {
-        DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)
+        let seconds = (date.timeIntervalSince1970).rounded(.down)
+        // 0001-01-01 ..< 10000-01-01 (NaN and infinities fail it too)
+        guard seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
+            return DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)
+        }
+        let whole = Int(seconds)
+        let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
+        let ofDay = whole - days * 86_400
+        let day = LocalDate(daysSinceEpoch: days)
+        // 1970-01-01 was a Thursday.
+        let weekday = Self.weekdays[((days % 7) + 11) % 7]
+        let month = Self.months[day.month - 1]
+        return "\(weekday), \(day.day.zeroPadded(to: 2)) \(month) \(day.year.zeroPadded(to: 4)) "
+            + "\((ofDay / 3600).zeroPadded(to: 2)):\((ofDay / 60 % 60).zeroPadded(to: 2)):"
+            + "\((ofDay % 60).zeroPadded(to: 2)) +0000"
     }
+
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }
 
 /// A header field of plain ASCII. A value with a line break, or any byte outside printable

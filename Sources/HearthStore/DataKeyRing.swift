@@ -116,11 +116,21 @@ public struct DataKeyFileInvalid: Error, CustomStringConvertible {
 
 extension Data {
     /// Base64 with `-` and `_`, unpadded (RFC 4648 section 5).
+    /// Byte by byte over base64's text (Foundation's `replacingOccurrences` three times over was
+    /// 2% of an alert sender's CPU).
     public var base64URLEncoded: String {
-        self.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let base64 = self.base64EncodedString().utf8
+        var url: [UInt8] = []
+        url.reserveCapacity(base64.count)
+        for byte in base64 {
+            switch byte {
+            case UInt8(ascii: "+"): url.append(UInt8(ascii: "-"))
+            case UInt8(ascii: "/"): url.append(UInt8(ascii: "_"))
+            case UInt8(ascii: "="): continue
+            default: url.append(byte)
+            }
+        }
+        return String(decoding: url, as: UTF8.self)
     }
 
     /// Reads base64url, padded or not; nil for anything else.

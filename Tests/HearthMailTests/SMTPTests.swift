@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthTestSupport
 import NIOCore
 import Testing
@@ -18,9 +19,17 @@ struct SMTPTests {
         )
     }
 
-    @Test("a message in Chinese arrives with its subject and body decoded, UTF-8, Date and Message-ID")
-    func plainDelivery() async throws {
-        let sink = try await SMTPSink()
+    /// The test server's arguments: offering PIPELINING (as mail relays do) or not.
+    static func sinkArguments(pipelining: Bool) -> [String] {
+        pipelining ? [] : ["--no-pipelining"]
+    }
+
+    @Test(
+        "a message in Chinese arrives with its subject and body decoded, UTF-8, Date and Message-ID",
+        arguments: [true, false]
+    )
+    func plainDelivery(pipelining: Bool) async throws {
+        let sink = try await SMTPSink(arguments: Self.sinkArguments(pipelining: pipelining))
         let subject = "緊急：陳小明已超過 48 小時沒有報平安，請盡快聯絡他確認安全 (Hearth)"
         let body = "陳小明最後一次報平安是 2026年1月12日 晚上10:00 [太平洋標準時間]。\n.a line that starts with a dot\n請致電確認。"
         let client = SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none))
@@ -78,9 +87,9 @@ struct SMTPTests {
         #expect(try sink.messages().count == 1)
     }
 
-    @Test("one client sends many messages over a kept session, several at a time")
-    func sessionReuse() async throws {
-        let sink = try await SMTPSink()
+    @Test("one client sends many messages over a kept session, several at a time", arguments: [true, false])
+    func sessionReuse(pipelining: Bool) async throws {
+        let sink = try await SMTPSink(arguments: Self.sinkArguments(pipelining: pipelining))
         let client = SMTPClient(configuration: SMTPConfiguration(host: "127.0.0.1", port: sink.port, security: .none))
         for round in 0..<3 {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -117,14 +126,16 @@ struct SMTPTests {
         }
     }
 
-    @Test("a failed send may have delivered only when the answer to its content never came")
-    func mayHaveDelivered() async throws {
-        let refusing = try await SMTPSink(arguments: ["--reject-rcpt"])
+    @Test("a failed send may have delivered only when the answer to its content never came", arguments: [true, false])
+    func mayHaveDelivered(pipelining: Bool) async throws {
+        let refusing = try await SMTPSink(arguments: ["--reject-rcpt"] + Self.sinkArguments(pipelining: pipelining))
         let refused = try #require(await Self.failure(sendingTo: refusing.port), "sent to a refused recipient")
         #expect(refused.code == 550 && refused.isPermanent && !refused.mayHaveDelivered, "\(refused)")
         #expect(try refusing.messages().isEmpty)
 
-        let hangingUp = try await SMTPSink(arguments: ["--hang-up-after-data"])
+        let hangingUp = try await SMTPSink(
+            arguments: ["--hang-up-after-data"] + Self.sinkArguments(pipelining: pipelining)
+        )
         let lost = try #require(
             await Self.failure(sendingTo: hangingUp.port),
             "no answer to the content, yet the send succeeded"
@@ -168,6 +179,46 @@ struct SMTPTests {
         try await server.close()
     }
 
+    @Test("offered PIPELINING, the envelope goes out in one write; not offered, one command at a time")
+    func pipelining() async throws {
+        let envelope = ["MAIL": "250 ok\r\n", "RCPT": "250 ok\r\n", "DATA": "354 go on\r\n"]
+        // This one answers MAIL and RCPT only once DATA came: a client waiting for each reply
+        // would wait out its timeout.
+        let pipelined = try await ScriptedSMTPServer(
+            replies: envelope.merging(["EHLO": "250-scripted\r\n250-8BITMIME\r\n250 PIPELINING\r\n"]) { $1 },
+            holding: ["MAIL", "RCPT"]
+        )
+        let quick = { (port: Int) in
+            SMTPConfiguration(host: "127.0.0.1", port: port, security: .none, timeout: .seconds(3))
+        }
+        let client = SMTPClient(configuration: quick(pipelined.port))
+        for index in 0..<3 {
+            try await client.send(Self.message(subject: "x", body: "y", id: "p-\(index)"))
+        }
+        client.close()
+        try await pipelined.close()
+        // This one offers no PIPELINING and refuses commands sent before their turn.
+        let strict = try await ScriptedSMTPServer(
+            replies: envelope.merging(["EHLO": "250-scripted\r\n250 8BITMIME\r\n"]) { $1 },
+            oneAtATime: true
+        )
+        #expect(await Self.failure(sendingTo: strict.port, configuration: quick(strict.port)) == nil)
+        try await strict.close()
+        // A refused sender is the error, not the refusals that follow from it.
+        let refusingSender = try await ScriptedSMTPServer(
+            replies: [
+                "EHLO": "250-scripted\r\n250 PIPELINING\r\n", "MAIL": "553 5.1.8 sender refused\r\n",
+                "RCPT": "503 5.5.1 need MAIL first\r\n", "DATA": "503 5.5.1 need RCPT first\r\n",
+            ]
+        )
+        let refused = try #require(
+            await Self.failure(sendingTo: refusingSender.port, configuration: quick(refusingSender.port))
+        )
+        #expect(refused.code == 553 && refused.message.contains("after MAIL FROM") && !refused.mayHaveDelivered)
+        #expect(!refused.refusedRecipient)
+        try await refusingSender.close()
+    }
+
     /// How one send to the server on `port` (plain, unless `configuration` says otherwise)
     /// failed; nil if it succeeded.
     private static func failure(sendingTo port: Int, configuration: SMTPConfiguration? = nil) async -> SMTPError? {
@@ -180,6 +231,36 @@ struct SMTPTests {
         } catch {
             return error as? SMTPError
         }
+    }
+
+    @Test("the Date field by hand is what the formatter writes, for any second of years 1 to 9999")
+    func dateField() {
+        let formatted = { (date: Date) in
+            DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)
+        }
+        var generator = SplitMix64(seed: 20_261_129)
+        var dates = [
+            Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: -1), Date(timeIntervalSince1970: 1_773_144_000),
+            Date(timeIntervalSince1970: 1_773_143_999.999), Date(timeIntervalSince1970: 951_782_400),  // 2000-02-29
+            Date(timeIntervalSince1970: 253_402_300_799), Date(timeIntervalSince1970: -62_135_596_800),
+            Date(timeIntervalSince1970: -12_219_292_800),  // 1582-10-15
+        ]
+        for _ in 0..<2_000 {
+            let seconds = Double(generator.next() % 315_537_897_600) - 62_135_596_800
+            dates.append(Date(timeIntervalSince1970: seconds + Double(generator.next() % 1000) / 1000))
+        }
+        for date in dates where date.timeIntervalSince1970 >= -12_219_292_800 {
+            #expect(MailMessage.rfc5322Date(date) == formatted(date), "\(date.timeIntervalSince1970)")
+        }
+        #expect(
+            MailMessage.rfc5322Date(Date(timeIntervalSince1970: 1_773_144_000)) == "Tue, 10 Mar 2026 12:00:00 +0000"
+        )
+        #expect(MailMessage.rfc5322Date(Date(timeIntervalSince1970: -1)) == "Wed, 31 Dec 1969 23:59:59 +0000")
+        // Before the Gregorian calendar the formatter counts Julian days: by hand, proleptic
+        // Gregorian, as RFC 5322 means (the two agree from 1582-10-15 on).
+        #expect(
+            MailMessage.rfc5322Date(Date(timeIntervalSince1970: -62_135_596_800)) == "Mon, 01 Jan 0001 00:00:00 +0000"
+        )
     }
 
     @Test("encoded words: long subjects split under 76 characters without cutting a character; dots stuffed")

@@ -22,6 +22,24 @@ struct DataKeysTests {
         #expect(try keys.open(Data(), context: "alert.body/a") == "")
     }
 
+    @Test("base64url: RFC 4648's alphabet unpadded, and back from it padded or not")
+    func base64URL() {
+        // The two bytes whose base64 holds "+" and "/" (RFC 4648 section 10's alphabet).
+        #expect(Data([0xFB, 0xFF]).base64URLEncoded == "-_8")
+        #expect(Data("f".utf8).base64URLEncoded == "Zg")
+        #expect(Data("foob".utf8).base64URLEncoded == "Zm9vYg")
+        #expect(Data().base64URLEncoded == "")
+        var generator = SystemRandomNumberGenerator()
+        for count in 0..<70 {
+            let bytes = Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+            let text = bytes.base64URLEncoded
+            #expect(text.utf8.allSatisfy { !"+/=".utf8.contains($0) })
+            #expect(text.utf8.count == (count * 8 + 5) / 6)
+            #expect(Data(base64URLEncoded: text) == bytes)
+            #expect(Data(base64URLEncoded: bytes.base64EncodedString()) == bytes)
+        }
+    }
+
     @Test("an altered value, a value under an unknown key, and text that is not sealed are refused")
     func refusals() throws {
         let keys = DataKeys.random()

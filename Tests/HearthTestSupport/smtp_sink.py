@@ -3,12 +3,14 @@
 writes each, decoded by Python's email package, as JSON into a folder.
 
     smtp_sink.py OUT_DIR [--tls CERT KEY] [--auth USER:PASSWORD] [--reject-rcpt | --hang-up-after-data]
-                 [--hang-for ADDRESS] [--content-reply-delay SECONDS]
+                 [--hang-for ADDRESS] [--content-reply-delay SECONDS] [--no-pipelining]
 
 --reject-rcpt answers every recipient 550 (nothing is sent); --hang-up-after-data keeps each
 message, then closes the connection instead of answering (the client cannot know it arrived);
 --hang-for keeps a message to ADDRESS and never answers it (the connection stays open);
 --content-reply-delay keeps every message and answers it that much later (a content filter).
+It offers PIPELINING (RFC 2920) in its EHLO reply, as mail relays do, unless --no-pipelining;
+it reads pipelined commands either way.
 
 Prints "PORT <n>" once it listens on a free loopback port; runs until its standard input
 closes (so it never outlives the test process that started it) or it is killed.
@@ -20,13 +22,21 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False, hang_for=None, content_reply_delay=0):
+    def __init__(self, out, reject_rcpt=False, hang_up_after_data=False, hang_for=None, content_reply_delay=0,
+                 pipelining=True):
         self.out = out
+        self.pipelining = pipelining
         self.content_reply_delay = content_reply_delay
         self.count = 0
         self.reject_rcpt = reject_rcpt
         self.hang_up_after_data = hang_up_after_data
         self.hang_for = hang_for
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname
+        if self.pipelining:
+            responses.insert(len(responses) - 1, "250-PIPELINING")
+        return responses
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if self.reject_rcpt:
@@ -76,6 +86,7 @@ def main():
     parser.add_argument("--hang-up-after-data", action="store_true")
     parser.add_argument("--hang-for")
     parser.add_argument("--content-reply-delay", type=float, default=0)
+    parser.add_argument("--no-pipelining", action="store_true")
     args = parser.parse_args()
     kwargs = {}
     if args.tls:
@@ -101,7 +112,8 @@ def main():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data, args.hang_for, args.content_reply_delay)
+        sink = Sink(args.out, args.reject_rcpt, args.hang_up_after_data, args.hang_for, args.content_reply_delay,
+                    not args.no_pipelining)
         controller = Controller(sink, hostname="127.0.0.1", port=port, **kwargs)
         try:
             controller.start()

@@ -1,4 +1,5 @@
 import Foundation
+import HearthStore
 import Testing
 
 @testable import SafetyService
@@ -214,5 +215,23 @@ struct ConsentLinkTests {
         let told = contact.endGrace(at: end)
         #expect(told)
         #expect(contact.isAwaitingAnswer(at: end), "the new invitation can still be confirmed")
+    }
+
+    @Test("a new link token: 256 random bits as 43 base64url characters, read back as a token, never repeated")
+    func newTokens() {
+        var seen: Set<String> = []
+        var characters: Set<UInt8> = []
+        for _ in 0..<2_000 {
+            let token = LinkToken.make()
+            #expect(token.text.utf8.count == 43)
+            #expect(LinkToken(token.text) == token)
+            #expect(Data(base64URLEncoded: token.text)?.count == 32)
+            seen.insert(token.text)
+            characters.formUnion(token.text.utf8)
+        }
+        #expect(seen.count == 2_000)
+        // Every byte drawn: all 64 characters turn up (each missing from 2,000 tokens with odds
+        // under 1e-1000).
+        #expect(characters.count == 64)
     }
 }

@@ -2,7 +2,8 @@
 /* A fast SMTP sink for the safety benchmark: accepts every message on every connection
  * (epoll, one thread, non-blocking), counts them, and prints the count once a second and
  * on SIGTERM/SIGINT. It speaks just enough SMTP for Hearth's client: EHLO/HELO, MAIL, RCPT,
- * DATA (until CRLF.CRLF), RSET, NOOP, QUIT.
+ * DATA (until CRLF.CRLF), RSET, NOOP, QUIT. Its EHLO offers PIPELINING (RFC 2920), as mail
+ * relays do: every complete line read is answered in order.
  *
  *   smtp_sink PORT_FILE     listens on a free loopback port and writes it to PORT_FILE
  */
@@ -59,7 +60,8 @@ static int handle(struct conn *c) {
             }
             continue;
         }
-        if (len >= 4 && (strncasecmp(line, "EHLO", 4) == 0 || strncasecmp(line, "HELO", 4) == 0)) reply(c, "250 sink\r\n");
+        if (len >= 4 && strncasecmp(line, "EHLO", 4) == 0) reply(c, "250-sink\r\n250 PIPELINING\r\n");
+        else if (len >= 4 && strncasecmp(line, "HELO", 4) == 0) reply(c, "250 sink\r\n");
         else if (len >= 4 && strncasecmp(line, "MAIL", 4) == 0) reply(c, "250 OK\r\n");
         else if (len >= 4 && strncasecmp(line, "RCPT", 4) == 0) reply(c, "250 OK\r\n");
         else if (len >= 4 && strncasecmp(line, "DATA", 4) == 0) { c->in_data = 1; reply(c, "354 go on\r\n"); }

@@ -81,6 +81,14 @@ extension AlertRecord {
     /// What a message no longer pending stops keeping, as PostgreSQL's SQL.
     static let forgetPostgres = "address = ''::bytea, subject = ''::bytea, body = ''::bytea"
 
+    /// ``selection`` with the address and the words read as empty (nothing to open): for a
+    /// write of a delivery's outcome, which keeps or forgets them in place
+    /// (``updateDeliveries(_:leaseUntil:on:)``).
+    static let deliverySelection = """
+        SELECT id, user_id, epoch, kind, channel, contact_id, ''::bytea, address_key, ''::bytea, ''::bytea, state,
+            attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
+        """
+
     /// Inserts the message; a pending one with its address and words sealed, another without
     /// them. With `ignoringConflict`, one already decided (`alert_once`) is left as it is.
     func insert(on connection: PostgresConnection, sealingWith keys: DataKeys, ignoringConflict: Bool = false)
@@ -171,6 +179,11 @@ extension AlertRecord {
 }
 
 extension AlertRecord {
+    /// The address and words stay while a message is pending, and are forgotten after.
+    private static let keptWhilePending = ["address", "subject", "body"]
+        .map { "\($0) = CASE WHEN v.state = 'pending' THEN alert.\($0) ELSE ''::bytea END" }
+        .joined(separator: ", ")
+
     /// Saves what became of many attempts in one statement, each as
     /// ``updateDelivery(on:leaseUntil:)`` saves one.
     static func updateDeliveries(
@@ -193,15 +206,13 @@ extension AlertRecord {
                 row.bind(alert.mayHaveArrived)
             }
         }
-        let forgotten = "CASE WHEN v.state = 'pending' THEN alert.%@ ELSE ''::bytea END"
         try await connection.run(
             rows.query { values in
                 """
                 UPDATE alert SET state = v.state, attempts = v.attempts, last_error = v.last_error,
                     next_attempt_at = v.next_attempt_at, sent_at = v.sent_at, claimed_at = v.claimed_at,
                     lease_until = v.lease_until, may_have_arrived = v.may_have_arrived,
-                    \(["address", "subject", "body"].map { "\($0) = " + forgotten.replacingOccurrences(of: "%@", with: $0) }
-                        .joined(separator: ", "))
+                    \(Self.keptWhilePending)
                 FROM (\(values)) AS v(id, state, attempts, last_error, next_attempt_at, sent_at, claimed_at, lease_until,
                     may_have_arrived)
                 WHERE alert.id = v.id

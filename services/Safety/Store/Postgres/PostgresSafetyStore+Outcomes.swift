@@ -70,10 +70,12 @@ extension PostgresSafetyStore {
             )
             // The users' locks first, as every change to their switches takes them.
             let free = try await db.tryLock(Set(owners.values))
-            // In the order of their ids, as a renewal of claims locks them.
+            // In the order of their ids, as a renewal of claims locks them. Without their
+            // addresses and words: an outcome written here writes none of them back.
             var alerts: [String: AlertRecord] = [:]
             for alert in try await self.alerts(
                 "WHERE id = ANY(\(ids)) AND user_id = ANY(\(Array(free))) ORDER BY id FOR UPDATE",
+                selecting: AlertRecord.deliverySelection,
                 on: db
             ) {
                 alerts[alert.id] = alert
