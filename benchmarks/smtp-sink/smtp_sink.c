@@ -28,6 +28,8 @@ struct conn {
     int in_data;
     size_t used;
     char buf[BUFFER];
+    size_t out_used;
+    char out[BUFFER];
 };
 
 static volatile sig_atomic_t stop = 0;
@@ -35,13 +37,25 @@ static unsigned long long messages = 0;
 
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+/* Replies are gathered while a read's lines are handled and written together after them, as
+ * mail servers answer pipelined commands: one write per reply would leave the second behind
+ * the first's ACK (Nagle), which the client delays while it waits for the rest. */
 static void reply(struct conn *c, const char *text) {
-    size_t left = strlen(text);
+    size_t len = strlen(text);
+    if (c->out_used + len > sizeof c->out) return;
+    memcpy(c->out + c->out_used, text, len);
+    c->out_used += len;
+}
+
+static void flush_replies(struct conn *c) {
+    const char *text = c->out;
+    size_t left = c->out_used;
     while (left > 0) {
         ssize_t n = write(c->fd, text, left);
-        if (n < 0) { if (errno == EINTR) continue; return; }
+        if (n < 0) { if (errno == EINTR) continue; break; }
         text += n; left -= (size_t)n;
     }
+    c->out_used = 0;
 }
 
 /* Handles complete lines; returns 0 to close the connection. */
@@ -65,9 +79,10 @@ static int handle(struct conn *c) {
         else if (len >= 4 && strncasecmp(line, "MAIL", 4) == 0) reply(c, "250 OK\r\n");
         else if (len >= 4 && strncasecmp(line, "RCPT", 4) == 0) reply(c, "250 OK\r\n");
         else if (len >= 4 && strncasecmp(line, "DATA", 4) == 0) { c->in_data = 1; reply(c, "354 go on\r\n"); }
-        else if (len >= 4 && strncasecmp(line, "QUIT", 4) == 0) { reply(c, "221 bye\r\n"); return 0; }
+        else if (len >= 4 && strncasecmp(line, "QUIT", 4) == 0) { reply(c, "221 bye\r\n"); flush_replies(c); return 0; }
         else reply(c, "250 OK\r\n");
     }
+    flush_replies(c);
     memmove(c->buf, c->buf + start, c->used - start);
     c->used -= start;
     if (c->used == BUFFER) c->used = 0; /* an endless line: drop it */
@@ -108,6 +123,7 @@ int main(int argc, char **argv) {
                     struct epoll_event cev = {.events = EPOLLIN, .data.ptr = nc};
                     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
                     reply(nc, "220 sink ready\r\n");
+                    flush_replies(nc);
                 }
                 continue;
             }

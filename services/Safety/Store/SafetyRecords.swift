@@ -184,7 +184,7 @@ struct AlertRecord: TableRecord, Equatable, Sendable {
         case email, push
     }
 
-    enum State: String, Sendable {
+    enum State: String, Sendable, CaseIterable {
         case pending, sent, failed, cancelled
     }
 

@@ -48,7 +48,7 @@ extension PostgresSafetyStore {
                 """
                 UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(unescaped: AlertRecord.forgetPostgres)
                 WHERE user_id = \(user) AND contact_id = \(contact.id) AND kind = \(MessageKind.invitation)
-                    AND state = 'pending'
+                    AND \(unescaped: AlertRecord.pendingOfUsers)
                 """
             )
             try await contact.updateConsent(on: db)

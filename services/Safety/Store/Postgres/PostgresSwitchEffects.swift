@@ -30,7 +30,10 @@ enum SwitchEffects {
             let cancel = "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetPostgres)"
             for (kinds, users) in cancels {
                 try await db.run(
-                    "\(unescaped: cancel) WHERE user_id = ANY(\(users)) AND state = 'pending' AND \(unescaped: kinds)"
+                    """
+                    \(unescaped: cancel) WHERE user_id = ANY(\(users)) AND \(unescaped: AlertRecord.pendingOfUsers)
+                        AND \(unescaped: kinds)
+                    """
                 )
             }
             if !contactCancels.isEmpty {
@@ -38,7 +41,7 @@ enum SwitchEffects {
                 try await db.run(
                     """
                     \(unescaped: cancel) WHERE contact_id = ANY(\(contactCancels.map(\.contact)))
-                        AND user_id = ANY(\(contactCancels.map(\.user))) AND state = 'pending'
+                        AND user_id = ANY(\(contactCancels.map(\.user))) AND \(unescaped: AlertRecord.pendingOfUsers)
                     """
                 )
             }
