@@ -210,14 +210,15 @@ struct ClaimedAlert: Sendable {
 
 extension AlertRecord {
     /// The claim it is under, as its claim returned it (a claim of none when it is under none).
-    var claim: AlertClaim { AlertClaim(id: self.id, at: self.claimedAt ?? .distantPast) }
+    var claim: AlertClaim { AlertClaim(id: self.id, userID: self.userID, at: self.claimedAt ?? .distantPast) }
 }
 
 /// One claim of a message: its id and when it was claimed. A message whose lease ran out and
 /// that another process claimed again has another claim: the first one's outcome and renewals
-/// no longer touch it.
+/// no longer touch it. Its user's, whose lock its outcome takes.
 struct AlertClaim: Hashable, Sendable {
     let id: String
+    let userID: String
     let at: Date
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthPostgres
 import PostgresNIO
 
@@ -29,7 +30,9 @@ extension PostgresSafetyStore {
     ) async throws -> [ClaimedAlert] {
         let claimedAt = self.now
         let retryAt = claimedAt.addingTimeInterval(lease)
-        try await self.releaseLapsedCancelled(at: claimedAt, lease: lease, excluding: excluded)
+        if self.lapsedCancelledClaims.admits(now: claimedAt) {
+            try await self.releaseLapsedCancelled(at: claimedAt, lease: lease, excluding: excluded)
+        }
         // A batch in a handful of statements, whatever its size: a statement is a round trip,
         // parsed and planned again, and that, not the rows, is what a claim costs.
         return try await self.database.transaction { db in

@@ -11,8 +11,9 @@ struct DeliveryOutcome: Sendable {
 }
 
 // What became of the attempts. The outcomes senders report while a batch is being written are
-// written together by the next (``BatchedCalls``): one transaction of six statements for up to
-// ``outcomesPerBatch`` of them, where one outcome alone takes six.
+// written together by the next (``BatchedCalls``): one transaction of five statements (the
+// claims carry their users: their locks are taken first) for up to ``outcomesPerBatch`` of them,
+// where one outcome alone takes five.
 extension PostgresSafetyStore {
     /// The most outcomes one transaction writes.
     static let outcomesPerBatch = 64
@@ -61,56 +62,45 @@ extension PostgresSafetyStore {
     /// this batch read before (a bounce, an all-clear).
     func recordTogether(_ outcomes: [DeliveryOutcome]) async throws -> [Bool?] {
         try await self.database.transaction { db in
-            let ids = outcomes.map(\.claim.id)
-            let owners = Dictionary(
-                try await db.rows("SELECT id, user_id FROM alert WHERE id = ANY(\(ids))") {
-                    (try $0.value(0, as: String.self), try $0.value(1, as: String.self))
-                },
-                uniquingKeysWith: { first, _ in first }
-            )
             // The users' locks first, as every change to their switches takes them.
-            let free = try await db.tryLock(Set(owners.values))
+            let free = try await db.tryLock(Set(outcomes.map(\.claim.userID)))
             // In the order of their ids, as a renewal of claims locks them. Without their
-            // addresses and words: an outcome written here writes none of them back.
-            var alerts: [String: AlertRecord] = [:]
-            for alert in try await self.alerts(
-                "WHERE id = ANY(\(ids)) AND user_id = ANY(\(Array(free))) ORDER BY id FOR UPDATE",
-                selecting: AlertRecord.deliverySelection,
-                on: db
+            // addresses and words (an outcome written here writes none of them back), with where
+            // each user's period began: an alarm that went out after a check-in earns an all-clear.
+            var alerts: [String: (alert: AlertRecord, checkInEpoch: Int?)] = [:]
+            for (alert, checkInEpoch) in try await db.rows(
+                """
+                \(unescaped: AlertRecord.deliverySelection),
+                    (SELECT check_in_epoch FROM profile WHERE profile.user_id = alert.user_id)
+                FROM alert WHERE id = ANY(\(outcomes.map(\.claim.id))) AND user_id = ANY(\(Array(free)))
+                ORDER BY id FOR UPDATE
+                """,
+                { (try AlertRecord(columns: $0, keys: self.keys), try $0.value(18, as: Int?.self)) }
             ) {
-                alerts[alert.id] = alert
+                alerts[alert.id] = (alert, checkInEpoch)
             }
-            // Where each user's period began: an alarm that went out after a check-in earns an all-clear.
-            let checkInEpochs = Dictionary(
-                try await db.rows("SELECT user_id, check_in_epoch FROM profile WHERE user_id = ANY(\(Array(free)))") {
-                    (try $0.value(0, as: String.self), try $0.value(1, as: Int.self))
-                },
-                uniquingKeysWith: { first, _ in first }
-            )
             var written: [Bool?] = []
             var changed: [String: AlertRecord] = [:]
             for outcome in outcomes {
-                guard let owner = owners[outcome.claim.id] else {
-                    written.append(false)
-                    continue
-                }
-                guard free.contains(owner) else {
+                guard free.contains(outcome.claim.userID) else {
                     written.append(nil)
                     continue
                 }
-                guard var alert = alerts[outcome.claim.id], alert.claimedAt == outcome.claim.at else {
+                // Gone (its user erased), or claimed again since.
+                guard let (read, checkInEpoch) = alerts[outcome.claim.id], read.claimedAt == outcome.claim.at else {
                     written.append(false)
                     continue
                 }
+                var alert = read
                 let consequences = alert.record(outcome.attempt, at: outcome.at)
                 let allClear =
                     consequences.allClear && alert.kind == MessageKind.alert
-                    && checkInEpochs[alert.userID].map { $0 > alert.epoch } ?? false
+                    && checkInEpoch.map { $0 > alert.epoch } ?? false
                 if consequences.bounce || allClear {
                     written.append(nil)
                     continue
                 }
-                alerts[alert.id] = alert
+                alerts[alert.id] = (alert, checkInEpoch)
                 changed[alert.id] = alert
                 written.append(true)
             }
@@ -120,16 +110,9 @@ extension PostgresSafetyStore {
     }
 
     private func recordAlone(_ outcome: DeliveryOutcome) async throws -> Bool {
-        guard
-            let user = try await self.database.read({ db in
-                try await db.first("SELECT user_id FROM alert WHERE id = \(outcome.claim.id)") {
-                    try $0.value(0, as: String.self)
-                }
-            })
-        else { return false }
-        return try await self.database.transaction { db in
+        try await self.database.transaction { db in
             // The user's lock first, as every change to their switch takes it.
-            try await db.lock(user)
+            try await db.lock(outcome.claim.userID)
             guard
                 var alert = try await self.alerts(
                     "WHERE id = \(outcome.claim.id) AND claimed_at = \(outcome.claim.at.postgres) FOR UPDATE",

@@ -18,6 +18,11 @@ struct PostgresSafetyStore: SafetyPersistence {
     let clock: any WallClock
     /// Outcomes reported together, written together (``record(_:attempt:now:)``).
     let outcomes = BatchedCalls<DeliveryOutcome, Bool>(maxBatch: Self.outcomesPerBatch)
+    /// How often a claim looks for the claims of cancelled messages whose lease ran out
+    /// (``claimDue(_:now:limit:lease:excluding:)``): rare, and taken back a lease after their
+    /// claim, a second later changes nothing; looking at every claim was a statement planned
+    /// again each time (one in ten of PostgreSQL's statements an alarm).
+    let lapsedCancelledClaims = IntervalGate(interval: 1)
 
     /// Migrates the database and checks `keys` against it over a connection of its own; the
     /// pool (``database``) must then run for the store to serve.
