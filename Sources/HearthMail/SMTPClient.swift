@@ -187,11 +187,19 @@ public final class SMTPClient: Sendable {
         let envelope = ["MAIL FROM:<\(message.from.address)>", "RCPT TO:<\(message.to.address)>", "DATA"]
         let codes: [Set<Int>] = [[250], [250, 251], [354]]
         if session.pipelining {
-            let replies = try await smtp.exchange(envelope)
-            // In order: a refused sender explains the refusals after it.
+            var replies: [SMTPReply]
+            var cut: SMTPError?
+            do {
+                replies = try await smtp.exchange(envelope)
+            } catch let interrupted as SMTPRepliesCut {
+                (replies, cut) = (interrupted.received, interrupted.error)
+            }
+            // In order: a refused sender explains the refusals after it, and a refusal the close
+            // after it.
             for (index, reply) in replies.enumerated() {
                 try Self.check(reply, expecting: codes[index], after: envelope[index])
             }
+            if let cut { throw cut }
         } else {
             for (command, expected) in zip(envelope, codes) {
                 try Self.check(try await smtp.exchange([command])[0], expecting: expected, after: command)

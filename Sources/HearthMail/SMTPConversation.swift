@@ -7,6 +7,14 @@ struct SMTPReply: Sendable {
     var lines: [String]
 }
 
+/// The conversation failed (`error`) after some of a group's replies came (`received`, in order):
+/// a server may refuse a pipelined command and close, and its refusal is the answer, not the
+/// close.
+struct SMTPRepliesCut: Error {
+    let received: [SMTPReply]
+    let error: SMTPError
+}
+
 /// Sends commands and waits for replies on one connection.
 struct SMTPConversation: Sendable {
     let channel: any Channel
@@ -25,14 +33,21 @@ struct SMTPConversation: Sendable {
         redacted: String? = nil,
         timeout: TimeAmount? = nil
     ) async throws -> SMTPReply {
-        let reply = try await self.exchange(command.map { [$0] } ?? [], timeout: timeout)[0]
+        let reply: SMTPReply
+        do {
+            reply = try await self.exchange(command.map { [$0] } ?? [], timeout: timeout)[0]
+        } catch let cut as SMTPRepliesCut {
+            // One reply awaited: none came.
+            throw cut.error
+        }
         try Self.check(reply, expecting: codes, after: command, redacted: redacted)
         return reply
     }
 
     /// Writes `commands` in one write and answers their replies, one each (with none, the reply
-    /// already due: the greeting), or the first failure. One turn on the event loop waits for
-    /// them and writes: the caller's task hops to it and back once.
+    /// already due: the greeting), or the first failure (``SMTPRepliesCut`` when some replies came
+    /// before it). One turn on the event loop waits for them and writes: the caller's task hops
+    /// to it and back once.
     func exchange(_ commands: [String], timeout: TimeAmount? = nil) async throws -> [SMTPReply] {
         let channel = self.channel
         let replies = self.replies
@@ -53,6 +68,8 @@ struct SMTPConversation: Sendable {
             return try await future.get()
         } catch let error as SMTPError {
             throw error
+        } catch let cut as SMTPRepliesCut {
+            throw cut
         } catch {
             throw SMTPError(code: 0, message: "connection lost: \(error)")
         }
@@ -107,6 +124,7 @@ final class SMTPReplyReader: ChannelInboundHandler, @unchecked Sendable {
     /// Callers waiting, in order, each for its next `count` replies.
     private var waiters: [Waiter] = []
     private var failure: SMTPError?
+    private var timedOut = false
 
     private struct Waiter {
         let count: Int
@@ -119,15 +137,23 @@ final class SMTPReplyReader: ChannelInboundHandler, @unchecked Sendable {
     /// reply would be taken for the next command's). Called on `loop`, the channel's.
     func next(_ count: Int, on loop: any EventLoop, timeout: TimeAmount) -> EventLoopFuture<[SMTPReply]> {
         loop.preconditionInEventLoop()
+        // After a reply failed to come in time, a late one must not pass for the next command's.
+        if self.timedOut, let failure = self.failure { return loop.makeFailedFuture(failure) }
         if self.ready.count >= count {
             defer { self.ready.removeFirst(count) }
             return loop.makeSucceededFuture(Array(self.ready.prefix(count)))
         }
-        if let failure = self.failure { return loop.makeFailedFuture(failure) }
+        if let failure = self.failure {
+            defer { self.ready = [] }
+            return loop.makeFailedFuture(
+                self.ready.isEmpty ? failure : SMTPRepliesCut(received: self.ready, error: failure)
+            )
+        }
         let promise = loop.makePromise(of: [SMTPReply].self)
         self.waiters.append(Waiter(count: count, replies: self.ready, promise: promise))
         self.ready = []
         let timer = loop.scheduleTask(in: timeout) {
+            self.timedOut = true
             self.fail(SMTPError(code: 0, message: "no reply within \(timeout)"))
         }
         promise.futureResult.whenComplete { _ in timer.cancel() }
@@ -187,6 +213,8 @@ final class SMTPReplyReader: ChannelInboundHandler, @unchecked Sendable {
         if self.failure == nil { self.failure = error }
         let waiters = self.waiters
         self.waiters = []
-        for waiter in waiters { waiter.promise.fail(error) }
+        for waiter in waiters {
+            waiter.promise.fail(waiter.replies.isEmpty ? error : SMTPRepliesCut(received: waiter.replies, error: error))
+        }
     }
 }

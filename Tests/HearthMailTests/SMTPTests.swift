@@ -179,7 +179,7 @@ struct SMTPTests {
         try await server.close()
     }
 
-    @Test("offered PIPELINING, the envelope goes out in one write; not offered, one command at a time")
+    @Test("offered PIPELINING, the envelope goes out together; not offered, one command at a time")
     func pipelining() async throws {
         let envelope = ["MAIL": "250 ok\r\n", "RCPT": "250 ok\r\n", "DATA": "354 go on\r\n"]
         // This one answers MAIL and RCPT only once DATA came: a client waiting for each reply
@@ -217,6 +217,21 @@ struct SMTPTests {
         #expect(refused.code == 553 && refused.message.contains("after MAIL FROM") && !refused.mayHaveDelivered)
         #expect(!refused.refusedRecipient)
         try await refusingSender.close()
+        // A server that refuses a pipelined recipient and hangs up: the refusal is the answer
+        // (an unknown mailbox, for good), not the close.
+        let refusingAndClosing = try await ScriptedSMTPServer(
+            replies: envelope.merging([
+                "EHLO": "250-scripted\r\n250 PIPELINING\r\n",
+                "RCPT": "550 5.1.1 <mei@example.com>: Recipient address rejected: User unknown\r\n",
+            ]) { $1 },
+            closingAfter: ["RCPT"]
+        )
+        let unknown = try #require(
+            await Self.failure(sendingTo: refusingAndClosing.port, configuration: quick(refusingAndClosing.port))
+        )
+        #expect(unknown.code == 550 && unknown.isPermanent && unknown.refusedRecipient, "\(unknown)")
+        #expect(!unknown.mayHaveDelivered)
+        try await refusingAndClosing.close()
     }
 
     /// How one send to the server on `port` (plain, unless `configuration` says otherwise)

@@ -10,7 +10,8 @@ import NIOPosix
 /// - `holding`: the replies to these commands are held until another command comes, then sent
 ///   together (a client that waits for each reply before the next command waits for ever);
 /// - `oneAtATime`: a command followed by another before its reply was sent (pipelined) is
-///   answered "503 pipelining not offered", and so is everything read with it.
+///   answered "503 pipelining not offered", and so is everything read with it;
+/// - `closingAfter`: after replying to one of these commands, it closes the connection.
 final class ScriptedSMTPServer: Sendable {
     let port: Int
     private let channel: any Channel
@@ -19,13 +20,20 @@ final class ScriptedSMTPServer: Sendable {
         greeting: String = "220 scripted\r\n",
         replies: [String: String],
         holding: Set<String> = [],
-        oneAtATime: Bool = false
+        oneAtATime: Bool = false,
+        closingAfter: Set<String> = []
     ) async throws {
         self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        Script(greeting: greeting, replies: replies, holding: holding, oneAtATime: oneAtATime)
+                        Script(
+                            greeting: greeting,
+                            replies: replies,
+                            holding: holding,
+                            oneAtATime: oneAtATime,
+                            closingAfter: closingAfter
+                        )
                     )
                 }
             }
@@ -46,15 +54,23 @@ final class ScriptedSMTPServer: Sendable {
         let replies: [String: String]
         let holding: Set<String>
         let oneAtATime: Bool
+        let closingAfter: Set<String>
         private var pending = ByteBuffer()
         private var held = ""
         private var inContent = false
 
-        init(greeting: String, replies: [String: String], holding: Set<String>, oneAtATime: Bool) {
+        init(
+            greeting: String,
+            replies: [String: String],
+            holding: Set<String>,
+            oneAtATime: Bool,
+            closingAfter: Set<String>
+        ) {
             self.greeting = greeting
             self.replies = replies
             self.holding = holding
             self.oneAtATime = oneAtATime
+            self.closingAfter = closingAfter
         }
 
         func channelActive(context: ChannelHandlerContext) {
@@ -92,6 +108,10 @@ final class ScriptedSMTPServer: Sendable {
                 } else {
                     self.say(self.held + reply, context: context)
                     self.held = ""
+                }
+                if self.closingAfter.contains(command) {
+                    context.close(promise: nil)
+                    return
                 }
             }
         }

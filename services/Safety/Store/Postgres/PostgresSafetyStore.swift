@@ -159,12 +159,8 @@ struct PostgresSafetyStore: SafetyPersistence {
     }
 
     /// The alerts `query` (after ``AlertRecord/selection`` and `FROM alert`) finds, opened.
-    func alerts(
-        _ query: PostgresQuery,
-        selecting selection: String = AlertRecord.selection,
-        on db: PostgresConnection
-    ) async throws -> [AlertRecord] {
-        let full = PostgresQuery(unsafeSQL: "\(selection) FROM alert " + query.sql, binds: query.binds)
+    func alerts(_ query: PostgresQuery, on db: PostgresConnection) async throws -> [AlertRecord] {
+        let full = PostgresQuery(unsafeSQL: "\(AlertRecord.selection) FROM alert " + query.sql, binds: query.binds)
         return try await db.rows(full) { try AlertRecord(columns: $0, keys: self.keys) }
     }
 
