@@ -56,7 +56,7 @@ public struct MailMessage: Sendable, Equatable {
     /// `Sun, 22 Nov 2026 01:02:03 +0000`, in UTC, to the second below. With integer arithmetic
     /// for years 1-9999 (a `DateFormatter` was 1.4% of an alert sender's CPU), with one outside.
     static func rfc5322Date(_ date: Date) -> String {
-        let seconds = (date.timeIntervalSince1970).rounded(.down)
+        let seconds = date.timeIntervalSince1970.rounded(.down)
         // 0001-01-01 ..< 10000-01-01 (NaN and infinities fail it too)
         guard seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
             return DateFormats.string(date, pattern: "EEE, dd MMM yyyy HH:mm:ss Z", locale: "en_US_POSIX", zone: .gmt)

@@ -85,7 +85,8 @@ extension AlertRecord {
     /// it is not, so that the planner cannot read `alert_due` (every user's pending messages)
     /// and filter it: the statistics count few pending messages, but in an alarm storm the
     /// backlog is thousands, and cancelling a batch's warnings read it whole (21 ms a statement,
-    /// a fifth of PostgreSQL's time an alarm). It reads the users' own rows along `alert_user`.
+    /// 30% of PostgreSQL's statement time in a run that fell behind). It reads the users' own
+    /// rows along `alert_user`.
     static let pendingOfUsers =
         "state NOT IN (\(State.allCases.filter { $0 != .pending }.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
 

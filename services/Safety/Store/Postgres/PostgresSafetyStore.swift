@@ -21,7 +21,7 @@ struct PostgresSafetyStore: SafetyPersistence {
     /// How often a claim looks for the claims of cancelled messages whose lease ran out
     /// (``claimDue(_:now:limit:lease:excluding:)``): rare, and taken back a lease after their
     /// claim, a second later changes nothing; looking at every claim was a statement planned
-    /// again each time (one in ten of PostgreSQL's statements an alarm).
+    /// again each time (0.08 an alarm, 11 us of PostgreSQL's time, nearly all of it planning).
     let lapsedCancelledClaims = IntervalGate(interval: 1)
 
     /// Migrates the database and checks `keys` against it over a connection of its own; the
