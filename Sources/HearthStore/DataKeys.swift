@@ -74,6 +74,9 @@ public final class DataKeys: Sendable {
     static let version: UInt8 = 1
     static let headerSize = 5
 
+    /// The id of the key values are sealed under now.
+    public var sealingKeyID: UInt32 { self.ring.withLock { $0.sealing.id } }
+
     /// `text` sealed under the sealing key, bound to `context`.
     public func seal(_ text: String, context: String) -> Data {
         let key = self.ring.withLock { $0.sealing }

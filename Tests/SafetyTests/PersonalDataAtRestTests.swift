@@ -76,6 +76,26 @@ struct PersonalDataAtRestTests {
         #expect(claimed.allSatisfy { $0.alert.body.contains("Marguerite Okonkwo") })
     }
 
+    @Test("the name and email are opened only where they are used: a status and a check-in never need them")
+    func openedWhereUsed() async throws {
+        let file = try TemporaryStoreFile()
+        let store = try SafetyStore(location: file.location, keys: .random(), clock: ManualClock(Self.t0))
+        _ = try await store.upsertProfile("mei") { profile in
+            profile.name = "Marguerite Okonkwo"
+            profile.email = "marguerite.okonkwo@example.org"
+        }
+        // The name's last byte changed on disk: it no longer opens.
+        _ = try await store.base.write { db in
+            try db.execute(sql: "UPDATE profile SET name = CAST(substr(name, 1, length(name) - 1) || x'00' AS BLOB)")
+        }
+        #expect(try await store.status("mei") != nil)
+        _ = try await store.recordHeartbeat("mei", timeZone: nil, deviceInfo: "", requestID: "r1", source: "app", occurredAt: nil)
+        let profile = try #require(try await store.profile("mei"))
+        #expect(profile.lastCheckInAt == Self.t0)
+        #expect(try profile.email.open() == "marguerite.okonkwo@example.org")
+        #expect(throws: SealedValueUnreadable.self) { try profile.name.open() }
+    }
+
     @Test("a sent or cancelled message keeps neither its address nor its words")
     func forgottenOnceSent() async throws {
         let file = try TemporaryStoreFile()

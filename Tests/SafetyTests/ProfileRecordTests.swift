@@ -52,6 +52,6 @@ struct ProfileRecordTests {
         }
         #expect(read == [empty, profile])
         // One value for each column name (encoding zips the two lists).
-        #expect(profile.columnValues(sealingWith: keys).count == ProfileRecord.columnNames.count)
+        #expect(try profile.columnValues(sealingWith: keys).count == ProfileRecord.columnNames.count)
     }
 }

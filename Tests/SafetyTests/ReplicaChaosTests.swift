@@ -202,7 +202,7 @@ final class ChaosCluster: Sendable {
                     let user = "user-\(group)-\(index)"
                     tasks.addTask {
                         _ = try await seeder.upsertProfile(user) { profile in
-                            profile.name = user
+                            profile.name = SealedText(user)
                             profile.email = "\(user)@example.com"
                             profile.thresholdHours = 24
                             profile.timeZone = "UTC"

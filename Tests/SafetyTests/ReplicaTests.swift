@@ -256,7 +256,7 @@ final class Replicas: Sendable {
     /// of ``alarmIDs()``).
     func setUpSwitch(_ user: String, on store: PostgresSafetyStore) async throws {
         _ = try await store.upsertProfile(user) { profile in
-            profile.name = user
+            profile.name = SealedText(user)
             profile.email = "\(user)@example.com"
             profile.thresholdHours = 24
             profile.timeZone = "UTC"

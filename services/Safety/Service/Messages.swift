@@ -1,37 +1,41 @@
 import Foundation
 import HearthContracts
 import HearthCore
+import HearthStore
 import SwiftProtobuf
 
 extension ProfileRecord {
     /// What the switch says to and about this user, in their language and zone.
-    func texts(product: String) -> AlertTexts {
+    func texts(product: String) throws -> AlertTexts {
         AlertTexts(
             language: self.language,
-            name: self.name,
+            name: try self.name.open(),
             timeZone: TimeZone(iana: self.timeZone) ?? .gmt,
             product: product
         )
     }
 
     var message: Hearth_Safety_V1_Profile {
-        .with {
-            $0.userID = self.userID
-            $0.name = self.name
-            $0.email = self.email
-            $0.thresholdHours = UInt32(self.thresholdHours)
-            $0.preferredLanguage = self.language
-            $0.timeZone = self.timeZone
-            $0.dailyReminder = .with {
-                $0.enabled = self.reminderEnabled
-                $0.hour = UInt32(self.reminderHour)
-                $0.minute = UInt32(self.reminderMinute)
+        get throws {
+            let (name, email) = (try self.name.open(), try self.email.open())
+            return .with {
+                $0.userID = self.userID
+                $0.name = name
+                $0.email = email
+                $0.thresholdHours = UInt32(self.thresholdHours)
+                $0.preferredLanguage = self.language
+                $0.timeZone = self.timeZone
+                $0.dailyReminder = .with {
+                    $0.enabled = self.reminderEnabled
+                    $0.hour = UInt32(self.reminderHour)
+                    $0.minute = UInt32(self.reminderMinute)
+                }
+                $0.pushToken = self.pushToken
+                $0.countActivityAsCheckIn = self.countActivity
+                $0.isActive = self.isActive
+                $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
+                $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.updatedAt)
             }
-            $0.pushToken = self.pushToken
-            $0.countActivityAsCheckIn = self.countActivity
-            $0.isActive = self.isActive
-            $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
-            $0.updatedAt = Google_Protobuf_Timestamp(millisecondsOf: self.updatedAt)
         }
     }
 }

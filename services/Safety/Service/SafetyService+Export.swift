@@ -21,7 +21,7 @@ extension SafetyService {
         // The profile as the status read it, in the same transaction.
         guard let snapshot = try await self.store.status(user) else { return export }
         let now = self.store.now
-        export.profile = snapshot.profile.message
+        export.profile = try snapshot.profile.message
         export.status = snapshot.message(now: now)
         export.contacts = try await self.store.contacts(user).map { $0.message(now: now) }
         export.checkIns = try await self.store.checkIns(of: user).map(\.message)

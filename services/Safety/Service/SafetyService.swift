@@ -110,8 +110,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         let violations = SafetyRules.profileViolations(ProfileDraft(request))
         guard violations.isEmpty else { throw RPCError.invalidArgument(violations) }
         let profile = try await self.store.upsertProfile(user) { profile in
-            profile.name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
-            profile.email = request.email.trimmingCharacters(in: .whitespaces)
+            profile.name = SealedText(request.name.trimmingCharacters(in: .whitespacesAndNewlines))
+            profile.email = SealedText(request.email.trimmingCharacters(in: .whitespaces))
             profile.thresholdHours = Int(request.thresholdHours)
             profile.language = request.preferredLanguage
             profile.timeZone = request.timeZone
@@ -123,7 +123,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
             if request.hasIsActive { profile.isActive = request.isActive }
         }
         self.decider.wake()
-        return profile.message
+        return try profile.message
     }
 
     public func getProfile(_ request: Hearth_Safety_V1_GetProfileRequest, _ context: RPCContext) async throws
@@ -226,7 +226,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         let address: String
         switch request.channel {
         case .email:
-            (channel, address, response.sentTo) = (.email, profile.email, profile.email)
+            (channel, address) = (.email, try profile.email.open())
+            response.sentTo = address
         case .push:
             guard !profile.pushToken.isEmpty else {
                 throw RPCError(.failedPrecondition, "no push token on your profile")
@@ -235,7 +236,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         default:
             throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
         }
-        let text = profile.texts(product: self.store.product).test()
+        let text = try profile.texts(product: self.store.product).test()
         if let retryAfter = try await self.store.enqueueTest(
             user,
             channel: channel,

@@ -170,7 +170,7 @@ extension ContactLinks {
     /// The links of `alert`, claimed at `now` for an attempt, and the tokens to store for them;
     /// nil for a message that is no email to a contact (or whose contact or user is gone).
     static func mint(for alert: AlertRecord, contact: ContactRecord?, profile: ProfileRecord?, at now: Date)
-        -> (links: ContactLinks, tokens: [NewToken])?
+        throws -> (links: ContactLinks, tokens: [NewToken])?
     {
         guard alert.channel == .email, !alert.contactID.isEmpty, let contact, let profile else { return nil }
         let optOut = LinkToken.make()
@@ -183,7 +183,12 @@ extension ContactLinks {
             )
             answer = token
         }
-        let links = ContactLinks(answer: answer, optOut: optOut, language: profile.language, personName: profile.name)
+        let links = ContactLinks(
+            answer: answer,
+            optOut: optOut,
+            language: profile.language,
+            personName: try profile.name.open()
+        )
         return (links, tokens)
     }
 }

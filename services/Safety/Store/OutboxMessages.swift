@@ -12,13 +12,13 @@ extension AlertRecord {
         of profile: ProfileRecord,
         product: String,
         contact: (address: String, name: String)
-    ) -> AlertRecord {
+    ) throws -> AlertRecord {
         let (channel, contactID, addressKey, address): (Channel, String, String, String) =
             switch message.recipient {
             case .user(let key): (.push, key, "", profile.pushToken)
             case .contact(let recipient): (.email, recipient.id, recipient.key, contact.address)
             }
-        let text = profile.texts(product: product).text(
+        let text = try profile.texts(product: product).text(
             of: message.words,
             lastCheckIn: profile.lastCheckInAt,
             periodStart: profile.periodStart,
@@ -47,9 +47,9 @@ extension AlertRecord {
 
     /// The invitation email to `contact`, queued now.
     static func invitation(to contact: ContactRecord, of profile: ProfileRecord, product: String, at now: Date)
-        -> AlertRecord
+        throws -> AlertRecord
     {
-        let text = profile.texts(product: product).invitationEmail(
+        let text = try profile.texts(product: product).invitationEmail(
             contactName: contact.name,
             thresholdHours: profile.thresholdHours,
             expiresAt: contact.invitationExpiresAt ?? now
@@ -76,9 +76,9 @@ extension AlertRecord {
         product: String,
         at now: Date
     )
-        -> AlertRecord
+        throws -> AlertRecord
     {
-        let push = profile.texts(product: product).contactPush(event, contact: contact.label)
+        let push = try profile.texts(product: product).contactPush(event, contact: contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,
@@ -95,9 +95,9 @@ extension AlertRecord {
 
     /// The push telling the user that `contact`'s grace ended unanswered, queued now.
     static func graceEnded(of contact: ContactRecord, to profile: ProfileRecord, product: String, at now: Date)
-        -> AlertRecord
+        throws -> AlertRecord
     {
-        let push = profile.texts(product: product).graceEndedPush(contact: contact.label)
+        let push = try profile.texts(product: product).graceEndedPush(contact: contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,

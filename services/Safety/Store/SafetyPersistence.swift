@@ -332,11 +332,11 @@ struct LinkTarget {
     var profile: ProfileRecord?
 
     /// What the page shows of `decision`: with the user's name and language, unless not found.
-    func view(_ decision: LinkDecision) -> LinkView {
+    func view(_ decision: LinkDecision) throws -> LinkView {
         guard decision.check != .notFound else { return LinkView(check: .notFound) }
         return LinkView(
             check: decision.check,
-            personName: self.profile?.name ?? "",
+            personName: try self.profile?.name.open() ?? "",
             language: self.profile?.language ?? "",
             state: decision.state
         )

@@ -5,8 +5,9 @@ import HearthStore
 struct ProfileRecord: TableRecord, Equatable, Sendable {
     static let databaseTableName = "profile"
     var userID: String
-    var name: String
-    var email: String
+    /// Sealed at rest; opened only where a text or an answer needs it.
+    var name: SealedText
+    var email: SealedText
     var thresholdHours: Int
     var language: String
     var timeZone: String
@@ -51,11 +52,20 @@ extension ProfileRecord {
     /// `SELECT` this, then `FROM profile ...`, to fetch profiles.
     static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
-    /// A row of ``selection``, on either store; the name and email are opened with `keys`.
+    /// A row of ``selection``, on either store; the name and email are opened with `keys` when
+    /// asked for.
     init(columns: some StoredColumns, keys: DataKeys) throws {
         self.userID = try columns.string(0)
-        self.name = try keys.open(columns.bytes(1), .profileName, row: self.userID)
-        self.email = try keys.open(columns.bytes(2), .profileEmail, row: self.userID)
+        self.name = SealedText(
+            sealed: try columns.bytes(1),
+            context: SealedField.profileName.context(row: self.userID),
+            keys: keys
+        )
+        self.email = SealedText(
+            sealed: try columns.bytes(2),
+            context: SealedField.profileEmail.context(row: self.userID),
+            keys: keys
+        )
         self.thresholdHours = try columns.int(3)
         self.language = try columns.string(4)
         self.timeZone = try columns.string(5)
@@ -78,10 +88,11 @@ extension ProfileRecord {
     }
 
     /// The values of ``columnNames``, in their order, the name and email sealed with `keys`.
-    func columnValues(sealingWith keys: DataKeys) -> [(any DatabaseValueConvertible)?] {
+    func columnValues(sealingWith keys: DataKeys) throws -> [(any DatabaseValueConvertible)?] {
         [
-            self.userID, keys.seal(self.name, .profileName, row: self.userID),
-            keys.seal(self.email, .profileEmail, row: self.userID), self.thresholdHours, self.language, self.timeZone,
+            self.userID, try keys.seal(self.name, .profileName, row: self.userID),
+            try keys.seal(self.email, .profileEmail, row: self.userID), self.thresholdHours, self.language,
+            self.timeZone,
             self.reminderEnabled, self.reminderHour, self.reminderMinute, self.pushToken, self.countActivity,
             self.periodStart.stored, self.lastCheckInAt?.stored, self.snoozes, self.pausedUntil?.stored, self.epoch,
             self.checkInEpoch, self.nextDueAt?.stored, self.createdAt.stored, self.updatedAt.stored,
@@ -92,7 +103,7 @@ extension ProfileRecord {
     /// Inserts the profile, or replaces every column of the one stored.
     func save(in db: Database, sealingWith keys: DataKeys) throws {
         try db.cachedStatement(sql: Self.upsertSQL).execute(
-            arguments: StatementArguments(self.columnValues(sealingWith: keys))
+            arguments: StatementArguments(try self.columnValues(sealingWith: keys))
         )
     }
 

@@ -12,7 +12,7 @@ extension SafetyStore {
         let now = self.now
         return try self.base.read { db in
             guard let target = try self.linkTarget(token, in: db) else { return LinkView(check: .notFound) }
-            return target.view(target.link.view(answer, at: now))
+            return try target.view(target.link.view(answer, at: now))
         }
     }
 
@@ -32,10 +32,10 @@ extension SafetyStore {
             }
             guard var contact = target.contact, let profile = target.profile,
                 let consent = decision.consent, let event = decision.event
-            else { return (target.view(decision), false) }
+            else { return (try target.view(decision), false) }
             contact.consent = consent
             try self.contact(contact, did: event, of: profile, at: now, in: db)
-            return (target.view(decision), true)
+            return (try target.view(decision), true)
         }
     }
 
@@ -72,7 +72,7 @@ extension SafetyStore {
     /// an email to no contact (a test to the user) or to one removed since.
     func mintLinks(for alert: AlertRecord, at now: Date, in db: Database) throws -> ContactLinks? {
         guard alert.channel == .email, !alert.contactID.isEmpty,
-            let minted = ContactLinks.mint(
+            let minted = try ContactLinks.mint(
                 for: alert,
                 contact: try self.contact(alert.contactID, in: db),
                 profile: try self.profile(alert.userID, in: db),

@@ -28,6 +28,11 @@ extension DataKeys {
         self.seal(text, context: field.context(row: row))
     }
 
+    /// What to store of `text` as `field` of `row` (``SealedText/sealed(for:with:)``).
+    func seal(_ text: SealedText, _ field: SealedField, row: String) throws -> Data {
+        try text.sealed(for: field.context(row: row), with: self)
+    }
+
     func open(_ sealed: Data, _ field: SealedField, row: String) throws -> String {
         try self.open(sealed, context: field.context(row: row))
     }

@@ -11,8 +11,8 @@ extension ProfileRecord {
         try await connection.run(
             """
             INSERT INTO profile (\(unescaped: Self.columnNames.joined(separator: ", ")))
-            VALUES (\(self.userID), \(keys.seal(self.name, .profileName, row: self.userID)),
-                \(keys.seal(self.email, .profileEmail, row: self.userID)), \(self.thresholdHours), \(self.language),
+            VALUES (\(self.userID), \(try keys.seal(self.name, .profileName, row: self.userID)),
+                \(try keys.seal(self.email, .profileEmail, row: self.userID)), \(self.thresholdHours), \(self.language),
                 \(self.timeZone), \(self.reminderEnabled), \(self.reminderHour), \(self.reminderMinute),
                 \(self.pushToken), \(self.countActivity), \(self.periodStart.postgres), \(self.lastCheckInAt.postgres),
                 \(self.snoozes), \(self.pausedUntil.postgres), \(self.epoch), \(self.checkInEpoch),

@@ -166,7 +166,7 @@ extension PostgresSafetyStore {
         let now = self.now
         return try await self.database.transaction { db in
             guard let target = try await self.linkTarget(token, on: db) else { return LinkView(check: .notFound) }
-            return target.view(target.link.view(answer, at: now))
+            return try target.view(target.link.view(answer, at: now))
         }
     }
 
@@ -195,10 +195,10 @@ extension PostgresSafetyStore {
             }
             guard var contact = target.contact, let profile = target.profile,
                 let consent = decision.consent, let event = decision.event
-            else { return (target.view(decision), false) }
+            else { return (try target.view(decision), false) }
             contact.consent = consent
             try await self.contact(contact, did: event, of: profile, at: now, on: db)
-            return (target.view(decision), true)
+            return (try target.view(decision), true)
         }
     }
 

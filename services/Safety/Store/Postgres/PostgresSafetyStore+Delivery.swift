@@ -63,7 +63,7 @@ extension PostgresSafetyStore {
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
-                let minted = ContactLinks.mint(
+                let minted = try ContactLinks.mint(
                     for: alert,
                     contact: facts.contacts[alert.contactID],
                     profile: facts.profiles[alert.userID],
