@@ -43,7 +43,7 @@ static int run(sqlite3_stmt *statement) {
 }
 
 // Binds COUNT texts to a statement's parameters 1 ... COUNT, each kept as `lifetime` says.
-static void bind_texts(sqlite3_stmt *statement, sqlite3_destructor_type lifetime, int count, ...) {
+static inline void bind_texts(sqlite3_stmt *statement, sqlite3_destructor_type lifetime, int count, ...) {
     va_list texts;
     va_start(texts, count);
     for (int i = 1; i <= count; i++) sqlite3_bind_text(statement, i, va_arg(texts, const char *), -1, lifetime);
