@@ -164,13 +164,13 @@ public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
     {
         let user = try context.verifiedUser()
         var response = Hearth_Checkins_V1_GetNestRoleResponse()
-        let nest = try await self.store.nest(request.nestID)
+        let found = try await self.store.nest(request.nestID, sittingsOf: request.userID)
         // Asked about someone else, only the owner hears anything: whether a nest exists is
         // not told to anyone else.
-        guard request.userID == user || nest?.ownerUserID == user else {
+        guard request.userID == user || found?.nest.ownerUserID == user else {
             throw RPCError(.permissionDenied, "you may ask only about your own role in a nest")
         }
-        guard let nest else {
+        guard let (nest, sittings) = found else {
             response.role = .none
             return response
         }
@@ -178,7 +178,7 @@ public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
             NestRoleRule.role(
                 user: request.userID,
                 owner: nest.ownerUserID,
-                sitterSessions: try await self.store.sittingWindows(of: request.userID, inNest: nest.id),
+                sitterSessions: sittings,
                 now: self.store.now
             )
         )
@@ -191,10 +191,11 @@ public struct CheckinsService: Hearth_Checkins_V1_Checkins.Handler {
     /// late-arrival day, may see; NOT_FOUND for anyone else
     /// (``NestRoleRule/canSee(user:owner:sitterSessions:now:)``).
     func visibleNest(_ id: String, to user: String) async throws -> NestRecord {
-        guard let nest = try await self.store.nest(id) else { throw RPCError.notFound("nest", id) }
+        guard let (nest, sittings) = try await self.store.nest(id, sittingsOf: user) else {
+            throw RPCError.notFound("nest", id)
+        }
         if nest.ownerUserID == user { return nest }
-        let sessions = try await self.store.sittingWindows(of: user, inNest: nest.id)
-        guard NestRoleRule.canSee(user: user, owner: nest.ownerUserID, sitterSessions: sessions, now: self.store.now)
+        guard NestRoleRule.canSee(user: user, owner: nest.ownerUserID, sitterSessions: sittings, now: self.store.now)
         else { throw RPCError.notFound("nest", id) }
         return nest
     }

@@ -49,8 +49,25 @@ struct CheckinStore: Sendable {
         }
     }
 
-    func nest(_ id: String) async throws -> NestRecord? {
-        try self.base.read { db in try NestRecord.fetchOne(db, cachedKey: id) }
+    /// The nest and, unless `user` owns it, the windows of `user`'s sitting sessions in it, in
+    /// one read: what deciding their role in it takes (``NestRoleRule``).
+    func nest(_ id: String, sittingsOf user: String) async throws
+        -> (nest: NestRecord, sittings: [(startsAt: Date, endsAt: Date)])?
+    {
+        try self.base.read { db in
+            guard let nest = try Self.nest(id, in: db) else { return nil }
+            guard nest.ownerUserID != user else { return (nest, []) }
+            let sittings = try db.cachedStatement(
+                sql: "SELECT starts_at, ends_at FROM session WHERE nest_id = ? AND sitter_user_id = ?"
+            ).fetchAll(binding: id, user) { (startsAt: try $0.date(0), endsAt: try $0.date(1)) }
+            return (nest, sittings)
+        }
+    }
+
+    private static func nest(_ id: String, in db: Database) throws -> NestRecord? {
+        try db.cachedStatement(sql: "\(NestRecord.selection) FROM nest WHERE id = ?").fetchOne(binding: id) {
+            try NestRecord(columns: $0)
+        }
     }
 
     /// A page of the nests `user` may see (``CheckinRules/canSee(user:owner:sitterSessions:now:)``:
@@ -98,7 +115,11 @@ struct CheckinStore: Sendable {
     }
 
     func session(_ id: String) async throws -> SessionRecord? {
-        try self.base.read { db in try SessionRecord.fetchOne(db, cachedKey: id) }
+        try self.base.read { db in
+            try db.cachedStatement(sql: "\(SessionRecord.selection) FROM session WHERE id = ?").fetchOne(binding: id) {
+                try SessionRecord(columns: $0)
+            }
+        }
     }
 
     /// A page of a nest's sessions by start, after `cursor` when given; only `sitter`'s when given.
@@ -128,16 +149,6 @@ struct CheckinStore: Sendable {
                 try session.update(db)
             }
             return session
-        }
-    }
-
-    /// The windows of `user`'s sitting sessions in a nest.
-    func sittingWindows(of user: String, inNest nestID: String) async throws -> [(startsAt: Date, endsAt: Date)] {
-        try self.base.read { db in
-            try SessionRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM session WHERE nest_id = ? AND sitter_user_id = ?"),
-                arguments: [nestID, user]
-            ).map { ($0.startsAt, $0.endsAt) }
         }
     }
 

@@ -1,0 +1,37 @@
+import GRDB
+import HearthStore
+
+// The nests and sessions a call's access check reads, by position straight from SQLite (GRDB's
+// `Decodable` rows look every column up by name: most of GetNestRole's and GetSession's
+// reading). Reads select `selection` and take the columns in its order.
+
+extension NestRecord {
+    static let selection = "SELECT id, name, owner_user_id, created_at"
+
+    /// A row of ``selection``.
+    init(columns: StatementColumns) throws {
+        self.id = try columns.value(0)
+        self.name = try columns.value(1)
+        self.ownerUserID = try columns.value(2)
+        self.createdAt = try columns.date(3)
+    }
+}
+
+extension SessionRecord {
+    static let selection = """
+        SELECT id, nest_id, owner_user_id, sitter_user_id, starts_at, ends_at, time_zone, created_at, owner_language
+        """
+
+    /// A row of ``selection``.
+    init(columns: StatementColumns) throws {
+        self.id = try columns.value(0)
+        self.nestID = try columns.value(1)
+        self.ownerUserID = try columns.value(2)
+        self.sitterUserID = try columns.value(3)
+        self.startsAt = try columns.date(4)
+        self.endsAt = try columns.date(5)
+        self.timeZone = try columns.value(6)
+        self.createdAt = try columns.date(7)
+        self.ownerLanguage = try columns.value(8)
+    }
+}
