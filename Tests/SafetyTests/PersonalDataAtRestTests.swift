@@ -86,10 +86,19 @@ struct PersonalDataAtRestTests {
         }
         // The name's last byte changed on disk: it no longer opens.
         _ = try await store.base.write { db in
-            try db.execute(sql: "UPDATE profile SET name = CAST(substr(name, 1, length(name) - 1) || x'00' AS BLOB)")
+            var name = try #require(try Data.fetchOne(db, sql: "SELECT name FROM profile WHERE user_id = 'mei'"))
+            name[name.count - 1] ^= 1
+            try db.execute(sql: "UPDATE profile SET name = ? WHERE user_id = 'mei'", arguments: [name])
         }
         #expect(try await store.status("mei") != nil)
-        _ = try await store.recordHeartbeat("mei", timeZone: nil, deviceInfo: "", requestID: "r1", source: "app", occurredAt: nil)
+        _ = try await store.recordHeartbeat(
+            "mei",
+            timeZone: nil,
+            deviceInfo: "",
+            requestID: "r1",
+            source: "app",
+            occurredAt: nil
+        )
         let profile = try #require(try await store.profile("mei"))
         #expect(profile.lastCheckInAt == Self.t0)
         #expect(try profile.email.open() == "marguerite.okonkwo@example.org")
