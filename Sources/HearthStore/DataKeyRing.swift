@@ -14,14 +14,24 @@ public import Foundation
 /// random bytes, base64url.
 public struct DataKeyRing: Sendable, Equatable {
     public struct Key: Sendable, Equatable {
-        public var id: UInt32
-        public var bytes: Data
+        public let id: UInt32
+        public let bytes: Data
+        /// The key as ChaChaPoly takes it, made once (each one made is an allocation and a copy).
+        let symmetric: SymmetricKey
 
-        var symmetric: SymmetricKey { SymmetricKey(data: self.bytes) }
+        public init(id: UInt32, bytes: Data) {
+            self.id = id
+            self.bytes = bytes
+            self.symmetric = SymmetricKey(data: bytes)
+        }
+
+        public static func == (lhs: Key, rhs: Key) -> Bool { lhs.id == rhs.id && lhs.bytes == rhs.bytes }
     }
 
     /// Makes the keyed hashes.
     public let index: Data
+    /// The index key as HMAC takes it, made once.
+    let indexKey: SymmetricKey
     /// Ascending by id; never empty.
     public let keys: [Key]
 
@@ -32,6 +42,7 @@ public struct DataKeyRing: Sendable, Equatable {
     init(index: Data, keys: [Key]) {
         precondition(!keys.isEmpty, "a ring has a key")
         self.index = index
+        self.indexKey = SymmetricKey(data: index)
         self.keys = keys.sorted { $0.id < $1.id }
     }
 

@@ -149,8 +149,7 @@ struct DataKeysTests {
             #expect(throws: DataKeyFileInvalid.self) { try keys.reload() }
             #expect(keys.current.ids == [1, 2])
             // The same index key, but another key under id 2 (two rotations at once could write it).
-            var stranger = DataKeyRing.generate().sealing
-            stranger.id = 2
+            let stranger = DataKeyRing.Key(id: 2, bytes: DataKeyRing.generate().sealing.bytes)
             let other = DataKeyRing(index: first.index, keys: [first.keys[0], stranger])
             try other.text.write(to: file, atomically: true, encoding: .utf8)
             #expect {
