@@ -105,6 +105,31 @@ struct PersonalDataAtRestTests {
         #expect(throws: SealedValueUnreadable.self) { try profile.name.open() }
     }
 
+    @Test("a status reads its period's messages without their sealed words")
+    func statusWithoutWords() async throws {
+        let clock = ManualClock(Self.t0)
+        let store = try SafetyStore(location: .inMemory, keys: .random(), clock: clock)
+        _ = try await store.upsertProfile("mei") { profile in
+            profile.name = "Marguerite Okonkwo"
+            profile.email = "marguerite.okonkwo@example.org"
+        }
+        try await store.addConfirmedContact("mei", email: "zebulon.haversham@example.net")
+        _ = try await store.recordHeartbeat("mei", timeZone: nil, deviceInfo: "", requestID: "r1", source: "app")
+        clock.advance(by: 25 * 3600)
+        _ = try await store.decideDue(now: clock.now(), limit: 10)
+        // The pending alarm's words, as stored, no longer open.
+        let forged = try await store.base.write { db in
+            try db.execute(
+                sql: "UPDATE alert SET subject = x'01000000010000' WHERE kind = 'alert' AND state = 'pending'"
+            )
+            return db.changesCount
+        }
+        #expect(forged == 1)
+        let status = try #require(try await store.status("mei"))
+        #expect(status.alerts.contains { $0.kind == AlertRecord.Kind.alert && $0.state == .pending })
+        #expect(status.addresses.values.contains("zebulon.haversham@example.net"))
+    }
+
     @Test("a sent or cancelled message keeps neither its address nor its words")
     func forgottenOnceSent() async throws {
         let file = try TemporaryStoreFile()

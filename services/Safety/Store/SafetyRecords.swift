@@ -239,6 +239,16 @@ extension AlertRecord {
             last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
         """
 
+    /// ``selection`` with the address and the words read as `empty` (the engine's empty bytes:
+    /// nothing to open), for reads that need neither: a status, a delivery's outcome (which
+    /// keeps or forgets them in place).
+    static func selectionWithoutWords(empty: String) -> String {
+        """
+        SELECT id, user_id, epoch, kind, channel, contact_id, \(empty), address_key, \(empty), \(empty), state, attempts,
+            last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
+        """
+    }
+
     /// A row of ``selection``, on either store, opened with `keys`.
     init(columns: some StoredColumns, keys: DataKeys) throws {
         self.id = try columns.string(0)
@@ -273,10 +283,11 @@ extension AlertRecord {
     static func fetchAll<each Value: StatementBinding>(
         _ db: Database,
         keys: DataKeys,
+        selecting selection: String = Self.selection,
         _ sql: String,
         binding values: repeat each Value
     ) throws -> [AlertRecord] {
-        try db.cachedStatement(sql: "\(Self.selection) FROM alert \(sql)")
+        try db.cachedStatement(sql: "\(selection) FROM alert \(sql)")
             .fetchAll(binding: repeat each values) { try AlertRecord(columns: $0, keys: keys) }
     }
 

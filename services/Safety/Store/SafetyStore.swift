@@ -107,16 +107,19 @@ struct SafetyStore: SafetyPersistence {
     }
 
     /// The messages of `profile`'s period (since its last check-in): warnings, alarms and
-    /// all-clears.
+    /// all-clears, without their addresses and words (a status shows neither).
     func periodAlerts(_ profile: ProfileRecord, in db: Database) throws -> [AlertRecord] {
         try AlertRecord.fetchAll(
             db,
             keys: self.keys,
+            selecting: Self.periodSelection,
             "WHERE user_id = ? AND epoch >= ? AND kind IN (\(Self.periodKinds)) ORDER BY created_at, id",
             binding: profile.userID,
             profile.checkInEpoch
         )
     }
+
+    private static let periodSelection = AlertRecord.selectionWithoutWords(empty: "X''")
 
     /// The kinds a period's status shows, as SQL.
     private static let periodKinds = (SwitchClock.items.map(\.kind) + [MessageKind.allClear]).map { "'\($0)'" }

@@ -91,12 +91,9 @@ extension AlertRecord {
         "state NOT IN (\(State.allCases.filter { $0 != .pending }.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
 
     /// ``selection`` with the address and the words read as empty (nothing to open): for a
-    /// write of a delivery's outcome, which keeps or forgets them in place
+    /// status, and a write of a delivery's outcome, which keeps or forgets them in place
     /// (``updateDeliveries(_:leaseUntil:on:)``).
-    static let deliverySelection = """
-        SELECT id, user_id, epoch, kind, channel, contact_id, ''::bytea, address_key, ''::bytea, ''::bytea, state,
-            attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
-        """
+    static let postgresSelectionWithoutWords = selectionWithoutWords(empty: "''::bytea")
 
     /// Inserts the message; a pending one with its address and words sealed, another without
     /// them. With `ignoringConflict`, one already decided (`alert_once`) is left as it is.

@@ -70,7 +70,7 @@ extension PostgresSafetyStore {
             var alerts: [String: (alert: AlertRecord, checkInEpoch: Int?)] = [:]
             for (alert, checkInEpoch) in try await db.rows(
                 """
-                \(unescaped: AlertRecord.deliverySelection),
+                \(unescaped: AlertRecord.postgresSelectionWithoutWords),
                     (SELECT check_in_epoch FROM profile WHERE profile.user_id = alert.user_id)
                 FROM alert WHERE id = ANY(\(outcomes.map(\.claim.id))) AND user_id = ANY(\(Array(free)))
                 ORDER BY id FOR UPDATE

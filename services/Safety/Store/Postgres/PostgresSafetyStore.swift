@@ -159,8 +159,12 @@ struct PostgresSafetyStore: SafetyPersistence {
     }
 
     /// The alerts `query` (after ``AlertRecord/selection`` and `FROM alert`) finds, opened.
-    func alerts(_ query: PostgresQuery, on db: PostgresConnection) async throws -> [AlertRecord] {
-        let full = PostgresQuery(unsafeSQL: "\(AlertRecord.selection) FROM alert " + query.sql, binds: query.binds)
+    func alerts(
+        _ query: PostgresQuery,
+        selecting selection: String = AlertRecord.selection,
+        on db: PostgresConnection
+    ) async throws -> [AlertRecord] {
+        let full = PostgresQuery(unsafeSQL: "\(selection) FROM alert " + query.sql, binds: query.binds)
         return try await db.rows(full) { try AlertRecord(columns: $0, keys: self.keys) }
     }
 
@@ -173,13 +177,15 @@ struct PostgresSafetyStore: SafetyPersistence {
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The messages of `profile`'s period: warnings, alarms and all-clears.
+    /// The messages of `profile`'s period: warnings, alarms and all-clears, without their
+    /// addresses and words (a status shows neither).
     func periodAlerts(_ profile: ProfileRecord, on db: PostgresConnection) async throws -> [AlertRecord] {
         try await self.alerts(
             """
             WHERE user_id = \(profile.userID) AND epoch >= \(profile.checkInEpoch)
                 AND kind = ANY(\(Self.periodKinds)) ORDER BY created_at, id
             """,
+            selecting: AlertRecord.postgresSelectionWithoutWords,
             on: db
         )
     }
