@@ -91,6 +91,20 @@ extension Statement {
         row body: (StatementColumns) throws -> Void
     ) throws {
         try self.bind(repeat each values)
+        try self.forEachBoundRow(body)
+    }
+
+    /// Every row of the statement run with `arguments` (a list built at run time), each made by
+    /// `read` from its columns.
+    public func fetchAll<T>(arguments: StatementArguments, read: (StatementColumns) throws -> T) throws -> [T] {
+        try self.setArguments(arguments)
+        var rows: [T] = []
+        try self.forEachBoundRow { rows.append(try read($0)) }
+        return rows
+    }
+
+    /// Runs the statement with the values bound to it, calling `body` for each row.
+    @inlinable func forEachBoundRow(_ body: (StatementColumns) throws -> Void) throws {
         try withoutActuallyEscaping(body) { body in
             do {
                 let rows = ColumnCursor(statement: self, body: body)

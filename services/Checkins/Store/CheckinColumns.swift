@@ -35,3 +35,27 @@ extension SessionRecord {
         self.ownerLanguage = try columns.value(8)
     }
 }
+
+extension CheckInRecord {
+    static let selection = """
+        SELECT id, session_id, submitter_user_id, caption, captured_at, created_at, photo_alt_text, viewed_at,
+            client_request_id, photo_format, photo_width, photo_height, photo_bytes
+        """
+
+    /// A row of ``selection``.
+    init(columns: StatementColumns) throws {
+        self.id = try columns.value(0)
+        self.sessionID = try columns.value(1)
+        self.submitterUserID = try columns.value(2)
+        self.caption = try columns.value(3)
+        self.capturedAt = try columns.date(4)
+        self.createdAt = try columns.date(5)
+        self.photoAltText = try columns.value(6)
+        self.viewedAt = try columns.optionalDate(7)
+        self.clientRequestID = try columns.value(8)
+        self.photoFormat = columns.optional(9)
+        self.photoWidth = columns.optional(10)
+        self.photoHeight = columns.optional(11)
+        self.photoBytes = columns.optional(12)
+    }
+}

@@ -127,14 +127,15 @@ struct CheckinStore: Sendable {
         async throws -> [SessionRecord]
     {
         try self.base.read { db in
-            try SessionRecord.fetchPage(
-                db,
+            try db.fetchPage(
+                "\(SessionRecord.selection) FROM session",
                 where: sitter == nil ? "nest_id = ?" : "nest_id = ? AND sitter_user_id = ?",
                 arguments: StatementArguments(sitter.map { [nestID, $0] } ?? [nestID]),
                 orderedBy: "starts_at",
                 descending: newestFirst,
                 after: cursor,
-                limit: limit
+                limit: limit,
+                read: SessionRecord.init(columns:)
             )
         }
     }
@@ -264,7 +265,11 @@ struct CheckinStore: Sendable {
     }
 
     func checkIn(_ id: String) async throws -> CheckInRecord? {
-        try self.base.read { db in try CheckInRecord.fetchOne(db, cachedKey: id) }
+        try self.base.read { db in
+            try db.cachedStatement(sql: "\(CheckInRecord.selection) FROM check_in WHERE id = ?").fetchOne(binding: id) {
+                try CheckInRecord(columns: $0)
+            }
+        }
     }
 
     /// A page of a session's check-ins in capture order, after `cursor` when given.
@@ -272,14 +277,15 @@ struct CheckinStore: Sendable {
         -> [CheckInRecord]
     {
         try self.base.read { db in
-            try CheckInRecord.fetchPage(
-                db,
+            try db.fetchPage(
+                "\(CheckInRecord.selection) FROM check_in",
                 where: "session_id = ?",
                 arguments: [session],
                 orderedBy: "captured_at",
                 descending: newestFirst,
                 after: cursor,
-                limit: limit
+                limit: limit,
+                read: CheckInRecord.init(columns:)
             )
         }
     }
