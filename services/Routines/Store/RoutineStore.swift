@@ -68,15 +68,24 @@ struct RoutineStore: Sendable {
         -> [RoutineWithActions]
     {
         try self.base.read { db in
-            let routines = try RoutineRecord.fetchPage(
-                db,
+            let routines = try db.fetchPage(
+                "SELECT id, nest_id, title, category, created_at, updated_at FROM routine",
                 where: category == nil ? "nest_id = ?" : "nest_id = ? AND category = ?",
                 arguments: StatementArguments(category.map { [nestID, $0] } ?? [nestID]),
                 orderedBy: "created_at",
                 descending: false,
                 after: cursor,
                 limit: limit
-            )
+            ) { columns in
+                RoutineRecord(
+                    id: try columns.value(0),
+                    nestID: try columns.value(1),
+                    title: try columns.value(2),
+                    category: try columns.value(3),
+                    createdAt: try columns.date(4),
+                    updatedAt: try columns.date(5)
+                )
+            }
             let actions = try ActionRecord.all().current(of: routines.map(\.id)).fetchAll(db)
             let byRoutine = Dictionary(grouping: actions, by: \.routineID)
             return routines.map { RoutineWithActions(routine: $0, actions: byRoutine[$0.id] ?? []) }

@@ -34,3 +34,30 @@ extension PromptRecord {
         self.pushedAt = try columns.optionalDate(18)
     }
 }
+
+// The check-ins GetTask pages through, by position.
+extension CheckInRecord {
+    static let selection = """
+        SELECT id, task_id, user_id, prompt_id, client_request_id, recorded_at, local_date, time_of_day, question,
+          question_type, response_text, energy, mood, focus, insights
+        """
+
+    /// A row of ``selection``.
+    init(columns: StatementColumns) throws {
+        self.id = try columns.value(0)
+        self.taskID = try columns.value(1)
+        self.userID = try columns.value(2)
+        self.promptID = columns.optional(3)
+        self.clientRequestID = columns.optional(4)
+        self.recordedAt = try columns.date(5)
+        self.localDate = try columns.value(6)
+        self.timeOfDay = try columns.value(7)
+        self.question = try columns.value(8)
+        self.questionType = try columns.value(9)
+        self.responseText = try columns.value(10)
+        self.energy = columns.optional(11)
+        self.mood = columns.optional(12)
+        self.focus = columns.optional(13)
+        self.insights = try columns.value(14)
+    }
+}

@@ -71,14 +71,15 @@ extension TaskStore {
             ).map { row in
                 (localDate: row[0] as String, energy: row[1] as Int?, mood: row[2] as Int?, focus: row[3] as Int?)
             }
-            let checkIns = try CheckInRecord.fetchPage(
-                db,
+            let checkIns = try db.fetchPage(
+                "\(CheckInRecord.selection) FROM check_in",
                 where: "task_id = ?",
                 arguments: [id],
                 orderedBy: "recorded_at",
                 descending: false,
                 after: cursor,
-                limit: limit
+                limit: limit,
+                read: CheckInRecord.init(columns:)
             )
             return TaskDetail(task: task, prompts: prompts, scores: scores, checkIns: checkIns)
         }
