@@ -50,9 +50,11 @@ public struct SealedText: Sendable, Equatable, ExpressibleByStringInterpolation,
         }
     }
 
-    /// What to store for `context`: the bytes read there, as they are, when they are sealed
-    /// under `keys`' sealing key (a rotation's old key is left behind); else the text sealed now.
-    /// - Throws: ``SealedValueUnreadable`` for bytes that do not open.
+    /// What to store for `context`: the bytes read there, as they are (unopened: writing back
+    /// what was read loses nothing), when they are sealed under `keys`' sealing key (a
+    /// rotation's old key is left behind); else the text, sealed now.
+    /// - Throws: ``SealedValueUnreadable`` for bytes read elsewhere, or under another key, that
+    ///   do not open.
     public func sealed(for context: String, with keys: DataKeys) throws(SealedValueUnreadable) -> Data {
         if case .sealed(let sealed, let readFrom, let readWith, _) = self.form, readFrom == context, readWith === keys,
             DataKeys.keyID(of: sealed) == keys.sealingKeyID
@@ -62,8 +64,15 @@ public struct SealedText: Sendable, Equatable, ExpressibleByStringInterpolation,
         return keys.seal(try self.open(), context: context)
     }
 
-    /// Equal when both open to the same text (a value that does not open equals none).
+    /// Equal when both hold the same bytes sealed for the same place (nothing opened), or else
+    /// open to the same text; a value that does not open equals only its own bytes.
     public static func == (lhs: SealedText, rhs: SealedText) -> Bool {
+        if case .sealed(let left, let leftContext, _, _) = lhs.form,
+            case .sealed(let right, let rightContext, _, _) = rhs.form,
+            left == right, leftContext == rightContext
+        {
+            return true
+        }
         guard let left = try? lhs.open(), let right = try? rhs.open() else { return false }
         return left == right
     }

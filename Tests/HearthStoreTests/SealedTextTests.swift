@@ -73,7 +73,7 @@ struct SealedTextTests {
         #expect(throws: SealedValueUnreadable.self) { try moved.sealed(for: "profile.name/mei", with: keys) }
     }
 
-    @Test("equal when they open to the same text; printed without it")
+    @Test("equal when they hold the same bytes or open to the same text; printed without it")
     func equalityAndDescription() {
         let keys = DataKeys.random()
         let read = SealedText(
@@ -84,7 +84,9 @@ struct SealedTextTests {
         #expect(read == "Mei Chen")
         #expect(read != "Mei")
         let unreadable = SealedText(sealed: Data("Mei Chen".utf8), context: "profile.name/mei", keys: keys)
-        #expect(unreadable != unreadable)
+        #expect(unreadable == unreadable)
+        #expect(unreadable != SealedText(sealed: Data("Mei Chen!".utf8), context: "profile.name/mei", keys: keys))
+        #expect(unreadable != "Mei Chen")
         #expect(!"\(read)".contains("Mei") && !"\(SealedText("Mei Chen"))".contains("Mei"))
     }
 }

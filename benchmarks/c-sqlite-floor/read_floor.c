@@ -53,6 +53,10 @@ static int read_statements(const char *file, struct statement *statements) {
     char line[max_line];
     int count = 0;
     while (fgets(line, sizeof line, input)) {
+        if (!strchr(line, '\n') && !feof(input)) {
+            fprintf(stderr, PROGRAM ": a line of %s is longer than %d bytes\n", file, max_line - 2);
+            exit(2);
+        }
         line[strcspn(line, "\n")] = 0;
         if (!line[0]) continue;
         if (count == max_statements) {
@@ -60,10 +64,11 @@ static int read_statements(const char *file, struct statement *statements) {
             exit(2);
         }
         struct statement *statement = &statements[count++];
-        char *field = strtok(line, "\t");
+        // strsep, not strtok: an empty parameter (two tabs) is a parameter.
+        char *rest = line, *field = strsep(&rest, "\t");
         statement->prepared = prepare(field);
         statement->parameters = 0;
-        while ((field = strtok(NULL, "\t"))) {
+        while ((field = strsep(&rest, "\t"))) {
             if (statement->parameters == max_parameters) {
                 fprintf(stderr, PROGRAM ": at most %d parameters a statement\n", max_parameters);
                 exit(2);
@@ -90,7 +95,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     long calls = 100000;
-    for (int i = 3; i + 1 < argc; i += 2) {
+    for (int i = 3; i < argc; i += 2) {
+        if (i + 1 == argc) {
+            fprintf(stderr, PROGRAM ": %s needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "--calls")) calls = atol(argv[i + 1]);
         else {
             fprintf(stderr, PROGRAM ": unknown option %s\n", argv[i]);
@@ -106,16 +115,20 @@ int main(int argc, char **argv) {
     if (sqlite3_open(argv[1], &db) != SQLITE_OK) die("open");
     exec("PRAGMA journal_mode = WAL");
     struct statement statements[max_statements];
-    int count = read_statements(argv[2], statements);
+    int count = read_statements(argv[2], statements), uses_now = 0;
+    for (int s = 0; s < count; s++)
+        for (int p = 0; p < statements[s].parameters; p++) uses_now |= !strcmp(statements[s].values[p], "@now");
     sqlite3_stmt *begin = prepare("BEGIN DEFERRED"), *commit = prepare("COMMIT");
 
     char now[32];
     long long sum = 0, rows = 0;
     double cpu_start = cpu_seconds(), wall_start = wall_seconds();
     for (long call = 0; call < calls; call++) {
-        struct timespec clock;
-        clock_gettime(CLOCK_REALTIME, &clock);
-        date_text(now, sizeof now, (long long)clock.tv_sec * 1000 + clock.tv_nsec / 1000000);
+        if (uses_now) { // the date text is the caller's work too: Hearth formats it for the call
+            struct timespec clock;
+            clock_gettime(CLOCK_REALTIME, &clock);
+            date_text(now, sizeof now, (long long)clock.tv_sec * 1000 + clock.tv_nsec / 1000000);
+        }
         run(begin);
         for (int s = 0; s < count; s++) {
             struct statement *statement = &statements[s];

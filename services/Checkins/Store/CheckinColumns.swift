@@ -37,12 +37,9 @@ extension SessionRecord {
 }
 
 extension CheckInRecord {
-    static let selection = """
-        SELECT id, session_id, submitter_user_id, caption, captured_at, created_at, photo_alt_text, viewed_at,
-            client_request_id, photo_format, photo_width, photo_height, photo_bytes
-        """
+    static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
-    /// A row of ``selection``.
+    /// A row of ``selection`` (``columnNames``, in their order).
     init(columns: StatementColumns) throws {
         self.id = try columns.value(0)
         self.sessionID = try columns.value(1)
