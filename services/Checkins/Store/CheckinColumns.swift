@@ -1,9 +1,10 @@
 import GRDB
 import HearthStore
 
-// The nests and sessions a call's access check reads, by position straight from SQLite (GRDB's
-// `Decodable` rows look every column up by name: most of GetNestRole's and GetSession's
-// reading). Reads select `selection` and take the columns in its order.
+// The nests and sessions a call's access check reads, and the check-ins a page lists, by
+// position straight from SQLite (GRDB's `Decodable` rows look every column up by name and parse
+// dates through calendars: most of GetNestRole's and GetSession's reading, a fifth of a page of
+// check-ins). Reads select `selection` and take the columns in its order.
 
 extension NestRecord {
     static let selection = "SELECT id, name, owner_user_id, created_at"
