@@ -234,18 +234,19 @@ struct AlertRecord: TableRecord, Equatable, Sendable {
 // the message is pending, and emptied once it is sent, failed or cancelled.
 extension AlertRecord {
     /// The columns reads select, in the order `init(columns:keys:)` takes them.
-    static let selection = """
-        SELECT id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body, state, attempts,
-            last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
-        """
+    static let selection = selection(address: "address", subject: "subject", body: "body")
 
     /// ``selection`` with the address and the words read as `empty` (the engine's empty bytes:
     /// nothing to open), for reads that need neither: a status, a delivery's outcome (which
     /// keeps or forgets them in place).
     static func selectionWithoutWords(empty: String) -> String {
+        selection(address: empty, subject: empty, body: empty)
+    }
+
+    private static func selection(address: String, subject: String, body: String) -> String {
         """
-        SELECT id, user_id, epoch, kind, channel, contact_id, \(empty), address_key, \(empty), \(empty), state, attempts,
-            last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
+        SELECT id, user_id, epoch, kind, channel, contact_id, \(address), address_key, \(subject), \(body), state,
+            attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived
         """
     }
 

@@ -37,12 +37,9 @@ extension PromptRecord {
 
 // The check-ins GetTask pages through, by position.
 extension CheckInRecord {
-    static let selection = """
-        SELECT id, task_id, user_id, prompt_id, client_request_id, recorded_at, local_date, time_of_day, question,
-          question_type, response_text, energy, mood, focus, insights
-        """
+    static let selection = "SELECT " + columnNames.joined(separator: ", ")
 
-    /// A row of ``selection``.
+    /// A row of ``selection`` (``columnNames``, in their order).
     init(columns: StatementColumns) throws {
         self.id = try columns.value(0)
         self.taskID = try columns.value(1)
