@@ -8,11 +8,25 @@ struct AlertTexts: Sendable {
         case english = "en"
         case simplifiedChinese = "zh-Hans"
         case traditionalChinese = "zh-Hant"
+
+        /// Who the person is when their name is not known, past a sentence's start and at it.
+        var unnamedPerson: (String, String) {
+            switch self {
+            case .english:
+                ("the person who added you as an emergency contact", "The person who added you as an emergency contact")
+            case .simplifiedChinese: ("将您设为紧急联系人的用户", "将您设为紧急联系人的用户")
+            case .traditionalChinese: ("將您設為緊急聯絡人的使用者", "將您設為緊急聯絡人的使用者")
+            }
+        }
     }
 
     let language: Language
-    /// The person the switch watches over.
+    /// The person the switch watches over, as a sentence names them past its start: their name,
+    /// or, when it is not known (it could not be read), words that name no one
+    /// (``Language/unnamedPerson``): an alarm goes out all the same.
     let name: String
+    /// The person as a sentence names them at its start.
+    let sentenceName: String
     let timeZone: TimeZone
     /// What the app is called where the emails and pushes say it ("Hearth Alert: ...").
     let product: String
@@ -21,7 +35,8 @@ struct AlertTexts: Sendable {
 
     init(language: String, name: String, timeZone: TimeZone, product: String) {
         self.language = Language(rawValue: language) ?? .english
-        self.name = name
+        let known = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        (self.name, self.sentenceName) = known.isEmpty ? self.language.unnamedPerson : (known, known)
         self.timeZone = timeZone
         self.product = product
     }
@@ -74,15 +89,15 @@ struct AlertTexts: Sendable {
         case .english:
             let silence =
                 lastCheckIn.map {
-                    "\(name) hasn't checked in for \(Self.hours(since: $0, now: now)) hours. "
+                    "\(self.sentenceName) hasn't checked in for \(Self.hours(since: $0, now: now)) hours. "
                         + "Their last check-in was \(self.localTime($0))."
-                } ?? "\(name) has not checked in since the switch was armed on \(self.localTime(armedAt))."
+                } ?? "\(self.sentenceName) has not checked in since the switch was armed on \(self.localTime(armedAt))."
             return (
                 "\(product) Alert: \(name) hasn't checked in",
                 """
                 \(greeting)
 
-                \(name) uses \(product) to check in every day and named you as an emergency contact.
+                \(self.sentenceName) uses \(product) to check in every day and named you as an emergency contact.
 
                 \(silence)
 
@@ -171,7 +186,7 @@ struct AlertTexts: Sendable {
         case .english:
             return (
                 "All clear: \(self.name) checked in",
-                "\(self.name) checked in on \(self.product) at \(when). No action is needed. Thank you for looking out for them."
+                "\(self.sentenceName) checked in on \(self.product) at \(when). No action is needed. Thank you for looking out for them."
             )
         case .simplifiedChinese:
             return (

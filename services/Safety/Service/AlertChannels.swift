@@ -4,6 +4,7 @@ import HearthCore
 public import HearthMail
 public import HearthPush
 import HearthRPC
+import HearthStore
 public import Logging
 
 /// Where alert emails go: an SMTP server, or the log when none is configured.
@@ -76,7 +77,8 @@ public struct AlertChannels: Sendable {
     /// The push of a claimed message, presented as its kind asks (``PushPresentation``): a
     /// warning critical or time-sensitive with "I'm safe" and "Snooze" buttons and a link to the
     /// check-in button, the reminder with "I'm safe".
-    func push(_ claim: ClaimedAlert) -> PushMessage {
+    /// - Throws: ``SealedValueUnreadable`` when its token or words do not open.
+    func push(_ claim: ClaimedAlert) throws(SealedValueUnreadable) -> PushMessage {
         let alert = claim.alert
         let texts = AlertTexts(language: claim.language ?? "en", name: "", timeZone: .gmt, product: self.productName)
         let presentation = texts.presentation(ofPush: alert.kind)
@@ -84,9 +86,9 @@ public struct AlertChannels: Sendable {
             id: alert.id,
             userID: alert.userID,
             kind: "safety.\(alert.kind)",
-            title: alert.subject,
-            body: alert.body,
-            data: ["push_token": alert.address],
+            title: try alert.subject.open(),
+            body: try alert.body.open(),
+            data: ["push_token": try alert.address.open()],
             createdAt: alert.createdAt,
             interruptionLevel: presentation.urgency.level,
             category: presentation.category,
@@ -102,12 +104,13 @@ public struct AlertChannels: Sendable {
     /// The email of a claimed message. One to a contact ends with its links (an invitation's
     /// Confirm and Decline, and an opt-out link in every one) and carries the opt-out link as
     /// `List-Unsubscribe`, one click (RFC 8058): a mail client's unsubscribe button opts out.
-    func email(_ claim: ClaimedAlert, date: Date, messageID: String) -> MailMessage {
+    /// - Throws: ``SealedValueUnreadable`` when its address or words do not open.
+    func email(_ claim: ClaimedAlert, date: Date, messageID: String) throws(SealedValueUnreadable) -> MailMessage {
         var message = MailMessage(
             from: self.from,
-            to: MailAddress(claim.alert.address),
-            subject: claim.alert.subject,
-            body: claim.alert.body,
+            to: MailAddress(try claim.alert.address.open()),
+            subject: try claim.alert.subject.open(),
+            body: try claim.alert.body.open(),
             date: date,
             messageID: messageID
         )

@@ -3,6 +3,7 @@ import HearthCore
 import HearthMail
 import HearthPush
 import HearthScheduler
+import HearthStore
 import Logging
 import Synchronization
 
@@ -184,7 +185,7 @@ struct AlertSender: DueWork {
             switch alert.channel {
             case .email:
                 try await self.channels.mail.send(
-                    self.channels.email(
+                    try self.channels.email(
                         claim,
                         date: self.store.now,
                         // Stable across retries and restarts: a resend is recognizably the same message.
@@ -192,18 +193,28 @@ struct AlertSender: DueWork {
                     )
                 )
             case .push:
-                guard !alert.address.isEmpty else {
+                guard try !alert.address.open().isEmpty else {
                     throw DeliveryFailure(
                         message: "no push token on the profile",
                         isPermanent: true,
                         mayHaveArrived: false
                     )
                 }
-                try await self.channels.push.send(self.channels.push(claim))
+                try await self.channels.push.send(try self.channels.push(claim))
             }
             outcome = .success("")
         } catch let failure as DeliveryFailure {
             outcome = .failure(failure)
+        } catch let error as SealedValueUnreadable {
+            // Damaged: no attempt will deliver it. Sealed under a key this process's file lacks
+            // yet: tried again (another process, or this one later, may have the key).
+            outcome = .failure(
+                DeliveryFailure(
+                    message: "its address or words cannot be read: \(error)",
+                    isPermanent: !error.mayOpenLater,
+                    mayHaveArrived: false
+                )
+            )
         } catch let error as SMTPError {
             outcome = .failure(
                 DeliveryFailure(

@@ -5,11 +5,12 @@ import HearthStore
 import SwiftProtobuf
 
 extension ProfileRecord {
-    /// What the switch says to and about this user, in their language and zone.
-    func texts(product: String) throws -> AlertTexts {
+    /// What the switch says to and about this user, in their language and zone; without their
+    /// name when it does not open (``AlertTexts/name``): a damaged value silences no alarm.
+    func texts(product: String) -> AlertTexts {
         AlertTexts(
             language: self.language,
-            name: try self.name.open(),
+            name: (try? self.name.open()) ?? "",
             timeZone: TimeZone(iana: self.timeZone) ?? .gmt,
             product: product
         )
@@ -41,12 +42,13 @@ extension ProfileRecord {
 }
 
 extension ContactRecord {
-    func message(now: Date) -> Hearth_Safety_V1_Contact {
+    func message(now: Date) throws -> Hearth_Safety_V1_Contact {
         let consent = self.consent
+        let (email, name) = (try self.email.open(), try self.name.open())
         return .with {
             $0.id = self.id
-            $0.email = self.email
-            $0.name = self.name
+            $0.email = email
+            $0.name = name
             $0.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
             $0.state = .init(consent.state)
             if let invited = consent.invitedAt { $0.invitedAt = Google_Protobuf_Timestamp(millisecondsOf: invited) }

@@ -18,7 +18,7 @@ extension SafetyService {
         switch try await self.store.addContact(user, email: email, name: name) {
         case .added(let contact):
             self.wakeSenders()
-            return contact.message(now: self.store.now)
+            return try contact.message(now: self.store.now)
         case .noProfile:
             throw RPCError(.failedPrecondition, "create your profile (UpsertProfile) before adding contacts")
         case .duplicate:
@@ -40,7 +40,7 @@ extension SafetyService {
         switch try await self.store.resendInvitation(user, id: request.contactID) {
         case .sent(let contact):
             self.wakeSenders()
-            return contact.message(now: self.store.now)
+            return try contact.message(now: self.store.now)
         case .notFound:
             throw RPCError.notFound("contact", request.contactID)
         case .refused(let refusal):
@@ -61,7 +61,7 @@ extension SafetyService {
     {
         var response = Hearth_Safety_V1_ListContactsResponse()
         let now = self.store.now
-        response.contacts = try await self.store.contacts(context.verifiedUser()).map { $0.message(now: now) }
+        response.contacts = try await self.store.contacts(context.verifiedUser()).map { try $0.message(now: now) }
         return response
     }
 

@@ -23,9 +23,9 @@ extension SafetyService {
         let now = self.store.now
         export.profile = try snapshot.profile.message
         export.status = snapshot.message(now: now)
-        export.contacts = try await self.store.contacts(user).map { $0.message(now: now) }
+        export.contacts = try await self.store.contacts(user).map { try $0.message(now: now) }
         export.checkIns = try await self.store.checkIns(of: user).map(\.message)
-        export.messages = try await self.store.messages(of: user).map(\.exported)
+        export.messages = try await self.store.messages(of: user).map { try $0.exported }
         return export
     }
 }
@@ -46,36 +46,38 @@ extension AlertRecord {
     /// The message as an export shows it: what it was, to whom, what became of it, and its
     /// address and words as the row holds them (opened while pending, emptied once final).
     var exported: Hearth_Safety_V1_MessageRecord {
-        var message = Hearth_Safety_V1_MessageRecord()
-        message.id = self.id
-        message.kind = self.exportedKind
-        let warning = "warning_"
-        if self.kind.hasPrefix(warning), let minutes = UInt32(self.kind.dropFirst(warning.count)) {
-            message.minutesBefore = minutes
+        get throws {
+            var message = Hearth_Safety_V1_MessageRecord()
+            message.id = self.id
+            message.kind = self.exportedKind
+            let warning = "warning_"
+            if self.kind.hasPrefix(warning), let minutes = UInt32(self.kind.dropFirst(warning.count)) {
+                message.minutesBefore = minutes
+            }
+            message.channel =
+                switch self.channel {
+                case .email: .email
+                case .push: .push
+                }
+            message.contactID = self.exportedContactID
+            message.address = try self.address.open()
+            message.subject = try self.subject.open()
+            message.body = try self.body.open()
+            message.state =
+                switch self.state {
+                case .pending: .pending
+                case .sent: .sent
+                case .failed: .failed
+                case .cancelled: .cancelled
+                }
+            message.attempts = UInt32(self.attempts)
+            message.lastError = self.lastError
+            message.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
+            if let sent = self.sentAt { message.sentAt = Google_Protobuf_Timestamp(millisecondsOf: sent) }
+            if let next = self.nextAttemptAt { message.nextAttemptAt = Google_Protobuf_Timestamp(millisecondsOf: next) }
+            message.mayHaveArrived = self.mayHaveArrived
+            return message
         }
-        message.channel =
-            switch self.channel {
-            case .email: .email
-            case .push: .push
-            }
-        message.contactID = self.exportedContactID
-        message.address = self.address
-        message.subject = self.subject
-        message.body = self.body
-        message.state =
-            switch self.state {
-            case .pending: .pending
-            case .sent: .sent
-            case .failed: .failed
-            case .cancelled: .cancelled
-            }
-        message.attempts = UInt32(self.attempts)
-        message.lastError = self.lastError
-        message.createdAt = Google_Protobuf_Timestamp(millisecondsOf: self.createdAt)
-        if let sent = self.sentAt { message.sentAt = Google_Protobuf_Timestamp(millisecondsOf: sent) }
-        if let next = self.nextAttemptAt { message.nextAttemptAt = Google_Protobuf_Timestamp(millisecondsOf: next) }
-        message.mayHaveArrived = self.mayHaveArrived
-        return message
     }
 
     /// The stored kind (``MessageKind``, ``DueItem/kind``, ``ContactEvent/kind``) in the

@@ -236,7 +236,7 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         default:
             throw FieldViolation(field: "channel", description: "must be EMAIL or PUSH")
         }
-        let text = try profile.texts(product: self.store.product).test()
+        let text = profile.texts(product: self.store.product).test()
         if let retryAfter = try await self.store.enqueueTest(
             user,
             channel: channel,

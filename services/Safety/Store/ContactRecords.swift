@@ -9,9 +9,9 @@ struct ContactRecord: TableRecord, Equatable, Sendable {
     static let databaseTableName = "contact"
     var id: String
     var userID: String
-    var email: String
+    var email: SealedText
     var emailKey: String
-    var name: String
+    var name: SealedText
     var createdAt: Date
     /// A ``ContactState``.
     var state: String
@@ -35,13 +35,14 @@ extension ContactRecord {
             invitations_sent, answered_at, alarms_until
         """
 
-    /// A row of ``selection``, on either store; the address and name are opened with `keys`.
+    /// A row of ``selection``, on either store; the address and name are opened with `keys`
+    /// when asked for: a claim or a switch's pass that needs neither never fails on them.
     init(columns: some StoredColumns, keys: DataKeys) throws {
         self.id = try columns.string(0)
         self.userID = try columns.string(1)
-        self.email = try keys.open(columns.bytes(2), .contactEmail, row: self.id)
+        self.email = try keys.read(columns.bytes(2), .contactEmail, row: self.id)
         self.emailKey = try columns.string(3)
-        self.name = try keys.open(columns.bytes(4), .contactName, row: self.id)
+        self.name = try keys.read(columns.bytes(4), .contactName, row: self.id)
         self.createdAt = try columns.date(5)
         self.state = try columns.string(6)
         self.invitedAt = try columns.optionalDate(7)
@@ -61,9 +62,9 @@ extension ContactRecord {
         ).execute(
             binding: self.id,
             self.userID,
-            keys.seal(self.email, .contactEmail, row: self.id),
+            try keys.seal(self.email, .contactEmail, row: self.id),
             self.emailKey,
-            keys.seal(self.name, .contactName, row: self.id),
+            try keys.seal(self.name, .contactName, row: self.id),
             self.createdAt.stored,
             self.state,
             self.invitedAt?.stored,
@@ -114,7 +115,12 @@ extension ContactRecord {
     }
 
     /// How the user's pushes name them: their name, else their address.
-    var label: String { self.name.isEmpty ? self.email : self.name }
+    var label: String {
+        get throws {
+            let name = try self.name.open()
+            return name.isEmpty ? try self.email.open() : name
+        }
+    }
 }
 
 /// The secret of a link in an email to a contact: 256 random bits, base64url. Only its SHA-256
@@ -187,7 +193,8 @@ extension ContactLinks {
             answer: answer,
             optOut: optOut,
             language: profile.language,
-            personName: try profile.name.open()
+            // Without the name when it does not open: the links still work.
+            personName: (try? profile.name.open()) ?? ""
         )
         return (links, tokens)
     }

@@ -1,30 +1,71 @@
 import Foundation
 import HearthCore
+import HearthStore
+
+/// A contact as a message to them names them: their address and name, opened. A name that
+/// does not open is left out (the greeting is neutral); an address that does not open is kept
+/// as the failure it is (``AlertRecord/decided(_:of:product:contact:)``).
+struct MessageContact: Sendable {
+    var address: Result<String, SealedValueUnreadable>
+    var name: String
+
+    /// For a message to no contact, or to one removed since.
+    static let none = MessageContact(address: .success(""), name: "")
+
+    init(address: Result<String, SealedValueUnreadable>, name: String) {
+        self.address = address
+        self.name = name
+    }
+
+    /// The contact `id`'s address and name as stored (sealed), opened with `keys`.
+    init(email: Data, name: Data, id: String, keys: DataKeys) {
+        self.address = Result { () throws(SealedValueUnreadable) in try keys.open(email, .contactEmail, row: id) }
+        self.name = (try? keys.open(name, .contactName, row: id)) ?? ""
+    }
+}
 
 // The outbox rows every store writes, and what an attempt's outcome does to one: built here
 // once, so that the SQLite and PostgreSQL stores persist the same messages.
 extension AlertRecord {
     /// The row of a message the switch decided, in the words of `profile` as the transition
     /// leaves it. `contact` is the address and name of a contact's message that is sent (read
-    /// and opened only for those: the rules work with the address's keyed hash).
+    /// and opened only for those: the rules work with the address's keyed hash). A damaged value
+    /// fails nothing else: a name is left out, an address fails its message alone.
+    /// - Throws: ``SealedValueUnreadable`` for an address sealed under a key this process does
+    ///   not have yet.
     static func decided(
         _ message: SwitchMessage,
         of profile: ProfileRecord,
         product: String,
-        contact: (address: String, name: String)
-    ) throws -> AlertRecord {
-        let (channel, contactID, addressKey, address): (Channel, String, String, String) =
-            switch message.recipient {
-            case .user(let key): (.push, key, "", profile.pushToken)
-            case .contact(let recipient): (.email, recipient.id, recipient.key, contact.address)
+        contact: MessageContact
+    ) throws(SealedValueUnreadable) -> AlertRecord {
+        let (channel, contactID, addressKey): (Channel, String, String)
+        var address = ""
+        var unreadable: SealedValueUnreadable?
+        switch message.recipient {
+        case .user(let key):
+            (channel, contactID, addressKey) = (.push, key, "")
+            address = profile.pushToken
+        case .contact(let recipient):
+            (channel, contactID, addressKey) = (.email, recipient.id, recipient.key)
+            do {
+                address = try contact.address.get()
+            } catch {
+                // A key this process lacks yet may come (a rotation): the decision waits for it.
+                if error.mayOpenLater { throw error }
+                unreadable = error
             }
-        let text = try profile.texts(product: product).text(
+        }
+        let text = profile.texts(product: product).text(
             of: message.words,
             lastCheckIn: profile.lastCheckInAt,
             periodStart: profile.periodStart,
             contactName: contact.name,
             at: message.at
         )
+        // A message whose address does not open can reach no one: it is failed at once, with
+        // why, where the user's status shows it, and holds back nothing else.
+        let goes = message.sends && unreadable == nil
         return AlertRecord(
             id: UUID().uuidString.lowercased(),
             userID: profile.userID,
@@ -32,14 +73,14 @@ extension AlertRecord {
             kind: message.kind,
             channel: channel,
             contactID: contactID,
-            address: address,
+            address: SealedText(address),
             addressKey: addressKey,
-            subject: text.subject,
-            body: text.body,
-            state: message.sends ? .pending : .cancelled,
+            subject: SealedText(text.subject),
+            body: SealedText(text.body),
+            state: goes ? .pending : message.sends ? .failed : .cancelled,
             attempts: 0,
-            lastError: "",
-            nextAttemptAt: message.sends ? message.at : nil,
+            lastError: unreadable.map { "the contact's address cannot be read: \($0)" } ?? "",
+            nextAttemptAt: goes ? message.at : nil,
             sentAt: nil,
             createdAt: message.at
         )
@@ -49,8 +90,10 @@ extension AlertRecord {
     static func invitation(to contact: ContactRecord, of profile: ProfileRecord, product: String, at now: Date)
         throws -> AlertRecord
     {
-        let text = try profile.texts(product: product).invitationEmail(
-            contactName: contact.name,
+        // An invitation says who asks: without the name, none goes out (the call fails).
+        _ = try profile.name.open()
+        let text = profile.texts(product: product).invitationEmail(
+            contactName: try contact.name.open(),
             thresholdHours: profile.thresholdHours,
             expiresAt: contact.invitationExpiresAt ?? now
         )
@@ -60,7 +103,7 @@ extension AlertRecord {
             kind: MessageKind.invitation,
             channel: .email,
             contactID: contact.id,
-            address: contact.email,
+            address: try contact.email.open(),
             addressKey: contact.emailKey,
             subject: text.subject,
             body: text.body,
@@ -78,7 +121,7 @@ extension AlertRecord {
     )
         throws -> AlertRecord
     {
-        let push = try profile.texts(product: product).contactPush(event, contact: contact.label)
+        let push = profile.texts(product: product).contactPush(event, contact: try contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,
@@ -97,7 +140,7 @@ extension AlertRecord {
     static func graceEnded(of contact: ContactRecord, to profile: ProfileRecord, product: String, at now: Date)
         throws -> AlertRecord
     {
-        let push = try profile.texts(product: product).graceEndedPush(contact: contact.label)
+        let push = profile.texts(product: product).graceEndedPush(contact: try contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,
@@ -152,9 +195,9 @@ extension ContactRecord {
         var contact = ContactRecord(
             id: UUID().uuidString.lowercased(),
             userID: user,
-            email: email,
+            email: SealedText(email),
             emailKey: key,
-            name: name,
+            name: SealedText(name),
             createdAt: now,
             state: ContactState.invited.rawValue,
             invitationsSent: (history?.invitations ?? 0) + 1

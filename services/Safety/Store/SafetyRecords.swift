@@ -56,16 +56,8 @@ extension ProfileRecord {
     /// asked for.
     init(columns: some StoredColumns, keys: DataKeys) throws {
         self.userID = try columns.string(0)
-        self.name = SealedText(
-            sealed: try columns.bytes(1),
-            context: SealedField.profileName.context(row: self.userID),
-            keys: keys
-        )
-        self.email = SealedText(
-            sealed: try columns.bytes(2),
-            context: SealedField.profileEmail.context(row: self.userID),
-            keys: keys
-        )
+        self.name = try keys.read(columns.bytes(1), .profileName, row: self.userID)
+        self.email = try keys.read(columns.bytes(2), .profileEmail, row: self.userID)
         self.thresholdHours = try columns.int(3)
         self.language = try columns.string(4)
         self.timeZone = try columns.string(5)
@@ -207,14 +199,15 @@ struct AlertRecord: TableRecord, Equatable, Sendable {
     var channel: Channel
     /// The contact it goes to; empty for the user's own push or test.
     var contactID: String
-    /// An email address or a push token; sealed at rest while pending, emptied after.
-    var address: String
+    /// An email address or a push token; sealed at rest while pending, emptied after. Read
+    /// sealed and opened only where it is sent (``SealedText``): a claim never fails on it.
+    var address: SealedText
     /// The keyed hash of a contact's address (``DataKeys/addressKey(_:)``), kept after the
     /// address is emptied: an all-clear finds the alarm's contact by it, if added again.
     var addressKey: String = ""
     /// Sealed at rest while pending, emptied after, as `address` is.
-    var subject: String
-    var body: String
+    var subject: SealedText
+    var body: SealedText
     var state: State
     /// Counts every attempt begun, including one under way (one that a killed process left
     /// without an outcome is taken back at the next start).
@@ -262,10 +255,10 @@ extension AlertRecord {
         }
         self.channel = known
         self.contactID = try columns.string(5)
-        self.address = try keys.open(columns.bytes(6), .alertAddress, row: self.id)
+        self.address = try keys.read(columns.bytes(6), .alertAddress, row: self.id)
         self.addressKey = try columns.string(7)
-        self.subject = try keys.open(columns.bytes(8), .alertSubject, row: self.id)
-        self.body = try keys.open(columns.bytes(9), .alertBody, row: self.id)
+        self.subject = try keys.read(columns.bytes(8), .alertSubject, row: self.id)
+        self.body = try keys.read(columns.bytes(9), .alertBody, row: self.id)
         let state = try columns.string(10)
         guard let stored = State(rawValue: state) else {
             throw StoredValueError(message: "alert \(self.id) has state \(state)")
@@ -303,10 +296,10 @@ extension AlertRecord {
             self.kind,
             self.channel.rawValue,
             self.contactID,
-            keeps ? keys.seal(self.address, .alertAddress, row: self.id) : Data(),
+            keeps ? try keys.seal(self.address, .alertAddress, row: self.id) : Data(),
             self.addressKey,
-            keeps ? keys.seal(self.subject, .alertSubject, row: self.id) : Data(),
-            keeps ? keys.seal(self.body, .alertBody, row: self.id) : Data(),
+            keeps ? try keys.seal(self.subject, .alertSubject, row: self.id) : Data(),
+            keeps ? try keys.seal(self.body, .alertBody, row: self.id) : Data(),
             self.state.rawValue,
             self.attempts,
             self.lastError,
@@ -373,10 +366,10 @@ extension AlertRecord {
             kind: kind,
             channel: channel,
             contactID: contactID,
-            address: address,
+            address: SealedText(address),
             addressKey: addressKey,
-            subject: subject,
-            body: body,
+            subject: SealedText(subject),
+            body: SealedText(body),
             state: .pending,
             attempts: 0,
             lastError: "",

@@ -67,9 +67,9 @@ extension SafetyStore {
     /// The outbox row of a decided message (``AlertRecord/decided(_:of:product:contact:)``): a
     /// contact's address and name are read (and opened) only for a message that is sent.
     private func alert(_ message: SwitchMessage, of profile: ProfileRecord, in db: Database) throws -> AlertRecord {
-        var contact = (address: "", name: "")
+        var contact = MessageContact.none
         if case .contact(let recipient) = message.recipient, message.sends {
-            contact = try self.contactAddressAndName(recipient.id, in: db)
+            contact = try self.messageContact(recipient.id, in: db)
         }
         return try .decided(message, of: profile, product: self.product, contact: contact)
     }
@@ -93,14 +93,12 @@ extension SafetyStore {
             .fetchOne(binding: user) { try ProfileRecord(columns: $0, keys: self.keys) }
     }
 
-    /// A contact's address and name, opened; both "" for a contact removed since.
-    func contactAddressAndName(_ id: String, in db: Database) throws -> (address: String, name: String) {
+    /// A contact's address and name, as a message to them names them; ``MessageContact/none``
+    /// for a contact removed since.
+    func messageContact(_ id: String, in db: Database) throws -> MessageContact {
         try db.cachedStatement(sql: "SELECT email, name FROM contact WHERE id = ?").fetchOne(binding: id) {
-            (
-                try self.keys.open($0.value(0), .contactEmail, row: id),
-                try self.keys.open($0.value(1), .contactName, row: id)
-            )
-        } ?? ("", "")
+            MessageContact(email: try $0.value(0), name: try $0.value(1), id: id, keys: self.keys)
+        } ?? .none
     }
 
     /// The contacts an alarm at `now` emails (``ContactConsent/receivesAlarms(at:)``).

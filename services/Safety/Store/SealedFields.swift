@@ -33,7 +33,12 @@ extension DataKeys {
         try text.sealed(for: field.context(row: row), with: self)
     }
 
-    func open(_ sealed: Data, _ field: SealedField, row: String) throws -> String {
+    /// `sealed`, as `field` of `row` holds it, to be opened when it is used.
+    func read(_ sealed: Data, _ field: SealedField, row: String) -> SealedText {
+        SealedText(sealed: sealed, context: field.context(row: row), keys: self)
+    }
+
+    func open(_ sealed: Data, _ field: SealedField, row: String) throws(SealedValueUnreadable) -> String {
         try self.open(sealed, context: field.context(row: row))
     }
 

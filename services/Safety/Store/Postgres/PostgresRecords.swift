@@ -106,9 +106,9 @@ extension AlertRecord {
             INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
                 state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
             VALUES (\(self.id), \(self.userID), \(self.epoch), \(self.kind), \(self.channel.rawValue), \(self.contactID),
-                \(keeps ? keys.seal(self.address, .alertAddress, row: self.id) : Data()), \(self.addressKey),
-                \(keeps ? keys.seal(self.subject, .alertSubject, row: self.id) : Data()),
-                \(keeps ? keys.seal(self.body, .alertBody, row: self.id) : Data()), \(self.state.rawValue),
+                \(keeps ? try keys.seal(self.address, .alertAddress, row: self.id) : Data()), \(self.addressKey),
+                \(keeps ? try keys.seal(self.subject, .alertSubject, row: self.id) : Data()),
+                \(keeps ? try keys.seal(self.body, .alertBody, row: self.id) : Data()), \(self.state.rawValue),
                 \(self.attempts), \(self.lastError), \(self.nextAttemptAt.postgres), \(self.sentAt.postgres),
                 \(self.createdAt.postgres), \(self.claimedAt.postgres), \(self.mayHaveArrived))
             \(unescaped: ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
@@ -128,12 +128,12 @@ extension AlertRecord {
         var rows = BoundRows()
         for alert in alerts {
             let keeps = alert.state == .pending
-            let sealed = { (text: String, field: SealedField) in
-                ByteBuffer(bytes: keeps ? keys.seal(text, field, row: alert.id) : Data())
+            let sealed = { (text: SealedText, field: SealedField) in
+                ByteBuffer(bytes: keeps ? try keys.seal(text, field, row: alert.id) : Data())
             }
             let (address, subject, body) = (
-                sealed(alert.address, .alertAddress), sealed(alert.subject, .alertSubject),
-                sealed(alert.body, .alertBody)
+                try sealed(alert.address, .alertAddress), try sealed(alert.subject, .alertSubject),
+                try sealed(alert.body, .alertBody)
             )
             rows.append { row in
                 row.bind(alert.id)
@@ -234,8 +234,8 @@ extension ContactRecord {
             """
             INSERT INTO contact (id, user_id, email, email_key, name, created_at, state, invited_at,
                 invitation_expires_at, invitations_sent, answered_at, alarms_until)
-            VALUES (\(self.id), \(self.userID), \(keys.seal(self.email, .contactEmail, row: self.id)), \(self.emailKey),
-                \(keys.seal(self.name, .contactName, row: self.id)), \(self.createdAt.postgres), \(self.state),
+            VALUES (\(self.id), \(self.userID), \(try keys.seal(self.email, .contactEmail, row: self.id)),
+                \(self.emailKey), \(try keys.seal(self.name, .contactName, row: self.id)), \(self.createdAt.postgres), \(self.state),
                 \(self.invitedAt.postgres), \(self.invitationExpiresAt.postgres), \(self.invitationsSent),
                 \(self.answeredAt.postgres), \(self.alarmsUntil.postgres))
             """

@@ -168,13 +168,17 @@ struct PostgresSafetyStore: SafetyPersistence {
         return try await db.rows(full) { try AlertRecord(columns: $0, keys: self.keys) }
     }
 
-    /// The user's contacts' addresses by id, opened.
+    /// The user's contacts' addresses by id, opened; one that does not open is left out
+    /// (``SafetyStore/contactAddresses(_:in:)``).
     func contactAddresses(_ user: String, on db: PostgresConnection) async throws -> [String: String] {
         let rows = try await db.rows("SELECT id, email FROM contact WHERE user_id = \(user)") {
             let id: String = try $0.value(0)
-            return (id, try self.keys.open($0.value(1), .contactEmail, row: id))
+            return (id, try? self.keys.open($0.value(1), .contactEmail, row: id))
         }
-        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
+        return Dictionary(
+            rows.compactMap { id, address in address.map { (id, $0) } },
+            uniquingKeysWith: { first, _ in first }
+        )
     }
 
     /// The messages of `profile`'s period: warnings, alarms and all-clears, without their

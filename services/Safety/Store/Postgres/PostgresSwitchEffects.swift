@@ -83,22 +83,16 @@ enum SwitchEffects {
             guard case .contact(let recipient) = record.message.recipient, record.message.sends else { return nil }
             return recipient.id
         }
-        var contacts: [String: (address: String, name: String)] = [:]
+        var contacts: [String: MessageContact] = [:]
         if !recipients.isEmpty {
             let rows = try await db.rows("SELECT id, email, name FROM contact WHERE id = ANY(\(recipients))") {
                 let id: String = try $0.value(0)
-                return (
-                    id,
-                    (
-                        try store.keys.open($0.value(1), .contactEmail, row: id),
-                        try store.keys.open($0.value(2), .contactName, row: id)
-                    )
-                )
+                return (id, MessageContact(email: try $0.value(1), name: try $0.value(2), id: id, keys: store.keys))
             }
             for (id, contact) in rows { contacts[id] = contact }
         }
         let alerts = try records.map { profile, message in
-            var contact = (address: "", name: "")
+            var contact = MessageContact.none
             if case .contact(let recipient) = message.recipient, message.sends {
                 contact = contacts[recipient.id] ?? contact
             }
