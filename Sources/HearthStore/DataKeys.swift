@@ -170,12 +170,6 @@ public enum SealedValueUnreadable: Error, CustomStringConvertible {
     /// Not a sealed value at all.
     case malformed(context: String)
 
-    /// Whether it may open later: a key missing from this process's file may reach it (a
-    /// rotation another process was told of first); altered bytes never open.
-    public var mayOpenLater: Bool {
-        if case .unknownKey = self { true } else { false }
-    }
-
     public var description: String {
         switch self {
         case .unknownKey(let id, let context):

@@ -47,9 +47,13 @@ struct DamagedValueTests {
             let ana = try #require(emails.first { $0.to == "ana.friend@example.com" })
             #expect(ana.subject == "Hearth Alert: Ana Lima hasn't checked in")
             let mei = try #require(emails.first { $0.to == "mei.brother@example.com" })
-            #expect(mei.subject == "Hearth Alert: the person who added you as an emergency contact hasn't checked in")
-            #expect(mei.body.contains("\nThe person who added you as an emergency contact has not checked in since"))
+            #expect(mei.subject == "Hearth Alert: this person hasn't checked in")
+            #expect(mei.body.contains("\nThis person has not checked in since the switch was armed on"), "\(mei.body)")
             #expect(!mei.body.contains("Mei"), "\(mei.body)")
+            // Its opt-out link works: the page and the answer need no name.
+            let optOut = try #require(SafetySystem.token(in: mei.body, path: "/contact/opt-out?t="))
+            let answered = try await system.answerLink(optOut, .optOut)
+            #expect(answered.state == .optedOut && answered.personName == "this person")
 
             let kai = try await system.status("kai").emails.filter { $0.kind == "ALERT" }
             #expect(kai.count == 2)
@@ -98,6 +102,30 @@ struct DamagedValueTests {
             #expect(failed.email == "ana.friend@example.com", "her contact's address is intact")
             #expect(failed.lastError.contains("cannot be read"), "\(failed.lastError)")
             #expect(failed.attempts == 1)
+        }
+    }
+}
+
+@Suite("Words that name no one, where a name cannot be read", .timeLimit(.minutes(1)))
+struct UnnamedTextsTests {
+    @Test("the person, to a contact, and a contact, to the user, in every language")
+    func unnamed() {
+        let expected = [
+            "en": ("Hearth Alert: this person hasn't checked in", "One of your emergency contacts confirmed"),
+            "zh-Hans": ("Hearth 警报：对方 尚未报平安", "您的一位紧急联系人 已确认"),
+            "zh-Hant": ("Hearth 警報：對方 尚未報平安", "您的一位緊急聯絡人 已確認"),
+        ]
+        for (language, (subject, push)) in expected {
+            let texts = AlertTexts(language: language, name: " ", timeZone: .gmt, product: "Hearth")
+            let alarm = texts.alertEmail(
+                contactName: "",
+                lastCheckIn: nil,
+                armedAt: Date(timeIntervalSince1970: 0),
+                now: .now
+            )
+            #expect(alarm.subject == subject)
+            #expect(texts.contactPush(.confirmed, contact: "").body.hasPrefix(push), "\(language)")
+            #expect(!texts.graceEndedPush(contact: "").body.hasPrefix(" "), "\(language)")
         }
     }
 }

@@ -9,13 +9,22 @@ struct AlertTexts: Sendable {
         case simplifiedChinese = "zh-Hans"
         case traditionalChinese = "zh-Hant"
 
-        /// Who the person is when their name is not known, past a sentence's start and at it.
+        /// Who the person is, to a contact, when their name is not known: past a sentence's
+        /// start, and at it.
         var unnamedPerson: (String, String) {
             switch self {
-            case .english:
-                ("the person who added you as an emergency contact", "The person who added you as an emergency contact")
-            case .simplifiedChinese: ("将您设为紧急联系人的用户", "将您设为紧急联系人的用户")
-            case .traditionalChinese: ("將您設為緊急聯絡人的使用者", "將您設為緊急聯絡人的使用者")
+            case .english: ("this person", "This person")
+            case .simplifiedChinese: ("对方", "对方")
+            case .traditionalChinese: ("對方", "對方")
+            }
+        }
+
+        /// Who a contact is, to the user, when neither their name nor their address is known.
+        var unnamedContact: (String, String) {
+            switch self {
+            case .english: ("one of your emergency contacts", "One of your emergency contacts")
+            case .simplifiedChinese: ("您的一位紧急联系人", "您的一位紧急联系人")
+            case .traditionalChinese: ("您的一位緊急聯絡人", "您的一位緊急聯絡人")
             }
         }
     }

@@ -121,26 +121,34 @@ extension AlertTexts {
         return paragraphs.joined(separator: "\n\n")
     }
 
+    /// How a contact's label (``ContactRecord/label``) is said past a sentence's start and at it:
+    /// as it is, or, empty (neither their name nor their address could be read), as words that
+    /// name no one.
+    private func naming(_ label: String) -> (String, atStart: String) {
+        label.isEmpty ? self.language.unnamedContact : (label, label)
+    }
+
     /// The push the user gets when a contact answered or could not be reached. `contact` is the
     /// contact's name, or their address when they have no name.
     func contactPush(_ event: ContactEvent, contact: String) -> (title: String, body: String) {
+        let (contact, sentenceContact) = self.naming(contact)
         switch self.language {
         case .english:
             switch event {
             case .confirmed:
                 return (
                     "Emergency contact confirmed",
-                    "\(contact) confirmed and will be emailed if you stop checking in."
+                    "\(sentenceContact) confirmed and will be emailed if you stop checking in."
                 )
             case .declined:
                 return (
                     "Invitation declined",
-                    "\(contact) declined to be your emergency contact. You may want to add someone else."
+                    "\(sentenceContact) declined to be your emergency contact. You may want to add someone else."
                 )
             case .optedOut:
                 return (
                     "Emergency contact opted out",
-                    "\(contact) stopped all emails from \(self.product) and will no longer be alerted. You may want to add someone else."
+                    "\(sentenceContact) stopped all emails from \(self.product) and will no longer be alerted. You may want to add someone else."
                 )
             case .bounced:
                 return (
@@ -177,6 +185,7 @@ extension AlertTexts {
     /// invitation's 7 days pass without confirming: they no longer get alarms until they confirm,
     /// and the user may send the invitation again. `contact`: their name, else their address.
     func graceEndedPush(contact: String) -> (title: String, body: String) {
+        let contact = self.naming(contact).atStart
         switch self.language {
         case .english:
             return (

@@ -206,12 +206,12 @@ struct AlertSender: DueWork {
         } catch let failure as DeliveryFailure {
             outcome = .failure(failure)
         } catch let error as SealedValueUnreadable {
-            // Damaged: no attempt will deliver it. Sealed under a key this process's file lacks
-            // yet: tried again (another process, or this one later, may have the key).
+            // Damaged, or sealed under a key the data key file no longer holds (its id read
+            // from the same bytes): no attempt will deliver it.
             outcome = .failure(
                 DeliveryFailure(
                     message: "its address or words cannot be read: \(error)",
-                    isPermanent: !error.mayOpenLater,
+                    isPermanent: true,
                     mayHaveArrived: false
                 )
             )

@@ -114,12 +114,11 @@ extension ContactRecord {
         }
     }
 
-    /// How the user's pushes name them: their name, else their address.
+    /// How the user's pushes name them: their name, else their address; "" when neither can
+    /// be read (the push then names no one: a damaged value fails no answer of theirs).
     var label: String {
-        get throws {
-            let name = try self.name.open()
-            return name.isEmpty ? try self.email.open() : name
-        }
+        if let name = try? self.name.open(), !name.isEmpty { return name }
+        return (try? self.email.open()) ?? ""
     }
 }
 
@@ -194,7 +193,7 @@ extension ContactLinks {
             optOut: optOut,
             language: profile.language,
             // Without the name when it does not open: the links still work.
-            personName: (try? profile.name.open()) ?? ""
+            personName: profile.texts(product: "").name
         )
         return (links, tokens)
     }

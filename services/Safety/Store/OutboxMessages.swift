@@ -31,14 +31,12 @@ extension AlertRecord {
     /// leaves it. `contact` is the address and name of a contact's message that is sent (read
     /// and opened only for those: the rules work with the address's keyed hash). A damaged value
     /// fails nothing else: a name is left out, an address fails its message alone.
-    /// - Throws: ``SealedValueUnreadable`` for an address sealed under a key this process does
-    ///   not have yet.
     static func decided(
         _ message: SwitchMessage,
         of profile: ProfileRecord,
         product: String,
         contact: MessageContact
-    ) throws(SealedValueUnreadable) -> AlertRecord {
+    ) -> AlertRecord {
         let (channel, contactID, addressKey): (Channel, String, String)
         var address = ""
         var unreadable: SealedValueUnreadable?
@@ -48,13 +46,7 @@ extension AlertRecord {
             address = profile.pushToken
         case .contact(let recipient):
             (channel, contactID, addressKey) = (.email, recipient.id, recipient.key)
-            do {
-                address = try contact.address.get()
-            } catch {
-                // A key this process lacks yet may come (a rotation): the decision waits for it.
-                if error.mayOpenLater { throw error }
-                unreadable = error
-            }
+            do { address = try contact.address.get() } catch { unreadable = error }
         }
         let text = profile.texts(product: product).text(
             of: message.words,
@@ -121,7 +113,7 @@ extension AlertRecord {
     )
         throws -> AlertRecord
     {
-        let push = profile.texts(product: product).contactPush(event, contact: try contact.label)
+        let push = profile.texts(product: product).contactPush(event, contact: contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,
@@ -140,7 +132,7 @@ extension AlertRecord {
     static func graceEnded(of contact: ContactRecord, to profile: ProfileRecord, product: String, at now: Date)
         throws -> AlertRecord
     {
-        let push = profile.texts(product: product).graceEndedPush(contact: try contact.label)
+        let push = profile.texts(product: product).graceEndedPush(contact: contact.label)
         return .queued(
             userID: profile.userID,
             epoch: profile.epoch,

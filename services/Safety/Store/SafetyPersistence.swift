@@ -336,7 +336,8 @@ struct LinkTarget {
         guard decision.check != .notFound else { return LinkView(check: .notFound) }
         return LinkView(
             check: decision.check,
-            personName: try self.profile?.name.open() ?? "",
+            // Without the name when it does not open: the page still answers.
+            personName: self.profile?.texts(product: "").name ?? "",
             language: self.profile?.language ?? "",
             state: decision.state
         )

@@ -71,7 +71,7 @@ extension SafetyStore {
         if case .contact(let recipient) = message.recipient, message.sends {
             contact = try self.messageContact(recipient.id, in: db)
         }
-        return try .decided(message, of: profile, product: self.product, contact: contact)
+        return .decided(message, of: profile, product: self.product, contact: contact)
     }
 
     /// The kinds a check-in or resume cancels while pending: the due items'.

@@ -91,12 +91,12 @@ enum SwitchEffects {
             }
             for (id, contact) in rows { contacts[id] = contact }
         }
-        let alerts = try records.map { profile, message in
+        let alerts = records.map { profile, message in
             var contact = MessageContact.none
             if case .contact(let recipient) = message.recipient, message.sends {
                 contact = contacts[recipient.id] ?? contact
             }
-            return try AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
+            return AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
         }
         try await AlertRecord.insert(alerts, on: db, sealingWith: store.keys, ignoringConflict: true)
     }
