@@ -69,6 +69,24 @@ struct DamagedValueTests {
     }
 
     @Test(
+        "damaged names do not keep the switch from starting: a key passes when any value sealed under it opens",
+        arguments: StoreKind.allCases
+    )
+    func starts(store: StoreKind) async throws {
+        try await withSafetySystem(store: store) { system in
+            try await system.profile("ana", name: "Ana Lima", contacts: ["ana.friend@example.com"])
+            try await system.profile("mei", name: "Mei Chen", contacts: ["mei.brother@example.com"])
+            // Every name sealed under the key is damaged: its check must find the key elsewhere.
+            #expect(try await system.damage("profile", "name", where: "user_id <> ''") == 2)
+            try await system.restart()
+            #expect(try await system.status("mei").state == .normal)
+            // A wrong key file is still refused: no value opens under it.
+            try DataKeyRing.generate().text.write(to: system.keyFile, atomically: true, encoding: .utf8)
+            await #expect(throws: DataKeysDoNotMatch.self) { try await system.restart() }
+        }
+    }
+
+    @Test(
         "a pending alarm whose words do not open fails alone, with why; the others are sent",
         arguments: StoreKind.allCases
     )

@@ -88,8 +88,9 @@ protocol SafetyPersistence: Sendable {
     func eraseUser(_ user: String) async throws -> Int
     func checkIns(of user: String) async throws -> [CheckInRow]
     func messages(of user: String) async throws -> [AlertRecord]
-    /// A value sealed under each key in use, by key id (a new key ring must open each).
-    func sealedSamples() async throws -> [UInt32: SealedSample]
+    /// Values sealed under each key in use, by key id, one of each field (a new key ring must
+    /// open one of each key's).
+    func sealedSamples() async throws -> [UInt32: [SealedSample]]
     /// Seals again under the sealing key every value sealed under another; answers how many.
     func resealAll(batch: Int) async throws -> Int
 
@@ -255,13 +256,15 @@ struct SealedSample: Sendable {
 
 extension SealedSample {
     /// Whether `keys` open a value sealed under each key in use: the store's own keys, not merely
-    /// keys of the same ids.
+    /// keys of the same ids. A key passes when one of its samples opens: a wrong key opens none,
+    /// while one damaged row (its bytes changed) must not keep the switch from starting.
     /// - Throws: ``DataKeysDoNotMatch`` naming the keys missing and those that do not open.
-    static func check(_ keys: DataKeys, opens samples: [UInt32: SealedSample]) throws {
+    static func check(_ keys: DataKeys, opens samples: [UInt32: [SealedSample]]) throws {
         let ring = keys.current
         let missing = samples.keys.filter { ring.key($0) == nil }.sorted()
-        let wrong = samples.filter { id, sample in
-            ring.key(id) != nil && (try? keys.open(sample.value, sample.field, row: sample.row)) == nil
+        let wrong = samples.filter { id, samples in
+            ring.key(id) != nil
+                && !samples.contains { (try? keys.open($0.value, $0.field, row: $0.row)) != nil }
         }.keys.sorted()
         guard missing.isEmpty, wrong.isEmpty else { throw DataKeysDoNotMatch(missingKeys: missing, wrongKeys: wrong) }
     }

@@ -33,13 +33,13 @@ extension SafetyStore {
         }
     }
 
-    func sealedSamples() async throws -> [UInt32: SealedSample] {
+    func sealedSamples() async throws -> [UInt32: [SealedSample]] {
         try await self.base.longRead { db in try Self.sealedSamples(in: db) }
     }
 
-    /// A value sealed under each key in use, by key id.
-    static func sealedSamples(in db: Database) throws -> [UInt32: SealedSample] {
-        var samples: [UInt32: SealedSample] = [:]
+    /// Values sealed under each key in use, by key id: one row per key prefix of each field.
+    static func sealedSamples(in db: Database) throws -> [UInt32: [SealedSample]] {
+        var samples: [UInt32: [SealedSample]] = [:]
         for field in SealedField.allCases {
             // Only pending messages keep sealed values (an index covers them).
             let pending = field.table == AlertRecord.databaseTableName ? "AND state = 'pending'" : ""
@@ -56,7 +56,7 @@ extension SafetyStore {
                 guard let id = DataKeys.keyID(ofPrefix: row["prefix"]) else {
                     throw SealedValueUnreadable.malformed(context: field.context(row: row["row"]))
                 }
-                samples[id] = samples[id] ?? SealedSample(field: field, row: row["row"], value: row["value"])
+                samples[id, default: []].append(SealedSample(field: field, row: row["row"], value: row["value"]))
             }
         }
         return samples

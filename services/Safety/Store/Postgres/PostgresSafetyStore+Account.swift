@@ -20,13 +20,13 @@ extension PostgresSafetyStore {
         try SealedSample.check(keys, opens: try await Self.sealedSamples(on: db))
     }
 
-    func sealedSamples() async throws -> [UInt32: SealedSample] {
+    func sealedSamples() async throws -> [UInt32: [SealedSample]] {
         try await self.database.read { db in try await Self.sealedSamples(on: db) }
     }
 
     /// A value sealed under each key in use, by key id: one row per key prefix of each field.
-    private static func sealedSamples(on db: PostgresConnection) async throws -> [UInt32: SealedSample] {
-        var samples: [UInt32: SealedSample] = [:]
+    private static func sealedSamples(on db: PostgresConnection) async throws -> [UInt32: [SealedSample]] {
+        var samples: [UInt32: [SealedSample]] = [:]
         for field in SealedField.allCases {
             // Only pending messages keep sealed values.
             let pending = field.table == AlertRecord.databaseTableName ? "AND state = 'pending'" : ""
@@ -48,7 +48,7 @@ extension PostgresSafetyStore {
                 guard let id = DataKeys.keyID(ofPrefix: row.prefix) else {
                     throw SealedValueUnreadable.malformed(context: field.context(row: row.row))
                 }
-                samples[id] = samples[id] ?? SealedSample(field: field, row: row.row, value: row.value)
+                samples[id, default: []].append(SealedSample(field: field, row: row.row, value: row.value))
             }
         }
         return samples
