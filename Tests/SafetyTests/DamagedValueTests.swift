@@ -34,7 +34,8 @@ struct DamagedValueTests {
             let t0 = system.clock.now()
             #expect(try await system.damage("profile", "name", where: "user_id = 'mei'") == 1)
             let sister = try #require(try await system.contactID("kai", email: "kai.sister@example.com"))
-            #expect(try await system.damage("contact", "email", where: "id = '\(sister)'") == 1)
+            // Her address's key id damaged: it reads as a key the file does not hold.
+            #expect(try await system.damage("contact", "email", where: "id = '\(sister)'", at: 1) == 1)
 
             try await system.advance(to: t0 + 24 * self.hour)
             try await eventually("the three alarms that can go out") { try system.emails().count == 3 }
@@ -80,9 +81,15 @@ struct DamagedValueTests {
             #expect(try await system.damage("profile", "name", where: "user_id <> ''") == 2)
             try await system.restart()
             #expect(try await system.status("mei").state == .normal)
-            // A wrong key file is still refused: no value opens under it.
-            try DataKeyRing.generate().text.write(to: system.keyFile, atomically: true, encoding: .utf8)
-            await #expect(throws: DataKeysDoNotMatch.self) { try await system.restart() }
+            // Key 1 under its id but another key (the index key kept): no value opens under it.
+            let index = try DataKeys(file: system.keyFile).current.index.base64URLEncoded
+            let impostor = "index \(index)\nkey 1 \(DataKeyRing.generate().sealing.bytes.base64URLEncoded)\n"
+            try impostor.write(to: system.keyFile, atomically: true, encoding: .utf8)
+            await #expect {
+                try await system.restart()
+            } throws: { error in
+                (error as? DataKeysDoNotMatch)?.wrongKeys == [1]
+            }
         }
     }
 
@@ -129,9 +136,9 @@ struct UnnamedTextsTests {
     @Test("the person, to a contact, and a contact, to the user, in every language")
     func unnamed() {
         let expected = [
-            "en": ("Hearth Alert: this person hasn't checked in", "One of your emergency contacts confirmed"),
-            "zh-Hans": ("Hearth 警报：对方 尚未报平安", "您的一位紧急联系人 已确认"),
-            "zh-Hant": ("Hearth 警報：對方 尚未報平安", "您的一位緊急聯絡人 已確認"),
+            "en": ("Hearth Alert: this person hasn't checked in", "A contact you added confirmed"),
+            "zh-Hans": ("Hearth 警报：对方 尚未报平安", "您添加的一位联系人 已确认"),
+            "zh-Hant": ("Hearth 警報：對方 尚未報平安", "您新增的一位聯絡人 已確認"),
         ]
         for (language, (subject, push)) in expected {
             let texts = AlertTexts(language: language, name: " ", timeZone: .gmt, product: "Hearth")
@@ -149,19 +156,25 @@ struct UnnamedTextsTests {
 }
 
 extension SafetySystem {
-    /// Changes the last byte of `column` in the rows of `table` that `condition` selects, as
-    /// damage on disk would: a sealed value there no longer opens. Answers how many rows changed.
-    func damage(_ table: String, _ column: String, where condition: String, in store: (any SafetyPersistence)? = nil)
-        async throws -> Int
-    {
+    /// Changes a byte of `column` (the last, or the one `at` names) in the rows of `table` that
+    /// `condition` selects, as damage on disk would: a sealed value there no longer opens (byte
+    /// 1 is its key id's first). Answers how many rows changed.
+    func damage(
+        _ table: String,
+        _ column: String,
+        where condition: String,
+        at offset: Int? = nil,
+        in store: (any SafetyPersistence)? = nil
+    ) async throws -> Int {
         let store = store ?? self.service.store
+        let position = offset.map(String.init) ?? "length(\(column)) - 1"
         if let postgres = store as? PostgresSafetyStore {
             return try await postgres.database.transaction { db in
                 try await db.count(
                     """
                     UPDATE \(unescaped: table)
-                    SET \(unescaped: column) = set_byte(\(unescaped: column), length(\(unescaped: column)) - 1,
-                        get_byte(\(unescaped: column), length(\(unescaped: column)) - 1) # 1)
+                    SET \(unescaped: column) = set_byte(\(unescaped: column), \(unescaped: position),
+                        get_byte(\(unescaped: column), \(unescaped: position)) # 1)
                     WHERE \(unescaped: condition) RETURNING 1
                     """
                 )
@@ -171,7 +184,7 @@ extension SafetySystem {
             let rows = try Row.fetchAll(db, sql: "SELECT rowid, \(column) FROM \(table) WHERE \(condition)")
             for row in rows {
                 var value: Data = row[1]
-                value[value.count - 1] ^= 1
+                value[offset ?? value.count - 1] ^= 1
                 try db.execute(sql: "UPDATE \(table) SET \(column) = ? WHERE rowid = ?", arguments: [value, row[0]])
             }
             return rows.count

@@ -22,9 +22,9 @@ struct AlertTexts: Sendable {
         /// Who a contact is, to the user, when neither their name nor their address is known.
         var unnamedContact: (String, String) {
             switch self {
-            case .english: ("one of your emergency contacts", "One of your emergency contacts")
-            case .simplifiedChinese: ("您的一位紧急联系人", "您的一位紧急联系人")
-            case .traditionalChinese: ("您的一位緊急聯絡人", "您的一位緊急聯絡人")
+            case .english: ("a contact you added", "A contact you added")
+            case .simplifiedChinese: ("您添加的一位联系人", "您添加的一位联系人")
+            case .traditionalChinese: ("您新增的一位聯絡人", "您新增的一位聯絡人")
             }
         }
     }

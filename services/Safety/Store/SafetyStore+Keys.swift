@@ -53,9 +53,9 @@ extension SafetyStore {
                     """
             )
             for row in rows {
-                guard let id = DataKeys.keyID(ofPrefix: row["prefix"]) else {
-                    throw SealedValueUnreadable.malformed(context: field.context(row: row["row"]))
-                }
+                // Not a sealed value (its first byte damaged): it says nothing of the keys, and
+                // fails only where it is used.
+                guard let id = DataKeys.keyID(ofPrefix: row["prefix"]) else { continue }
                 samples[id, default: []].append(SealedSample(field: field, row: row["row"], value: row["value"]))
             }
         }

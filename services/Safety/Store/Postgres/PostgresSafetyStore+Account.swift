@@ -45,9 +45,8 @@ extension PostgresSafetyStore {
                 )
             }
             for row in rows {
-                guard let id = DataKeys.keyID(ofPrefix: row.prefix) else {
-                    throw SealedValueUnreadable.malformed(context: field.context(row: row.row))
-                }
+                // Not a sealed value: it says nothing of the keys (``SafetyStore/sealedSamples(in:)``).
+                guard let id = DataKeys.keyID(ofPrefix: row.prefix) else { continue }
                 samples[id, default: []].append(SealedSample(field: field, row: row.row, value: row.value))
             }
         }
