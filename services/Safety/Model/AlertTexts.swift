@@ -19,6 +19,13 @@ struct AlertTexts: Sendable {
             }
         }
 
+        /// The person as a sentence says them past its start and at it: `name`, trimmed, or when
+        /// empty (it could not be read), ``unnamedPerson``.
+        func naming(_ name: String) -> (String, atStart: String) {
+            let known = name.trimmingCharacters(in: .whitespacesAndNewlines)
+            return known.isEmpty ? self.unnamedPerson : (known, known)
+        }
+
         /// Who a contact is, to the user, when neither their name nor their address is known.
         var unnamedContact: (String, String) {
             switch self {
@@ -44,8 +51,7 @@ struct AlertTexts: Sendable {
 
     init(language: String, name: String, timeZone: TimeZone, product: String) {
         self.language = Language(rawValue: language) ?? .english
-        let known = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        (self.name, self.sentenceName) = known.isEmpty ? self.language.unnamedPerson : (known, known)
+        (self.name, self.sentenceName) = self.language.naming(name)
         self.timeZone = timeZone
         self.product = product
     }

@@ -5,12 +5,21 @@ import HearthStore
 import SwiftProtobuf
 
 extension ProfileRecord {
+    /// The name, opened; "" when it does not open.
+    var openedName: String { (try? self.name.open()) ?? "" }
+
+    /// The name as the switch's words say it to a contact, mid-sentence: the user's, or words
+    /// that name no one when it does not open (a contact page, a link's words).
+    var spokenName: String {
+        (AlertTexts.Language(rawValue: self.language) ?? .english).naming(self.openedName).0
+    }
+
     /// What the switch says to and about this user, in their language and zone; without their
     /// name when it does not open (``AlertTexts/name``): a damaged value silences no alarm.
     func texts(product: String) -> AlertTexts {
         AlertTexts(
             language: self.language,
-            name: (try? self.name.open()) ?? "",
+            name: self.openedName,
             timeZone: TimeZone(iana: self.timeZone) ?? .gmt,
             product: product
         )

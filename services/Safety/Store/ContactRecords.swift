@@ -193,7 +193,7 @@ extension ContactLinks {
             optOut: optOut,
             language: profile.language,
             // Without the name when it does not open: the links still work.
-            personName: profile.texts(product: "").name
+            personName: profile.spokenName
         )
         return (links, tokens)
     }

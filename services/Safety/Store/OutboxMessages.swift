@@ -111,7 +111,7 @@ extension AlertRecord {
         product: String,
         at now: Date
     )
-        throws -> AlertRecord
+        -> AlertRecord
     {
         let push = profile.texts(product: product).contactPush(event, contact: contact.label)
         return .queued(
@@ -130,7 +130,7 @@ extension AlertRecord {
 
     /// The push telling the user that `contact`'s grace ended unanswered, queued now.
     static func graceEnded(of contact: ContactRecord, to profile: ProfileRecord, product: String, at now: Date)
-        throws -> AlertRecord
+        -> AlertRecord
     {
         let push = profile.texts(product: product).graceEndedPush(contact: contact.label)
         return .queued(

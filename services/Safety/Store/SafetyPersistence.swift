@@ -340,7 +340,7 @@ struct LinkTarget {
         return LinkView(
             check: decision.check,
             // Without the name when it does not open: the page still answers.
-            personName: self.profile?.texts(product: "").name ?? "",
+            personName: self.profile?.spokenName ?? "",
             language: self.profile?.language ?? "",
             state: decision.state
         )
