@@ -1,7 +1,10 @@
 public import PostgresNIO
 
-/// Rows of bound values for one statement, `VALUES ($1, $2), ($3, $4)`: a batch written, or
-/// matched against a table, in one round trip (PostgresNIO binds no array holding a NULL).
+/// Rows of bound values for one statement, bound as one array a column and read back as rows,
+/// `SELECT * FROM unnest($1::text[], $2::timestamptz[])`: a batch written, or matched against a
+/// table, in one round trip. The statement's text is the same whatever the number of rows, so
+/// PostgreSQL parses and plans a short text (a `VALUES` list of a hundred rows was parsed and
+/// analyzed value by value, a third of its backends' CPU in an alarm storm with the planning).
 ///
 ///     var rows = BoundRows()
 ///     for alert in alerts { rows.append { $0.bind(alert.id); $0.bind(alert.sentAt?.postgres) } }
@@ -9,29 +12,26 @@ public import PostgresNIO
 public struct BoundRows {
     /// One row's values, bound in the order of the statement's columns.
     public struct Row {
-        fileprivate var bindings: PostgresBindings
-        /// The statement's `VALUES` list so far, this row's placeholders last.
-        fileprivate var text: String
-        fileprivate var columns = 0
+        fileprivate var columns: [ColumnArray]
+        fileprivate let isFirst: Bool
+        fileprivate var position = 0
 
-        /// Binds `value` as the row's next column, cast to its type: a column of NULLs alone must
-        /// not be taken for text (PostgresNIO binds NULL without a type).
+        /// Binds `value` as the row's next column. Every row binds the same types in the same
+        /// order (the first row's fix the columns).
         public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) {
-            if let value { self.bindings.append(value, context: .default) } else { self.bindings.appendNull() }
-            // Written into the list in place: no string a placeholder, no list of them a row.
-            if self.columns > 0 { self.text += ", " }
-            self.columns += 1
-            self.text += "$"
-            self.text += String(self.bindings.count)
-            if let type = Value.psqlType.knownSQLName {
-                self.text += "::"
-                self.text += type
-            }
+            if self.isFirst { self.columns.append(ColumnArray(element: Value.psqlType)) }
+            precondition(
+                self.position < self.columns.count && self.columns[self.position].element == Value.psqlType,
+                "every row binds the columns of the first"
+            )
+            self.columns[self.position].append(value)
+            self.position += 1
         }
     }
 
+    private var columns: [ColumnArray] = []
+    /// Values bound for the rest of the statement, numbered before the columns.
     private var bindings = PostgresBindings()
-    private var text = "VALUES "
     public private(set) var count = 0
 
     public init() {}
@@ -40,27 +40,88 @@ public struct BoundRows {
 
     /// Adds a row, its values bound by `fill`.
     public mutating func append(_ fill: (inout Row) -> Void) {
-        // The bindings and the text move into the row and back, never copied (a copy per row is
-        // quadratic).
-        var row = Row(bindings: PostgresBindings(), text: "")
-        swap(&row.bindings, &self.bindings)
-        swap(&row.text, &self.text)
-        row.text += self.count == 0 ? "(" : ", ("
+        // The columns move into the row and back, never copied (a copy per row is quadratic).
+        var row = Row(columns: [], isFirst: self.count == 0)
+        swap(&row.columns, &self.columns)
         fill(&row)
-        row.text += ")"
-        swap(&row.bindings, &self.bindings)
-        swap(&row.text, &self.text)
+        precondition(row.position == row.columns.count, "every row binds the columns of the first")
+        swap(&row.columns, &self.columns)
         self.count += 1
     }
 
-    /// Binds `value` after the rows, for the rest of the statement: answers its placeholder.
+    /// Binds `value` for the rest of the statement: answers its placeholder.
     public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> String {
         self.bindings.append(value, context: .default)
         return "$\(self.bindings.count)"
     }
 
-    /// The statement `sql` makes of the rows' `VALUES ...` list.
+    /// The statement `sql` makes of the rows, given as `SELECT * FROM unnest(...)`.
     public func query(_ sql: (String) -> String) -> PostgresQuery {
-        PostgresQuery(unsafeSQL: sql(self.text), binds: self.bindings)
+        var bindings = self.bindings
+        var arrays: [String] = []
+        for column in self.columns {
+            bindings.append(column, context: .default)
+            // Cast: a column of NULLs alone must not be taken for text.
+            arrays.append("$\(bindings.count)::\(column.element.knownSQLName ?? "text")[]")
+        }
+        return PostgresQuery(
+            unsafeSQL: sql("SELECT * FROM unnest(\(arrays.joined(separator: ", ")))"),
+            binds: bindings
+        )
+    }
+}
+
+/// A one-dimensional array of `element`s, NULLs among them, in PostgreSQL's binary array format
+/// (`array_recv`): a header, then each element's length (-1 for a NULL) and bytes.
+struct ColumnArray: PostgresDynamicTypeEncodable {
+    let element: PostgresDataType
+    private var elements = ByteBuffer()
+    private var count: Int32 = 0
+    private var hasNull = false
+
+    init(element: PostgresDataType) {
+        self.element = element
+    }
+
+    mutating func append<Value: PostgresNonThrowingEncodable>(_ value: Value?) {
+        self.count += 1
+        guard let value else {
+            self.hasNull = true
+            self.elements.writeInteger(Int32(-1))
+            return
+        }
+        precondition(Value.psqlFormat == .binary, "array elements are bound in binary")
+        let lengthAt = self.elements.writerIndex
+        self.elements.writeInteger(Int32(0))
+        value.encode(into: &self.elements, context: .default)
+        self.elements.setInteger(Int32(self.elements.writerIndex - lengthAt - 4), at: lengthAt)
+    }
+
+    var psqlType: PostgresDataType {
+        switch self.element {
+        case .text: .textArray
+        case .int8: .int8Array
+        case .int4: .int4Array
+        case .bool: .boolArray
+        case .bytea: .byteaArray
+        case .timestamptz: .timestamptzArray
+        case .float8: .float8Array
+        // Left to the statement's cast.
+        default: PostgresDataType(0)
+        }
+    }
+
+    var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into byteBuffer: inout ByteBuffer,
+        context: PostgresEncodingContext<JSONEncoder>
+    ) {
+        byteBuffer.writeInteger(Int32(1))  // dimensions
+        byteBuffer.writeInteger(Int32(self.hasNull ? 1 : 0))
+        byteBuffer.writeInteger(self.element.rawValue)
+        byteBuffer.writeInteger(self.count)  // the dimension's length
+        byteBuffer.writeInteger(Int32(1))  // its lower bound
+        byteBuffer.writeImmutableBuffer(self.elements)
     }
 }

@@ -121,6 +121,7 @@ wait_quiet() {
 # durability), on a free loopback port, run as nobody when this runs as root. Sets PG_PID and
 # PG_STORE (the address `hearth serve safety --store` takes); the caller stops PG_PID. With
 # PG_STATEMENTS=1 it loads pg_stat_statements, planning timed too (the caller creates the extension).
+# PG_SETTINGS: more server settings, NAME=VALUE separated by spaces (each passed as -c).
 start_postgres() {
   local dir=$1 bin port
   bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
@@ -131,8 +132,10 @@ start_postgres() {
   [ "$(id -u)" -eq 0 ] && chown 65534:65534 "$dir/pg"
   "${as_pg[@]}" "$bin/initdb" -D "$dir/pg/data" -U hearth --auth=trust --no-locale -E UTF8 >/dev/null
   port=$(free_port)
+  local settings=() setting
+  for setting in ${PG_SETTINGS:-}; do settings+=(-c "$setting"); done
   "${as_pg[@]}" "$bin/postgres" -D "$dir/pg/data" -p "$port" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories= -c max_connections=200 ${PG_STATEMENTS:+-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on} \
+    -c unix_socket_directories= -c max_connections=200 "${settings[@]}" ${PG_STATEMENTS:+-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on} \
     >"$dir/pg.log" 2>&1 &
   PG_PID=$!
   for _ in $(seq 100); do "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
