@@ -6,45 +6,46 @@ public import PostgresNIO
 /// PostgreSQL parses and plans a short text (a `VALUES` list of a hundred rows was parsed and
 /// analyzed value by value, a third of its backends' CPU in an alarm storm with the planning).
 ///
-///     var rows = BoundRows()
+///     var rows = BoundRows(columns: .text, .timestamptz)
 ///     for alert in alerts { rows.append { $0.bind(alert.id); $0.bind(alert.sentAt?.postgres) } }
 ///     try await db.run(rows.query { "UPDATE alert SET sent_at = v.sent_at FROM (\($0)) AS v(id, sent_at) WHERE ..." })
-public struct BoundRows {
+public struct BoundRows: Sendable {
     /// One row's values, bound in the order of the statement's columns.
     public struct Row {
         fileprivate var columns: [ColumnArray]
-        fileprivate let isFirst: Bool
         fileprivate var position = 0
 
-        /// Binds `value` as the row's next column. Every row binds the same types in the same
-        /// order (the first row's fix the columns).
+        /// Binds `value` as the row's next column, of the type the rows were made with.
         public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) {
-            if self.isFirst { self.columns.append(ColumnArray(element: Value.psqlType)) }
             precondition(
                 self.position < self.columns.count && self.columns[self.position].element == Value.psqlType,
-                "every row binds the columns of the first"
+                "a row binds the columns' types, in their order"
             )
             self.columns[self.position].append(value)
             self.position += 1
         }
     }
 
-    private var columns: [ColumnArray] = []
+    private var columns: [ColumnArray]
     /// Values bound for the rest of the statement, numbered before the columns.
     private var bindings = PostgresBindings()
     public private(set) var count = 0
 
-    public init() {}
+    /// Rows of `columns`, by their types: the statement's text is fixed by them (a statement
+    /// prepared once is made with no rows).
+    public init(columns: PostgresDataType...) {
+        self.columns = columns.map(ColumnArray.init(element:))
+    }
 
     public var isEmpty: Bool { self.count == 0 }
 
     /// Adds a row, its values bound by `fill`.
     public mutating func append(_ fill: (inout Row) -> Void) {
         // The columns move into the row and back, never copied (a copy per row is quadratic).
-        var row = Row(columns: [], isFirst: self.count == 0)
+        var row = Row(columns: [])
         swap(&row.columns, &self.columns)
         fill(&row)
-        precondition(row.position == row.columns.count, "every row binds the columns of the first")
+        precondition(row.position == row.columns.count, "a row binds every column")
         swap(&row.columns, &self.columns)
         self.count += 1
     }
@@ -62,7 +63,7 @@ public struct BoundRows {
         for column in self.columns {
             bindings.append(column, context: .default)
             // Cast: a column of NULLs alone must not be taken for text.
-            arrays.append("$\(bindings.count)::\(column.element.knownSQLName ?? "text")[]")
+            arrays.append("$\(bindings.count)::\(column.psqlType.knownSQLName ?? "")")
         }
         return PostgresQuery(
             unsafeSQL: sql("SELECT * FROM unnest(\(arrays.joined(separator: ", ")))"),
@@ -73,7 +74,7 @@ public struct BoundRows {
 
 /// A one-dimensional array of `element`s, NULLs among them, in PostgreSQL's binary array format
 /// (`array_recv`): a header, then each element's length (-1 for a NULL) and bytes.
-struct ColumnArray: PostgresDynamicTypeEncodable {
+struct ColumnArray: PostgresDynamicTypeEncodable, Sendable {
     let element: PostgresDataType
     private var elements = ByteBuffer()
     private var count: Int32 = 0
@@ -81,6 +82,7 @@ struct ColumnArray: PostgresDynamicTypeEncodable {
 
     init(element: PostgresDataType) {
         self.element = element
+        precondition(self.psqlType != PostgresDataType(0), "no array of \(element) is known here")
     }
 
     mutating func append<Value: PostgresNonThrowingEncodable>(_ value: Value?) {
@@ -106,7 +108,6 @@ struct ColumnArray: PostgresDynamicTypeEncodable {
         case .bytea: .byteaArray
         case .timestamptz: .timestamptzArray
         case .float8: .float8Array
-        // Left to the statement's cast.
         default: PostgresDataType(0)
         }
     }

@@ -67,27 +67,42 @@ extension PostgresConnection {
     /// a circle.
     public func lock(_ keys: some Collection<String>) async throws {
         guard !keys.isEmpty else { return }
-        // The subquery's order is the order the locks are taken in (an aggregate over it reads
-        // its rows as sorted); read to the end, as for one key.
-        _ = try await self.count(
-            """
-            SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0)))
-            FROM (SELECT DISTINCT key FROM unnest(\(Array(keys))::text[]) AS key ORDER BY key) AS sorted
-            """
-        )
+        // Read to the end, as for one key.
+        _ = try await self.rows(Locks(keys: Array(keys))) { _ in () }
     }
 
     /// Takes the transaction's lock on each of `keys` that no one holds, in one statement;
     /// answers the keys it holds now.
     public func tryLock(_ keys: some Collection<String>) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        return Set(
-            try await self.rows(
-                """
-                SELECT key FROM (SELECT DISTINCT key FROM unnest(\(Array(keys))::text[]) AS key ORDER BY key) AS sorted
-                WHERE pg_try_advisory_xact_lock(hashtextextended(key, 0))
-                """
-            ) { try $0.value(0, as: String.self) }
-        )
+        return Set(try await self.rows(TryLocks(keys: Array(keys))) { try $0.value(0, as: String.self) })
+    }
+}
+
+/// The locks on `keys`, taken in their sorted order (``PostgresConnection/lock(_:)-(some Collection<String>)``).
+struct Locks: PreparedSQL {
+    static let sql = Self(keys: []).query.sql
+    let keys: [String]
+
+    var query: PostgresQuery {
+        // The subquery's order is the order the locks are taken in (an aggregate over it reads
+        // its rows as sorted).
+        """
+        SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0)))
+        FROM (SELECT DISTINCT key FROM unnest(\(self.keys)::text[]) AS key ORDER BY key) AS sorted
+        """
+    }
+}
+
+/// The locks on those of `keys` no one holds (``PostgresConnection/tryLock(_:)-(some Collection<String>)``).
+struct TryLocks: PreparedSQL {
+    static let sql = Self(keys: []).query.sql
+    let keys: [String]
+
+    var query: PostgresQuery {
+        """
+        SELECT key FROM (SELECT DISTINCT key FROM unnest(\(self.keys)::text[]) AS key ORDER BY key) AS sorted
+        WHERE pg_try_advisory_xact_lock(hashtextextended(key, 0))
+        """
     }
 }

@@ -30,7 +30,7 @@ struct BoundRowsTests {
     ]
 
     static func rows(_ written: [Written]) -> BoundRows {
-        var rows = BoundRows()
+        var rows = BoundRows(columns: .text, .text, .int8, .bool, .bytea, .timestamptz)
         for row in written {
             rows.append {
                 $0.bind(row.id)
@@ -93,7 +93,7 @@ struct BoundRowsTests {
             try await PostgresPool.withSetupConnection(server.location, logger: Self.logger) { db in
                 try await db.run("CREATE TABLE bound (id TEXT PRIMARY KEY, note TEXT, count BIGINT)")
                 try await db.run("INSERT INTO bound VALUES ('a', 'x', 1), ('b', 'y', 2), ('c', 'z', 3)")
-                var rows = BoundRows()
+                var rows = BoundRows(columns: .text, .int8)
                 let suffix = rows.bind("!")
                 for (id, count) in [("a", 10), ("c", 30)] {
                     rows.append {
@@ -115,6 +115,63 @@ struct BoundRowsTests {
                     "\(try $0.value(0, as: String.self)) \(try $0.value(1, as: String.self)) \(try $0.value(2, as: Int.self))"
                 }
                 #expect(all == ["a >x! 10", "b y 2", "c >z! 30"])
+            }
+        }
+    }
+}
+
+/// A ``PreparedSQL`` statement on a real PostgreSQL: prepared once a connection and run many
+/// times (past the five runs after which PostgreSQL may keep a generic plan), inside a
+/// transaction too; and after its preparation failed on a connection, prepared again under a
+/// new name rather than failing there for the connection's life.
+@Suite("Prepared statements", .timeLimit(.minutes(2)))
+struct PreparedSQLTests {
+    struct NotesOf: PreparedSQL {
+        static let sql = Self(ids: []).query.sql
+        let ids: [String]
+
+        var query: PostgresQuery { "SELECT id, note FROM prepared WHERE id = ANY(\(self.ids)) ORDER BY id" }
+    }
+
+    struct FirstInFailedTransaction: PreparedSQL {
+        static let sql = Self(id: "").query.sql
+        let id: String
+        var query: PostgresQuery { "SELECT note FROM prepared WHERE id = \(self.id)" }
+    }
+
+    static func notes(_ ids: [String], on db: PostgresConnection) async throws -> [String] {
+        try await db.rows(NotesOf(ids: ids)) {
+            "\(try $0.value(0, as: String.self))=\(try $0.value(1, as: String.self))"
+        }
+    }
+
+    @Test("run many times, in and out of a transaction; prepared again after its preparation failed")
+    func preparedOnceAndAgain() async throws {
+        try await withPostgresServer { server in
+            try await PostgresPool.withSetupConnection(server.location, logger: BoundRowsTests.logger) { db in
+                try await db.run("CREATE TABLE prepared (id TEXT PRIMARY KEY, note TEXT NOT NULL)")
+                try await db.run("INSERT INTO prepared VALUES ('a', 'x'), ('b', 'y'), ('c', 'z')")
+                for round in 0..<8 {
+                    let ids = round % 2 == 0 ? ["a", "c"] : ["b"]
+                    #expect(try await Self.notes(ids, on: db) == (round % 2 == 0 ? ["a=x", "c=z"] : ["b=y"]))
+                }
+                let seen = try await db.inTransaction(logger: BoundRowsTests.logger) { db in
+                    try await db.run("UPDATE prepared SET note = 'w' WHERE id = 'a'")
+                    return try await Self.notes(["a"], on: db)
+                }
+                #expect(seen == ["a=w"])
+                // A statement first prepared in a transaction that has already failed: its
+                // preparation fails (25P02) and would stay failed on this connection.
+                let nameBefore = FirstInFailedTransaction.name
+                await #expect(throws: PSQLError.self) {
+                    try await db.inTransaction(logger: BoundRowsTests.logger) { db in
+                        _ = try? await db.run("SELECT 1 / 0")
+                        try await db.run(FirstInFailedTransaction(id: "a"))
+                    }
+                }
+                #expect(FirstInFailedTransaction.name != nameBefore)
+                let after = try await db.rows(FirstInFailedTransaction(id: "b")) { try $0.value(0, as: String.self) }
+                #expect(after == ["y"])
             }
         }
     }

@@ -45,7 +45,19 @@ extension ProfileRecord {
     /// Saves the switches of `profiles` in one statement, each as ``saveSwitch(on:)`` saves one.
     static func saveSwitches(_ profiles: [ProfileRecord], on connection: PostgresConnection) async throws {
         guard !profiles.isEmpty else { return }
-        var rows = BoundRows()
+        var rows = BoundRows(
+            columns: .text,
+            .text,
+            .timestamptz,
+            .timestamptz,
+            .int8,
+            .int8,
+            .timestamptz,
+            .int8,
+            .int8,
+            .timestamptz,
+            .timestamptz
+        )
         for profile in profiles {
             rows.append { row in
                 row.bind(profile.userID)
@@ -125,7 +137,26 @@ extension AlertRecord {
         ignoringConflict: Bool = false
     ) async throws {
         guard !alerts.isEmpty else { return }
-        var rows = BoundRows()
+        var rows = BoundRows(
+            columns: .text,
+            .text,
+            .int8,
+            .text,
+            .text,
+            .text,
+            .bytea,
+            .text,
+            .bytea,
+            .bytea,
+            .text,
+            .int8,
+            .text,
+            .timestamptz,
+            .timestamptz,
+            .timestamptz,
+            .timestamptz,
+            .bool
+        )
         for alert in alerts {
             let keeps = alert.state == .pending
             let sealed = { (text: SealedText, field: SealedField) in
@@ -185,11 +216,6 @@ extension AlertRecord {
 }
 
 extension AlertRecord {
-    /// The address and words stay while a message is pending, and are forgotten after.
-    private static let keptWhilePending = ["address", "subject", "body"]
-        .map { "\($0) = CASE WHEN v.state = 'pending' THEN alert.\($0) ELSE ''::bytea END" }
-        .joined(separator: ", ")
-
     /// Saves what became of many attempts in one statement, each as
     /// ``updateDelivery(on:leaseUntil:)`` saves one.
     static func updateDeliveries(
@@ -198,7 +224,33 @@ extension AlertRecord {
         on connection: PostgresConnection
     ) async throws {
         guard !alerts.isEmpty else { return }
-        var rows = BoundRows()
+        try await connection.run(DeliveryUpdates(alerts, leaseUntil: leaseUntil))
+    }
+}
+
+/// What became of many attempts (``AlertRecord/updateDeliveries(_:leaseUntil:on:)``).
+struct DeliveryUpdates: PreparedSQL {
+    static let sql = Self([], leaseUntil: nil).query.sql
+
+    /// The address and words stay while a message is pending, and are forgotten after.
+    private static let keptWhilePending = ["address", "subject", "body"]
+        .map { "\($0) = CASE WHEN v.state = 'pending' THEN alert.\($0) ELSE ''::bytea END" }
+        .joined(separator: ", ")
+
+    let rows: BoundRows
+
+    init(_ alerts: some Collection<AlertRecord>, leaseUntil: Date?) {
+        var rows = BoundRows(
+            columns: .text,
+            .text,
+            .int8,
+            .text,
+            .timestamptz,
+            .timestamptz,
+            .timestamptz,
+            .timestamptz,
+            .bool
+        )
         for alert in alerts {
             rows.append { row in
                 row.bind(alert.id)
@@ -212,19 +264,21 @@ extension AlertRecord {
                 row.bind(alert.mayHaveArrived)
             }
         }
-        try await connection.run(
-            rows.query { values in
-                """
-                UPDATE alert SET state = v.state, attempts = v.attempts, last_error = v.last_error,
-                    next_attempt_at = v.next_attempt_at, sent_at = v.sent_at, claimed_at = v.claimed_at,
-                    lease_until = v.lease_until, may_have_arrived = v.may_have_arrived,
-                    \(Self.keptWhilePending)
-                FROM (\(values)) AS v(id, state, attempts, last_error, next_attempt_at, sent_at, claimed_at, lease_until,
-                    may_have_arrived)
-                WHERE alert.id = v.id
-                """
-            }
-        )
+        self.rows = rows
+    }
+
+    var query: PostgresQuery {
+        self.rows.query { values in
+            """
+            UPDATE alert SET state = v.state, attempts = v.attempts, last_error = v.last_error,
+                next_attempt_at = v.next_attempt_at, sent_at = v.sent_at, claimed_at = v.claimed_at,
+                lease_until = v.lease_until, may_have_arrived = v.may_have_arrived,
+                \(Self.keptWhilePending)
+            FROM (\(values)) AS v(id, state, attempts, last_error, next_attempt_at, sent_at, claimed_at, lease_until,
+                may_have_arrived)
+            WHERE alert.id = v.id
+            """
+        }
     }
 }
 

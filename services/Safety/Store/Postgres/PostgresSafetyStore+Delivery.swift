@@ -34,16 +34,12 @@ extension PostgresSafetyStore {
             try await self.releaseLapsedCancelled(at: claimedAt, lease: lease, excluding: excluded)
         }
         // A batch in a handful of statements, whatever its size: a statement is a round trip,
-        // parsed and planned again, and that, not the rows, is what a claim costs.
+        // and that, not the rows, is what a claim costs. Each is prepared once a connection.
         return try await self.database.transaction { db in
             // What this process has under way is left out by the query, not locked and skipped.
-            let due = try await self.alerts(
-                """
-                WHERE state = 'pending' AND channel = \(channel.rawValue) AND next_attempt_at <= \(now.postgres)
-                    AND id <> ALL(\(Array(excluded))) ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
-                """,
-                on: db
-            )
+            let due = try await db.rows(
+                DueAlerts(channel: channel, now: now, excluded: Array(excluded), limit: limit)
+            ) { try AlertRecord(columns: $0, keys: self.keys) }
             guard !due.isEmpty else { return [] }
             // Not while a change to a user's switch is under way (it may cancel the message, or
             // remove its contact); tried, never waited for: taken at a later look.
@@ -97,28 +93,12 @@ extension PostgresSafetyStore {
         async throws
     {
         guard !tokens.isEmpty else { return }
-        var rows = BoundRows()
-        for new in tokens {
-            rows.append { row in
-                row.bind(ByteBuffer(bytes: new.token.hash))
-                row.bind(new.contact.id)
-                row.bind(new.contact.userID)
-                row.bind(new.contact.emailKey)
-                row.bind(new.purpose.rawValue)
-                row.bind(new.expiresAt.postgres)
-                row.bind(now.postgres)
-            }
-        }
-        try await db.run(
-            rows.query { values in
-                "INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at) \(values)"
-            }
-        )
+        try await db.run(NewTokens(tokens, at: now))
     }
 
     func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
         guard !claims.isEmpty else { return }
-        var rows = BoundRows()
+        var rows = BoundRows(columns: .text, .timestamptz)
         for claim in claims {
             rows.append { row in
                 row.bind(claim.id)
@@ -200,7 +180,7 @@ private struct ClaimFacts {
         guard !alerts.isEmpty else { return facts }
         let users = Array(Set(alerts.map(\.userID)))
         for profile in try await db.rows(
-            "\(unescaped: ProfileRecord.selection) FROM profile WHERE user_id = ANY(\(users))",
+            ProfilesOfUsers(users: users),
             { try ProfileRecord(columns: $0, keys: store.keys) }
         ) {
             facts.profiles[profile.userID] = profile
@@ -208,7 +188,7 @@ private struct ClaimFacts {
         let contactIDs = Array(Set(alerts.map(\.contactID).filter { !$0.isEmpty }))
         if !contactIDs.isEmpty {
             for contact in try await db.rows(
-                "\(unescaped: ContactRecord.selection) FROM contact WHERE id = ANY(\(contactIDs))",
+                ContactsByID(ids: contactIDs),
                 { try ContactRecord(columns: $0, keys: store.keys) }
             ) {
                 facts.contacts[contact.id] = contact
@@ -220,5 +200,66 @@ private struct ClaimFacts {
     /// Whether `alert` must not go out any more (``AlertRecord/isStale(at:profile:contact:)``).
     func isStale(_ alert: AlertRecord, at now: Date) -> Bool {
         alert.isStale(at: now, profile: { self.profiles[alert.userID] }, contact: { self.contacts[alert.contactID] })
+    }
+}
+
+/// A channel's due messages, locked, but those another process holds and those `excluded`.
+struct DueAlerts: PreparedSQL {
+    static let sql = Self(channel: .email, now: Date(), excluded: [], limit: 0).query.sql
+    let channel: AlertRecord.Channel
+    let now: Date
+    let excluded: [String]
+    let limit: Int
+
+    var query: PostgresQuery {
+        """
+        \(unescaped: AlertRecord.selection) FROM alert
+        WHERE state = 'pending' AND channel = \(self.channel.rawValue) AND next_attempt_at <= \(self.now.postgres)
+            AND id <> ALL(\(self.excluded)) ORDER BY next_attempt_at LIMIT \(self.limit) FOR UPDATE SKIP LOCKED
+        """
+    }
+}
+
+/// The profiles of `users`.
+struct ProfilesOfUsers: PreparedSQL {
+    static let sql = Self(users: []).query.sql
+    let users: [String]
+
+    var query: PostgresQuery { "\(unescaped: ProfileRecord.selection) FROM profile WHERE user_id = ANY(\(self.users))" }
+}
+
+/// The contacts of `ids`.
+struct ContactsByID: PreparedSQL {
+    static let sql = Self(ids: []).query.sql
+    let ids: [String]
+
+    var query: PostgresQuery { "\(unescaped: ContactRecord.selection) FROM contact WHERE id = ANY(\(self.ids))" }
+}
+
+/// Link tokens minted by a claim.
+struct NewTokens: PreparedSQL {
+    static let sql = Self([], at: Date()).query.sql
+    let rows: BoundRows
+
+    init(_ tokens: [ContactLinks.NewToken], at now: Date) {
+        var rows = BoundRows(columns: .bytea, .text, .text, .text, .text, .timestamptz, .timestamptz)
+        for new in tokens {
+            rows.append { row in
+                row.bind(ByteBuffer(bytes: new.token.hash))
+                row.bind(new.contact.id)
+                row.bind(new.contact.userID)
+                row.bind(new.contact.emailKey)
+                row.bind(new.purpose.rawValue)
+                row.bind(new.expiresAt.postgres)
+                row.bind(now.postgres)
+            }
+        }
+        self.rows = rows
+    }
+
+    var query: PostgresQuery {
+        self.rows.query { values in
+            "INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at) \(values)"
+        }
     }
 }

@@ -69,12 +69,7 @@ extension PostgresSafetyStore {
             // each user's period began: an alarm that went out after a check-in earns an all-clear.
             var alerts: [String: (alert: AlertRecord, checkInEpoch: Int?)] = [:]
             for (alert, checkInEpoch) in try await db.rows(
-                """
-                \(unescaped: AlertRecord.postgresSelectionWithoutWords),
-                    (SELECT check_in_epoch FROM profile WHERE profile.user_id = alert.user_id)
-                FROM alert WHERE id = ANY(\(outcomes.map(\.claim.id))) AND user_id = ANY(\(Array(free)))
-                ORDER BY id FOR UPDATE
-                """,
+                OutcomeAlerts(ids: outcomes.map(\.claim.id), users: Array(free)),
                 { (try AlertRecord(columns: $0, keys: self.keys), try $0.value(18, as: Int?.self)) }
             ) {
                 alerts[alert.id] = (alert, checkInEpoch)
@@ -150,5 +145,22 @@ extension PostgresSafetyStore {
             at: now
         )
         try await self.apply(machine.effects, of: profile, on: db)
+    }
+}
+
+/// The messages `ids` of `users`, locked in the order of their ids, without their addresses and
+/// words, each with where its user's period began (``PostgresSafetyStore/recordTogether(_:)``).
+struct OutcomeAlerts: PreparedSQL {
+    static let sql = Self(ids: [], users: []).query.sql
+    let ids: [String]
+    let users: [String]
+
+    var query: PostgresQuery {
+        """
+        \(unescaped: AlertRecord.postgresSelectionWithoutWords),
+            (SELECT check_in_epoch FROM profile WHERE profile.user_id = alert.user_id)
+        FROM alert WHERE id = ANY(\(self.ids)) AND user_id = ANY(\(self.users))
+        ORDER BY id FOR UPDATE
+        """
     }
 }
