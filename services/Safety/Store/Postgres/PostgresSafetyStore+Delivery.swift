@@ -203,7 +203,7 @@ private struct ClaimFacts {
     }
 }
 
-/// A channel's due messages, locked, but those another process holds and those `excluded`.
+/// A channel's due messages, locked; those another process holds, and those `excluded`, left out.
 struct DueAlerts: PreparedSQL {
     static let sql = Self(channel: .email, now: Date(), excluded: [], limit: 0).query.sql
     let channel: AlertRecord.Channel
