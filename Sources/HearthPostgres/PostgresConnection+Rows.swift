@@ -67,8 +67,8 @@ extension PostgresConnection {
     /// a circle.
     public func lock(_ keys: some Collection<String>) async throws {
         guard !keys.isEmpty else { return }
-        // Read to the end, as for one key.
-        _ = try await self.rows(Locks(keys: Array(keys))) { _ in () }
+        // Read to the end (an error while waiting must reach the caller), as for one key.
+        try await self.run(Locks(keys: Array(keys)))
     }
 
     /// Takes the transaction's lock on each of `keys` that no one holds, in one statement;

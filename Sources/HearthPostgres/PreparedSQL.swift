@@ -46,13 +46,17 @@ extension PreparedSQL {
 /// the statement's run itself (a conflict, a constraint) keep the name: each new name is one
 /// more statement held by every connection.
 enum PreparedSQLNames {
-    private static let renamed = Mutex<[ObjectIdentifier: Int]>([:])
+    private struct Name {
+        let base: String
+        var renames = 0
+        var current: String { self.renames == 0 ? self.base : "\(self.base)#\(self.renames)" }
+    }
+
+    /// Each statement type's name, made once (it is asked for at every run).
+    private static let names = Mutex<[ObjectIdentifier: Name]>([:])
 
     static func name(of type: (some PreparedSQL).Type) -> String {
-        let base = String(reflecting: type)
-        assert(base.utf8.count <= 60, "\(base): PostgreSQL cuts a statement's name at 63 bytes")
-        let renames = Self.renamed.withLock { $0[ObjectIdentifier(type), default: 0] }
-        return renames == 0 ? base : "\(base)#\(renames)"
+        Self.names.withLock { Self.entry(of: type, in: &$0).current }
     }
 
     /// Whether `error` may have come from preparing a statement, and stayed with it.
@@ -63,7 +67,19 @@ enum PreparedSQLNames {
 
     static func failed(_ type: (some PreparedSQL).Type, with error: any Error) {
         guard let error = error as? PSQLError, Self.mayHaveFailedPreparing(error) else { return }
-        Self.renamed.withLock { $0[ObjectIdentifier(type), default: 0] += 1 }
+        Self.names.withLock { names in
+            var name = Self.entry(of: type, in: &names)
+            name.renames += 1
+            names[ObjectIdentifier(type)] = name
+        }
+    }
+
+    private static func entry(of type: (some PreparedSQL).Type, in names: inout [ObjectIdentifier: Name]) -> Name {
+        if let known = names[ObjectIdentifier(type)] { return known }
+        let name = Name(base: String(reflecting: type))
+        assert(name.base.utf8.count <= 60, "\(name.base): PostgreSQL cuts a statement's name at 63 bytes")
+        names[ObjectIdentifier(type)] = name
+        return name
     }
 }
 
