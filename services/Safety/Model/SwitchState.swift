@@ -137,7 +137,7 @@ enum SwitchEffect: Equatable, Sendable {
     /// Forgets a daily reminder recorded as skipped (its time moved ahead, still to come today).
     case forgetSkippedReminder(key: String)
 
-    enum CancelScope: Equatable, Sendable {
+    enum CancelScope: Hashable, Sendable {
         /// The warning pushes.
         case warnings
         /// The warnings and the alarm emails.

@@ -45,6 +45,16 @@ extension ProfileRecord {
     /// Saves the switches of `profiles` in one statement, each as ``saveSwitch(on:)`` saves one.
     static func saveSwitches(_ profiles: [ProfileRecord], on connection: PostgresConnection) async throws {
         guard !profiles.isEmpty else { return }
+        try await connection.run(SwitchesSaved(profiles))
+    }
+}
+
+/// The switches' states of many profiles (``ProfileRecord/saveSwitches(_:on:)``).
+struct SwitchesSaved: PreparedSQL {
+    static let sql = Self([]).query.sql
+    let rows: BoundRows
+
+    init(_ profiles: [ProfileRecord]) {
         var rows = BoundRows(
             columns: .text,
             .text,
@@ -73,19 +83,21 @@ extension ProfileRecord {
                 row.bind(profile.updatedAt.postgres)
             }
         }
-        try await connection.run(
-            rows.query { values in
-                """
-                UPDATE profile SET time_zone = v.time_zone, period_start = v.period_start,
-                    last_check_in_at = v.last_check_in_at, snoozes = v.snoozes, snoozes_in_a_row = v.snoozes_in_a_row,
-                    paused_until = v.paused_until, epoch = v.epoch, check_in_epoch = v.check_in_epoch,
-                    next_due_at = v.next_due_at, updated_at = v.updated_at
-                FROM (\(values)) AS v(user_id, time_zone, period_start, last_check_in_at, snoozes, snoozes_in_a_row,
-                    paused_until, epoch, check_in_epoch, next_due_at, updated_at)
-                WHERE profile.user_id = v.user_id
-                """
-            }
-        )
+        self.rows = rows
+    }
+
+    var query: PostgresQuery {
+        self.rows.query { values in
+            """
+            UPDATE profile SET time_zone = v.time_zone, period_start = v.period_start,
+                last_check_in_at = v.last_check_in_at, snoozes = v.snoozes, snoozes_in_a_row = v.snoozes_in_a_row,
+                paused_until = v.paused_until, epoch = v.epoch, check_in_epoch = v.check_in_epoch,
+                next_due_at = v.next_due_at, updated_at = v.updated_at
+            FROM (\(values)) AS v(user_id, time_zone, period_start, last_check_in_at, snoozes, snoozes_in_a_row,
+                paused_until, epoch, check_in_epoch, next_due_at, updated_at)
+            WHERE profile.user_id = v.user_id
+            """
+        }
     }
 }
 
@@ -125,76 +137,6 @@ extension AlertRecord {
                 \(self.createdAt.postgres), \(self.claimedAt.postgres), \(self.mayHaveArrived))
             \(unescaped: ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
             """
-        )
-    }
-
-    /// Inserts `alerts` in one statement, each as ``insert(on:sealingWith:ignoringConflict:)``
-    /// inserts one.
-    static func insert(
-        _ alerts: [AlertRecord],
-        on connection: PostgresConnection,
-        sealingWith keys: DataKeys,
-        ignoringConflict: Bool = false
-    ) async throws {
-        guard !alerts.isEmpty else { return }
-        var rows = BoundRows(
-            columns: .text,
-            .text,
-            .int8,
-            .text,
-            .text,
-            .text,
-            .bytea,
-            .text,
-            .bytea,
-            .bytea,
-            .text,
-            .int8,
-            .text,
-            .timestamptz,
-            .timestamptz,
-            .timestamptz,
-            .timestamptz,
-            .bool
-        )
-        for alert in alerts {
-            let keeps = alert.state == .pending
-            let sealed = { (text: SealedText, field: SealedField) in
-                ByteBuffer(bytes: keeps ? try keys.seal(text, field, row: alert.id) : Data())
-            }
-            let (address, subject, body) = (
-                try sealed(alert.address, .alertAddress), try sealed(alert.subject, .alertSubject),
-                try sealed(alert.body, .alertBody)
-            )
-            rows.append { row in
-                row.bind(alert.id)
-                row.bind(alert.userID)
-                row.bind(alert.epoch)
-                row.bind(alert.kind)
-                row.bind(alert.channel.rawValue)
-                row.bind(alert.contactID)
-                row.bind(address)
-                row.bind(alert.addressKey)
-                row.bind(subject)
-                row.bind(body)
-                row.bind(alert.state.rawValue)
-                row.bind(alert.attempts)
-                row.bind(alert.lastError)
-                row.bind(alert.nextAttemptAt.postgres)
-                row.bind(alert.sentAt.postgres)
-                row.bind(alert.createdAt.postgres)
-                row.bind(alert.claimedAt.postgres)
-                row.bind(alert.mayHaveArrived)
-            }
-        }
-        try await connection.run(
-            rows.query { values in
-                """
-                INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
-                    state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
-                \(values) \(ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
-                """
-            }
         )
     }
 
@@ -277,6 +219,84 @@ struct DeliveryUpdates: PreparedSQL {
             FROM (\(values)) AS v(id, state, attempts, last_error, next_attempt_at, sent_at, claimed_at, lease_until,
                 may_have_arrived)
             WHERE alert.id = v.id
+            """
+        }
+    }
+}
+
+/// Messages decided, in one statement, each inserted as
+/// ``AlertRecord/insert(on:sealingWith:ignoringConflict:)`` inserts one, and each once: one already
+/// decided (`alert_once`) is left as it is.
+struct DecidedAlerts: PreparedSQL {
+    static let sql = Self(rows: Self.columns).query.sql
+    private static let columns = BoundRows(
+        columns: .text,
+        .text,
+        .int8,
+        .text,
+        .text,
+        .text,
+        .bytea,
+        .text,
+        .bytea,
+        .bytea,
+        .text,
+        .int8,
+        .text,
+        .timestamptz,
+        .timestamptz,
+        .timestamptz,
+        .timestamptz,
+        .bool
+    )
+    let rows: BoundRows
+
+    private init(rows: BoundRows) {
+        self.rows = rows
+    }
+
+    /// A pending message with its address and words sealed with `keys`, another without them.
+    init(_ alerts: [AlertRecord], sealingWith keys: DataKeys) throws {
+        var rows = Self.columns
+        for alert in alerts {
+            let keeps = alert.state == .pending
+            let sealed = { (text: SealedText, field: SealedField) in
+                ByteBuffer(bytes: keeps ? try keys.seal(text, field, row: alert.id) : Data())
+            }
+            let (address, subject, body) = (
+                try sealed(alert.address, .alertAddress), try sealed(alert.subject, .alertSubject),
+                try sealed(alert.body, .alertBody)
+            )
+            rows.append { row in
+                row.bind(alert.id)
+                row.bind(alert.userID)
+                row.bind(alert.epoch)
+                row.bind(alert.kind)
+                row.bind(alert.channel.rawValue)
+                row.bind(alert.contactID)
+                row.bind(address)
+                row.bind(alert.addressKey)
+                row.bind(subject)
+                row.bind(body)
+                row.bind(alert.state.rawValue)
+                row.bind(alert.attempts)
+                row.bind(alert.lastError)
+                row.bind(alert.nextAttemptAt.postgres)
+                row.bind(alert.sentAt.postgres)
+                row.bind(alert.createdAt.postgres)
+                row.bind(alert.claimedAt.postgres)
+                row.bind(alert.mayHaveArrived)
+            }
+        }
+        self.rows = rows
+    }
+
+    var query: PostgresQuery {
+        self.rows.query { values in
+            """
+            INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
+                state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
+            \(values) ON CONFLICT DO NOTHING
             """
         }
     }

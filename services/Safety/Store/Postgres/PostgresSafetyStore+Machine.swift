@@ -38,13 +38,9 @@ extension PostgresSafetyStore {
         )
         if !decided.isEmpty {
             for profile in decided { facts[profile.userID, default: SwitchFacts(contacts: [])].decided = [] }
-            let rows = try await db.rows(
-                """
-                SELECT DISTINCT a.user_id, a.kind FROM alert a
-                JOIN unnest(\(decided.map(\.userID))::text[], \(decided.map(\.epoch))::int8[]) AS p(user_id, epoch)
-                    ON a.user_id = p.user_id AND a.epoch = p.epoch
-                """
-            ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self)) }
+            let rows = try await db.rows(DecidedKinds(users: decided.map(\.userID), epochs: decided.map(\.epoch))) {
+                (try $0.value(0, as: String.self), try $0.value(1, as: String.self))
+            }
             for (user, kind) in rows {
                 if let item = SwitchClock.items.first(where: { $0.kind == kind }) {
                     facts[user, default: SwitchFacts(contacts: [])].decided?.insert(item)
@@ -59,11 +55,7 @@ extension PostgresSafetyStore {
         if !reminders.isEmpty {
             for profile in reminders { facts[profile.userID, default: SwitchFacts(contacts: [])].reminders = [:] }
             let rows = try await db.rows(
-                """
-                SELECT user_id, contact_id, state <> 'cancelled' FROM alert
-                WHERE user_id = ANY(\(reminders.map(\.userID))) AND kind = \(MessageKind.reminder)
-                    AND created_at > \(now.addingTimeInterval(-3 * 86_400).postgres)
-                """
+                RemindersDecided(users: reminders.map(\.userID), since: now.addingTimeInterval(-3 * 86_400))
             ) { (try $0.value(0, as: String.self), try $0.value(1, as: String.self), try $0.value(2, as: Bool.self)) }
             for (user, key, sends) in rows where sends || facts[user]?.reminders?[key] == nil {
                 facts[user, default: SwitchFacts(contacts: [])].reminders?[key] = sends
@@ -71,13 +63,7 @@ extension PostgresSafetyStore {
         }
         if !alarm.isEmpty {
             let rows = try await db.rows(
-                """
-                SELECT a.user_id, MAX(a.created_at) FROM alert a
-                JOIN unnest(\(alarm.map(\.userID))::text[], \(alarm.map(\.checkInEpoch))::int8[]) AS p(user_id, epoch)
-                    ON a.user_id = p.user_id AND a.epoch >= p.epoch
-                WHERE a.kind = \(MessageKind.alert) AND (a.state = 'sent' OR a.may_have_arrived OR a.claimed_at IS NOT NULL)
-                GROUP BY a.user_id
-                """
+                LatestAlarms(users: alarm.map(\.userID), checkInEpochs: alarm.map(\.checkInEpoch))
             ) { (try $0.value(0, as: String.self), try $0.optionalDate(1)) }
             for (user, at) in rows { facts[user, default: SwitchFacts(contacts: [])].alarmDecidedAt = at }
         }
@@ -95,11 +81,7 @@ extension PostgresSafetyStore {
             uniquingKeysWith: { first, _ in first }
         )
         let rows = try await db.rows(
-            """
-            SELECT a.user_id, a.kind, a.state, a.contact_id, a.may_have_arrived, a.address_key FROM alert a
-            JOIN unnest(\(profiles.map(\.userID))::text[], \(profiles.map(\.checkInEpoch))::int8[]) AS p(user_id, epoch)
-                ON a.user_id = p.user_id AND a.epoch >= p.epoch
-            """
+            PeriodMessageRows(users: profiles.map(\.userID), checkInEpochs: profiles.map(\.checkInEpoch))
         ) { columns in
             (
                 user: try columns.value(0, as: String.self), kind: try columns.value(1, as: String.self),
@@ -127,13 +109,9 @@ extension PostgresSafetyStore {
     private func switchContacts(of users: [String], at now: Date, on db: PostgresConnection) async throws
         -> [String: [SwitchContact]]
     {
-        let rows = try await db.rows(
-            """
-            SELECT user_id, id, email_key FROM contact
-            WHERE user_id = ANY(\(users))
-                AND (state = 'confirmed' OR (state = 'invited' AND alarms_until > \(now.postgres)))
-            """
-        ) { (try $0.value(0, as: String.self), SwitchContact(id: try $0.value(1), key: try $0.value(2))) }
+        let rows = try await db.rows(AlarmContactsOfUsers(users: users, now: now)) {
+            (try $0.value(0, as: String.self), SwitchContact(id: try $0.value(1), key: try $0.value(2)))
+        }
         return Dictionary(grouping: rows, by: \.0).mapValues { $0.map(\.1) }
     }
 

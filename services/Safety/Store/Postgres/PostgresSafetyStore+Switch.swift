@@ -148,7 +148,7 @@ extension PostgresSafetyStore {
 
     func nextDecisionTime() async throws -> Date? {
         try await self.database.read { db in
-            try await db.first("SELECT MIN(next_due_at) FROM profile") { try $0.optionalDate(0) } ?? nil
+            try await db.rows(NextDecisionTime()) { try $0.optionalDate(0) }.first ?? nil
         }
     }
 
@@ -158,12 +158,9 @@ extension PostgresSafetyStore {
     func decideDue(now: Date, limit: Int) async throws -> Int {
         try await self.database.transaction { db in
             // Each row locked as it is read, at its newest: it cannot change until this commits.
-            let due = try await db.rows(
-                """
-                \(unescaped: ProfileRecord.selection) FROM profile WHERE next_due_at <= \(now.postgres)
-                ORDER BY next_due_at LIMIT \(limit) FOR NO KEY UPDATE SKIP LOCKED
-                """
-            ) { try ProfileRecord(columns: $0, keys: self.keys) }
+            let due = try await db.rows(DueProfiles(now: now, limit: limit)) {
+                try ProfileRecord(columns: $0, keys: self.keys)
+            }
             // Never waited for: a call holding a user's lock may wait for that user's row.
             let free = try await db.tryLock(Set(due.map(\.userID)))
             let profiles = due.filter { free.contains($0.userID) }

@@ -14,35 +14,25 @@ enum SwitchEffects {
     ) async throws {
         let rounds = changes.map(\.effects.count).max() ?? 0
         for round in 0..<rounds {
-            // By the kinds each cancels, as SQL.
-            var cancels: [String: [String]] = [:]
+            // The users of each scope cancelled.
+            var cancels: [SwitchEffect.CancelScope: [String]] = [:]
             var contactCancels: [(user: String, contact: String)] = []
             var records: [(profile: ProfileRecord, message: SwitchMessage)] = []
             var forgotten: [(user: String, key: String)] = []
             for (profile, effects) in changes where round < effects.count {
                 switch effects[round] {
                 case .cancelPending(.contact(let id)): contactCancels.append((profile.userID, id))
-                case .cancelPending(let scope): cancels[Self.kinds(scope), default: []].append(profile.userID)
+                case .cancelPending(let scope): cancels[scope, default: []].append(profile.userID)
                 case .record(let message): records.append((profile, message))
                 case .forgetSkippedReminder(let key): forgotten.append((profile.userID, key))
                 }
             }
-            let cancel = "UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(AlertRecord.forgetPostgres)"
-            for (kinds, users) in cancels {
-                try await db.run(
-                    """
-                    \(unescaped: cancel) WHERE user_id = ANY(\(users)) AND \(unescaped: AlertRecord.pendingOfUsers)
-                        AND \(unescaped: kinds)
-                    """
-                )
+            for (scope, users) in cancels {
+                try await db.run(PendingCancels(users: users, scope: scope))
             }
             if !contactCancels.isEmpty {
-                // A contact is one user's: its id alone names its messages.
                 try await db.run(
-                    """
-                    \(unescaped: cancel) WHERE contact_id = ANY(\(contactCancels.map(\.contact)))
-                        AND user_id = ANY(\(contactCancels.map(\.user))) AND \(unescaped: AlertRecord.pendingOfUsers)
-                    """
+                    ContactCancels(contacts: contactCancels.map(\.contact), users: contactCancels.map(\.user))
                 )
             }
             try await self.record(records, for: store, on: db)
@@ -56,18 +46,6 @@ enum SwitchEffects {
                     """
                 )
             }
-        }
-    }
-
-    /// The messages a cancel of `scope` takes, as a condition on their kind (one of a user's,
-    /// for a contact's).
-    private static func kinds(_ scope: SwitchEffect.CancelScope) -> String {
-        switch scope {
-        case .warnings: "kind LIKE 'warning\\_%'"
-        case .warningsAndAlarms:
-            "kind IN (\(SafetyStore.cancellableKinds.sorted().map { "'\($0)'" }.joined(separator: ", ")))"
-        case .reminders: "kind = '\(MessageKind.reminder)'"
-        case .contact: "false"
         }
     }
 
@@ -85,7 +63,7 @@ enum SwitchEffects {
         }
         var contacts: [String: MessageContact] = [:]
         if !recipients.isEmpty {
-            let rows = try await db.rows("SELECT id, email, name FROM contact WHERE id = ANY(\(recipients))") {
+            let rows = try await db.rows(ContactAddresses(ids: recipients)) {
                 let id: String = try $0.value(0)
                 return (id, MessageContact(email: try $0.value(1), name: try $0.value(2), id: id, keys: store.keys))
             }
@@ -98,6 +76,6 @@ enum SwitchEffects {
             }
             return AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
         }
-        try await AlertRecord.insert(alerts, on: db, sealingWith: store.keys, ignoringConflict: true)
+        try await db.run(DecidedAlerts(alerts, sealingWith: store.keys))
     }
 }
