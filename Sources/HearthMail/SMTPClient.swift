@@ -232,15 +232,29 @@ public final class SMTPClient: Sendable {
     }
 
     /// A line that begins with a dot gets another, so that the server does not read it as the end.
-    /// Walks the UTF-8 bytes (splitting the String by lines was 6% of the alert sender's CPU).
+    /// Walks the UTF-8 bytes (splitting the String by lines was 6% of the alert sender's CPU), and
+    /// answers the text itself when no line begins with a dot: a rendered message's body is
+    /// base64, which has none (copying it byte by byte was 1.4%).
     static func dotStuffed(_ text: String) -> String {
         let dot = UInt8(ascii: ".")
         let cr = UInt8(ascii: "\r")
         let lf = UInt8(ascii: "\n")
-        var stuffed: [UInt8] = []
-        stuffed.reserveCapacity(text.utf8.count + 8)
+        // Whether a line begins with a dot, then the text again, stuffed.
         var atLineStart = true
         var previous: UInt8 = 0
+        var stuffs = false
+        for byte in text.utf8 {
+            if atLineStart && byte == dot {
+                stuffs = true
+                break
+            }
+            atLineStart = previous == cr && byte == lf
+            previous = byte
+        }
+        guard stuffs else { return text }
+        var stuffed: [UInt8] = []
+        stuffed.reserveCapacity(text.utf8.count + 8)
+        (atLineStart, previous) = (true, 0)
         for byte in text.utf8 {
             if atLineStart && byte == dot { stuffed.append(dot) }
             stuffed.append(byte)

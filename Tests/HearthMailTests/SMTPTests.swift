@@ -294,6 +294,7 @@ struct SMTPTests {
         #expect(SMTPClient.dotStuffed("a\n.b\r.c") == "a\n.b\r.c", "a lone LF or CR ends no line")
         #expect(SMTPClient.dotStuffed("報平安\r\n.點") == "報平安\r\n..點")
         #expect(SMTPClient.dotStuffed("") == "")
+        #expect(SMTPClient.dotStuffed("a.b\r\nc.\r\n\n.d") == "a.b\r\nc.\r\n\n.d", "no line begins with a dot")
         #expect(MailAddress("mei@example.com").isValid)
         let controls = [
             "mei@example.com\nX", "mei\r@example.com", "mei@example.com\r\nRCPT TO:<x@y.z>", "m\tei@example.com",

@@ -22,7 +22,7 @@ struct AlertTexts: Sendable {
         /// The person as a sentence says them past its start and at it: `name`, trimmed, or when
         /// empty (it could not be read), ``unnamedPerson``.
         func naming(_ name: String) -> (String, atStart: String) {
-            let known = name.trimmingCharacters(in: .whitespacesAndNewlines)
+            let known = name.trimmingWhitespace()
             return known.isEmpty ? self.unnamedPerson : (known, known)
         }
 
@@ -81,7 +81,7 @@ struct AlertTexts: Sendable {
 
     /// "Dear Ana," with the contact's name; a neutral greeting without one.
     func greeting(_ contactName: String) -> String {
-        let name = contactName.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = contactName.trimmingWhitespace()
         switch self.language {
         case .english: return name.isEmpty ? "Hello," : "Dear \(name),"
         case .simplifiedChinese: return name.isEmpty ? "您好：" : "亲爱的 \(name)："

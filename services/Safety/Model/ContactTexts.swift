@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// What happened to a contact that the user hears about.
 enum ContactEvent: String, Sendable, CaseIterable {
@@ -27,7 +28,7 @@ extension AlertTexts {
     /// empty (then a neutral greeting). The links themselves are NOT in the body: the sender appends
     /// `contactLinks(...)` below it at send time.
     func invitationEmail(contactName: String, thresholdHours: Int, expiresAt: Date) -> (subject: String, body: String) {
-        let contact = contactName.trimmingCharacters(in: .whitespacesAndNewlines)
+        let contact = contactName.trimmingWhitespace()
         let until = self.localTime(expiresAt)
         switch self.language {
         case .english:
