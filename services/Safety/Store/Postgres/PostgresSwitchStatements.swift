@@ -4,8 +4,8 @@ import PostgresNIO
 
 // The statements a due batch runs to decide its switches (``PostgresSafetyStore/decideDue(now:limit:)``),
 // prepared once a connection (``PreparedSQL``): what they read of the switches and their facts,
-// and what they write of the transitions' effects. Each takes a batch's users as arrays, so its
-// text is the same for one switch and for hundreds.
+// and what they write of the transitions' effects. Those of many users take them as arrays, so
+// their text is the same for one switch and for hundreds (a call's event is a batch of one).
 
 /// When the next switch falls due.
 struct NextDecisionTime: PreparedSQL {
@@ -123,7 +123,7 @@ struct PendingCancels: PreparedSQL {
         case .warnings: self.init(users: users, kinds: [], warnings: true)
         case .warningsAndAlarms: self.init(users: users, kinds: SafetyStore.cancellableKinds.sorted(), warnings: false)
         case .reminders: self.init(users: users, kinds: [MessageKind.reminder], warnings: false)
-        case .contact: self.init(users: users, kinds: [], warnings: false)
+        case .contact: preconditionFailure("a contact's messages are cancelled by ContactCancels")
         }
     }
 
@@ -152,7 +152,8 @@ struct ContactCancels: PreparedSQL {
     var query: PostgresQuery {
         """
         UPDATE alert SET state = 'cancelled', next_attempt_at = NULL, \(unescaped: AlertRecord.forgetPostgres)
-        WHERE contact_id = ANY(\(self.contacts)) AND user_id = ANY(\(self.users)) AND \(unescaped: AlertRecord.pendingOfUsers)
+        WHERE contact_id = ANY(\(self.contacts))
+            AND user_id = ANY(\(self.users)) AND \(unescaped: AlertRecord.pendingOfUsers)
         """
     }
 }
