@@ -124,20 +124,11 @@ extension AlertRecord {
     func insert(on connection: PostgresConnection, sealingWith keys: DataKeys, ignoringConflict: Bool = false)
         async throws
     {
-        let keeps = self.state == .pending
-        try await connection.run(
-            """
-            INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
-                state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
-            VALUES (\(self.id), \(self.userID), \(self.epoch), \(self.kind), \(self.channel.rawValue), \(self.contactID),
-                \(keeps ? try keys.seal(self.address, .alertAddress, row: self.id) : Data()), \(self.addressKey),
-                \(keeps ? try keys.seal(self.subject, .alertSubject, row: self.id) : Data()),
-                \(keeps ? try keys.seal(self.body, .alertBody, row: self.id) : Data()), \(self.state.rawValue),
-                \(self.attempts), \(self.lastError), \(self.nextAttemptAt.postgres), \(self.sentAt.postgres),
-                \(self.createdAt.postgres), \(self.claimedAt.postgres), \(self.mayHaveArrived))
-            \(unescaped: ignoringConflict ? "ON CONFLICT DO NOTHING" : "")
-            """
-        )
+        if ignoringConflict {
+            try await connection.run(DecidedAlerts([self], sealingWith: keys))
+        } else {
+            try await connection.run(NewAlerts([self], sealingWith: keys))
+        }
     }
 
     /// Saves what became of an attempt (emptying the address and words once no longer pending).
@@ -224,12 +215,11 @@ struct DeliveryUpdates: PreparedSQL {
     }
 }
 
-/// Messages decided, in one statement, each inserted as
-/// ``AlertRecord/insert(on:sealingWith:ignoringConflict:)`` inserts one, and each once: one already
-/// decided (`alert_once`) is left as it is.
-struct DecidedAlerts: PreparedSQL {
+/// Messages inserted in one statement: a pending one with its address and words sealed, another
+/// without them.
+struct NewAlerts: PreparedSQL {
     static let sql = Self(rows: Self.columns).query.sql
-    private static let columns = BoundRows(
+    fileprivate static let columns = BoundRows(
         columns: .text,
         .text,
         .int8,
@@ -255,8 +245,12 @@ struct DecidedAlerts: PreparedSQL {
         self.rows = rows
     }
 
-    /// A pending message with its address and words sealed with `keys`, another without them.
     init(_ alerts: [AlertRecord], sealingWith keys: DataKeys) throws {
+        self.rows = try Self.rows(alerts, sealingWith: keys)
+    }
+
+    /// The rows of `alerts`, sealed with `keys`.
+    fileprivate static func rows(_ alerts: [AlertRecord], sealingWith keys: DataKeys) throws -> BoundRows {
         var rows = Self.columns
         for alert in alerts {
             let keeps = alert.state == .pending
@@ -288,18 +282,36 @@ struct DecidedAlerts: PreparedSQL {
                 row.bind(alert.mayHaveArrived)
             }
         }
+        return rows
+    }
+
+    /// The insert of `values`, the rows.
+    fileprivate static func insert(_ values: String) -> String {
+        """
+        INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
+            state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
+        \(values)
+        """
+    }
+
+    var query: PostgresQuery { self.rows.query(Self.insert) }
+}
+
+/// Messages decided, inserted as ``NewAlerts`` inserts them, and each once: one already decided
+/// (`alert_once`) is left as it is.
+struct DecidedAlerts: PreparedSQL {
+    static let sql = Self(rows: NewAlerts.columns).query.sql
+    let rows: BoundRows
+
+    private init(rows: BoundRows) {
         self.rows = rows
     }
 
-    var query: PostgresQuery {
-        self.rows.query { values in
-            """
-            INSERT INTO alert (id, user_id, epoch, kind, channel, contact_id, address, address_key, subject, body,
-                state, attempts, last_error, next_attempt_at, sent_at, created_at, claimed_at, may_have_arrived)
-            \(values) ON CONFLICT DO NOTHING
-            """
-        }
+    init(_ alerts: [AlertRecord], sealingWith keys: DataKeys) throws {
+        self.rows = try NewAlerts.rows(alerts, sealingWith: keys)
     }
+
+    var query: PostgresQuery { self.rows.query { NewAlerts.insert($0) + " ON CONFLICT DO NOTHING" } }
 }
 
 extension ContactRecord {
