@@ -12,6 +12,13 @@ public protocol DueWork: Sendable {
     /// Handles every item due at or before `now`. Whatever it leaves due is asked for again at
     /// once, so it may work in batches.
     func runDue(now: Date) async throws
+    /// Runs once its scheduler has stopped, after its last pass, however it stopped; not cut
+    /// short by the cancellation that stopped it.
+    func stopped() async
+}
+
+extension DueWork {
+    public func stopped() async {}
 }
 
 /// Fires due items on time without scanning: it asks the work for its earliest due time,
@@ -124,6 +131,8 @@ public final class DueTimeScheduler: Service {
                 self.sleeping.store(false, ordering: .relaxed)
             }
         }
+        let work = self.work
+        await Task { await work.stopped() }.value
     }
 
     /// Returns at `deadline` (never, when nil), on ``wake()``, or on cancellation.

@@ -14,6 +14,8 @@ final class Agenda: DueWork {
         var failuresLeft = 0
         /// Due items a pass cannot take (as if another process held them).
         var heldElsewhere: Set<String> = []
+        /// How many times its scheduler told it that it stopped.
+        var stops = 0
     }
 
     let state = Mutex(State())
@@ -23,6 +25,11 @@ final class Agenda: DueWork {
     }
 
     var fired: [String] { self.state.withLock { $0.fired.map(\.0) } }
+    var stops: Int { self.state.withLock { $0.stops } }
+
+    func stopped() async {
+        self.state.withLock { $0.stops += 1 }
+    }
     var firedAt: [Date] { self.state.withLock { $0.fired.map(\.1) } }
 
     func nextDueTime() async throws -> Date? {
@@ -49,9 +56,18 @@ final class GatedWork: DueWork {
     private struct State {
         var held = false
         var waiting: CheckedContinuation<Void, Never>?
+        var passUnderWay = false
+        /// Each time its scheduler told it that it stopped: whether a pass was under way then.
+        var stops: [Bool] = []
     }
 
     private let state = Mutex(State())
+
+    var stops: [Bool] { self.state.withLock { $0.stops } }
+
+    func stopped() async {
+        self.state.withLock { $0.stops.append($0.passUnderWay) }
+    }
 
     func hold() {
         self.state.withLock { $0.held = true }
@@ -61,7 +77,10 @@ final class GatedWork: DueWork {
 
     func release() {
         let waiting = self.state.withLock { state in
-            defer { state = State() }
+            defer {
+                state.held = false
+                state.waiting = nil
+            }
             return state.waiting
         }
         waiting?.resume()
@@ -71,9 +90,11 @@ final class GatedWork: DueWork {
 
     func runDue(now: Date) async throws {
         guard self.state.withLock({ $0.held }) else { return }
+        self.state.withLock { $0.passUnderWay = true }
         await withCheckedContinuation { continuation in
             self.state.withLock { $0.waiting = continuation }
         }
+        self.state.withLock { $0.passUnderWay = false }
     }
 }
 
@@ -207,6 +228,30 @@ struct DueTimeSchedulerTests {
             try await eventually("both fire") { agenda.fired == ["first", "second"] }
             #expect(agenda.firedAt == [Self.t0, Self.t0])
         }
+    }
+
+    @Test("stopped, asleep or during a pass, it tells its work once, after its last pass ended")
+    func tellsItsWorkItStopped() async throws {
+        let clock = ManualClock(Self.t0)
+        let agenda = Agenda()
+        try await self.withScheduler(agenda, clock) { scheduler in
+            try await eventually("first pass") { scheduler.passCount == 1 && scheduler.isSleeping }
+            #expect(agenda.stops == 0)
+        }
+        #expect(agenda.stops == 1, "asleep")
+
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let gated = GatedWork()
+        gated.hold()
+        let scheduler = DueTimeScheduler(work: gated, clock: clock, logger: logger)
+        let running = Task { try await scheduler.run() }
+        try await eventually("a pass under way") { gated.isWaiting }
+        running.cancel()
+        #expect(gated.stops.isEmpty, "not while the pass runs")
+        gated.release()
+        try await running.value
+        #expect(gated.stops == [false], "once, after the pass")
     }
 
     @Test("a failing pass is tried again after the retry delay, and its error goes to the failure observer")

@@ -31,6 +31,34 @@ extension SafetyPersistence {
             try await self.record(claim.claim, attempt: .success(""), now: self.now)
         }
     }
+
+    /// An armed switch for `user` (24 h, one confirmed contact at `USER@contacts.example`),
+    /// checked in now.
+    func armSwitch(_ user: String) async throws {
+        _ = try await self.upsertProfile(user) { profile in
+            profile.name = SealedText(user)
+            profile.email = "\(user)@example.com"
+            profile.thresholdHours = 24
+            profile.timeZone = "UTC"
+        }
+        try await self.addConfirmedContact(user, email: "\(user)@contacts.example")
+        _ = try await self.recordHeartbeat(user, timeZone: nil, deviceInfo: "test", requestID: "first", source: "app")
+    }
+}
+
+/// Runs `body` while `store`'s pool runs, and stops the pool afterwards, awaited, whether `body`
+/// throws or not.
+func whileServing<T>(_ store: PostgresSafetyStore, _ body: () async throws -> T) async throws -> T {
+    let pool = Task { try await store.database.run() }
+    let outcome: Result<T, any Error>
+    do {
+        outcome = .success(try await body())
+    } catch {
+        outcome = .failure(error)
+    }
+    pool.cancel()
+    _ = await pool.result
+    return try outcome.get()
 }
 
 struct ContactNotAdded: Error {

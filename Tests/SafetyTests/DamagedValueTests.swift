@@ -201,17 +201,7 @@ extension SafetySystem {
             clock: self.clock,
             logger: Logger(label: "another-process")
         )
-        let pool = Task { try await store.database.run() }
-        let outcome: Result<Void, any Error>
-        do {
-            try await body(store)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
-        }
-        pool.cancel()
-        _ = await pool.result
-        try outcome.get()
+        try await whileServing(store) { try await body(store) }
     }
 
     /// The id of `user`'s contact at `email`, as their listing shows it.

@@ -255,14 +255,7 @@ final class Replicas: Sendable {
     /// checked in at the start, made through `store` (its invitation is not an alarm: left out
     /// of ``alarmIDs()``).
     func setUpSwitch(_ user: String, on store: PostgresSafetyStore) async throws {
-        _ = try await store.upsertProfile(user) { profile in
-            profile.name = SealedText(user)
-            profile.email = "\(user)@example.com"
-            profile.thresholdHours = 24
-            profile.timeZone = "UTC"
-        }
-        try await store.addConfirmedContact(user, email: "\(user)@contacts.example")
-        _ = try await store.recordHeartbeat(user, timeZone: nil, deviceInfo: "test", requestID: "first", source: "app")
+        try await store.armSwitch(user)
     }
 
     /// Moves the clock and waits until every replica's schedulers handled what is due by then.

@@ -9,13 +9,19 @@ import Synchronization
 
 /// The switch's deciding: what fell due goes into the alert outbox (in batches, one transaction
 /// each), and the senders are woken after each batch. It never waits for a delivery, so a slow SMTP
-/// server holds back no warning. So do the ends of the graces of contacts stored before
-/// invitations existed: the user is told of one that ended unanswered
+/// server holds back no warning. The messages that go out at once are claimed for this
+/// process's senders as they are recorded, as many as their handoffs have room for
+/// (``ClaimHandoff``): those cost no claim of their own. So do the ends of the graces of
+/// contacts stored before invitations existed: the user is told of one that ended unanswered
 /// (``SafetyPersistence/endGraces(now:limit:)``).
 struct AlertDecider: DueWork {
     static let batch = 500
 
     let store: any SafetyPersistence
+    /// What it claims for each channel's sender.
+    let handoffs: [AlertRecord.Channel: ClaimHandoff]
+    /// How long a message claimed as it is decided is held (the senders' lease).
+    let lease: TimeInterval
     let wakeSenders: @Sendable () -> Void
 
     func nextDueTime() async throws -> Date? {
@@ -27,9 +33,16 @@ struct AlertDecider: DueWork {
     func runDue(now: Date) async throws {
         var decided = Self.batch
         while decided == Self.batch {
-            decided = try await self.store.decideDue(now: now, limit: Self.batch)
+            let (store, room) = (self.store, self.room)
+            // Not cut short by a shutdown once it claims: claims committed reach the senders.
+            let batch =
+                room.isEmpty
+                ? try await store.decideDue(now: now, limit: Self.batch, claiming: room)
+                : try await Task { try await store.decideDue(now: now, limit: Self.batch, claiming: room) }.value
+            decided = batch.looked
             // Sending begins while later batches are decided.
-            if decided > 0 { self.wakeSenders() }
+            defer { if decided > 0 { self.wakeSenders() } }
+            try await self.handOver(batch.claimed)
         }
         var ended = Self.batch
         while ended == Self.batch {
@@ -40,10 +53,33 @@ struct AlertDecider: DueWork {
     }
 }
 
-/// Delivers one channel's messages from the alert outbox: claims due ones (in a write that
-/// counts the attempt) and sends up to ``sendersAtOnce`` at a time, claiming more as sends
-/// finish and as time passes, and records each outcome as it comes. One sender per channel,
-/// so a stuck SMTP server holds back no push.
+extension AlertDecider {
+    /// As many of each channel as its sender's handoff has room for; none while stopping.
+    private var room: ClaimRoom {
+        guard !Task.isCancelled else { return .none }
+        return ClaimRoom(free: self.handoffs.mapValues(\.room), lease: self.lease)
+    }
+
+    /// Gives each sender the messages claimed for it; those a stopped sender no longer takes
+    /// are handed back to the store, due again at once for any process (not cut short by the
+    /// shutdown).
+    private func handOver(_ claimed: [ClaimedAlert]) async throws {
+        guard !claimed.isEmpty else { return }
+        var refused: [AlertClaim] = []
+        for (channel, handoff) in self.handoffs {
+            refused += handoff.put(claimed.filter { $0.alert.channel == channel }).map(\.claim)
+        }
+        guard !refused.isEmpty else { return }
+        let store = self.store
+        try await Task { try await store.returnClaims(refused) }.value
+    }
+}
+
+/// Delivers one channel's messages from the alert outbox: sends what the decider claimed for it
+/// (``ClaimHandoff``), claims other due ones (in a write that counts the attempt), up to
+/// ``sendersAtOnce`` at a time, taking and claiming more as sends finish and as time passes,
+/// and records each outcome as it comes. One sender per channel, so a stuck SMTP server holds
+/// back no push.
 struct AlertSender: DueWork {
     static let sendersAtOnce = 64
     /// Claims are made for at least this many free senders (or when all are free): with more
@@ -70,8 +106,12 @@ struct AlertSender: DueWork {
     let lease: TimeInterval
     /// Outcomes known but not yet written: never sent again while this process holds them.
     let unrecorded = UnrecordedOutcomes()
+    /// Messages the decider claimed for this sender (``ClaimHandoff``).
+    let handoff: ClaimHandoff
 
     func nextDueTime() async throws -> Date? {
+        // What the decider claimed goes out at once.
+        if !self.handoff.isEmpty { return .distantPast }
         let unrecorded = self.unrecorded.ids
         let next = try await self.store.nextAttemptTime(self.channel, excluding: unrecorded)
         guard !unrecorded.isEmpty else { return next }
@@ -93,7 +133,18 @@ struct AlertSender: DueWork {
             var mayFindMore = true
             // The claims under way are renewed every third of their lease.
             var renewedAt = self.store.now
+            var handedBack = false
             while true {
+                // What the decider claimed first: it is under way already. Stopping, it goes
+                // back to the store at once, for any process, while the sends under way end.
+                if !Task.isCancelled {
+                    for claim in self.handoff.take(Self.sendersAtOnce - underWay.count) {
+                        self.send(claim, in: &group, underWay: &underWay)
+                    }
+                } else if !handedBack {
+                    handedBack = true
+                    await self.handBack()
+                }
                 let free = Self.sendersAtOnce - underWay.count
                 if mayFindMore, free >= Self.claimAtLeast || underWay.isEmpty, !Task.isCancelled {
                     mayFindMore = false
@@ -103,16 +154,9 @@ struct AlertSender: DueWork {
                             now: max(now, self.store.now),
                             limit: free,
                             lease: self.lease,
-                            excluding: Set(underWay.keys).union(self.unrecorded.ids)
+                            excluding: Set(underWay.keys).union(self.unrecorded.ids).union(self.handoff.ids)
                         )
-                        for claim in claimed {
-                            underWay[claim.alert.id] = claim.claim
-                            group.addTask {
-                                // A send is not cut short by a shutdown: it ends with its outcome.
-                                await Task { await self.deliver(claim) }.value
-                                return claim.alert.id
-                            }
-                        }
+                        for claim in claimed { self.send(claim, in: &group, underWay: &underWay) }
                         mayFindMore = claimed.count == free
                         claimFailure = nil
                     } catch  where Task.isCancelled {
@@ -124,6 +168,7 @@ struct AlertSender: DueWork {
                         claimFailure = error
                     }
                 }
+                self.handoff.sending(underWay.count)
                 guard !underWay.isEmpty else { break }
                 // A slow send must not hold back a message that falls due meanwhile: look
                 // again every tick while any is under way. Shutting down, the ticks go on (a
@@ -139,6 +184,7 @@ struct AlertSender: DueWork {
                 switch await group.next() {
                 case .some(.some(let sent)):
                     underWay.removeValue(forKey: sent)
+                    self.handoff.sending(underWay.count)
                 case .some(.none), .none:
                     ticking = false
                     mayFindMore = true
@@ -158,11 +204,41 @@ struct AlertSender: DueWork {
         if let writeFailure = self.unrecorded.writeFailure { throw writeFailure }
     }
 
-    /// Keeps the claims on the messages under way, and on those whose outcome is held, for
-    /// another lease: a send longer than its lease must not let another process send the
-    /// message too.
+    /// Sends `claim` in `group`, under way until it ends.
+    private func send(_ claim: ClaimedAlert, in group: inout TaskGroup<String?>, underWay: inout [String: AlertClaim]) {
+        underWay[claim.alert.id] = claim.claim
+        group.addTask {
+            // A send is not cut short by a shutdown: it ends with its outcome.
+            await Task { await self.deliver(claim) }.value
+            return claim.alert.id
+        }
+    }
+
+    /// Once stopped, the handoff takes no more, and what still waits in it goes back to the
+    /// store.
+    func stopped() async {
+        await self.handBack()
+    }
+
+    /// Closes the handoff and hands what waits in it back to the store: due again at once, for
+    /// any process (not cut short by the shutdown).
+    private func handBack() async {
+        let waiting = self.handoff.close()
+        guard !waiting.isEmpty else { return }
+        let store = self.store
+        do {
+            try await Task { try await store.returnClaims(waiting.map(\.claim)) }.value
+        } catch {
+            // Their lease runs out instead.
+            self.logger.error("could not hand back the messages claimed but not sent", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Keeps the claims on the messages under way, on those waiting in the handoff and on those
+    /// whose outcome is held, for another lease: a send longer than its lease must not let
+    /// another process send the message too.
     private func renew(_ underWay: [AlertClaim], at now: Date) async {
-        let claims = underWay + self.unrecorded.all.map(\.outcome.claim)
+        let claims = underWay + self.handoff.claims + self.unrecorded.all.map(\.outcome.claim)
         guard !claims.isEmpty else { return }
         do {
             try await self.store.extendClaims(claims, lease: self.lease, now: now)

@@ -56,7 +56,9 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         lease: TimeInterval = AlertSender.lease,
         lookAtLeastEvery: TimeInterval? = nil
     ) {
-        let senders = AlertRecord.Channel.allCases.map { channel in
+        // What the decider claims for each channel's sender (``ClaimHandoff``).
+        let handoffs = AlertRecord.Channel.allCases.map { ($0, ClaimHandoff()) }
+        let senders = handoffs.map { channel, handoff in
             DueTimeScheduler(
                 work: AlertSender(
                     channel: channel,
@@ -64,7 +66,8 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
                     channels: channels,
                     logger: logger,
                     messageDomain: messageDomain,
-                    lease: lease
+                    lease: lease,
+                    handoff: handoff
                 ),
                 clock: clock,
                 logger: logger,
@@ -74,7 +77,12 @@ public struct SafetyService: Hearth_Safety_V1_Safety.Handler {
         self.store = store
         self.senders = senders
         self.decider = DueTimeScheduler(
-            work: AlertDecider(store: store, wakeSenders: { Self.wake(senders) }),
+            work: AlertDecider(
+                store: store,
+                handoffs: Dictionary(uniqueKeysWithValues: handoffs),
+                lease: lease,
+                wakeSenders: { Self.wake(senders) }
+            ),
             clock: clock,
             logger: logger,
             lookAtLeastEvery: lookAtLeastEvery

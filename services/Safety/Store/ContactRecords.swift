@@ -169,27 +169,71 @@ extension ContactLinks {
         let token: LinkToken
         let purpose: LinkPurpose
         let expiresAt: Date?
-        let contact: ContactRecord
+        /// The contact's id, user and address key.
+        let contactID: String
+        let userID: String
+        let addressKey: String
     }
 
     /// The links of `alert`, claimed at `now` for an attempt, and the tokens to store for them;
     /// nil for a message that is no email to a contact (or whose contact or user is gone).
     static func mint(for alert: AlertRecord, contact: ContactRecord?, profile: ProfileRecord?, at now: Date)
-        throws -> (links: ContactLinks, tokens: [NewToken])?
+        -> (links: ContactLinks, tokens: [NewToken])?
     {
         guard alert.channel == .email, !alert.contactID.isEmpty, let contact, let profile else { return nil }
-        let optOut = LinkToken.make()
-        var tokens = [NewToken(token: optOut, purpose: .optOut, expiresAt: nil, contact: contact)]
-        var answer: LinkToken?
-        if alert.kind == MessageKind.invitation, contact.consent.isAwaitingAnswer(at: now) {
-            let token = LinkToken.make()
-            tokens.append(
-                NewToken(token: token, purpose: .answer, expiresAt: contact.invitationExpiresAt, contact: contact)
+        let asksAnswer = alert.kind == MessageKind.invitation && contact.consent.isAwaitingAnswer(at: now)
+        return Self.mint(
+            for: alert,
+            profile: profile,
+            answer: asksAnswer ? .init(until: contact.invitationExpiresAt) : nil,
+            contact: (contact.id, contact.userID, contact.emailKey)
+        )
+    }
+
+    /// The links of a message the switch decided, claimed as it was recorded: never an
+    /// invitation, and its contact is the one it names (whose address key it holds).
+    static func mint(forDecided alert: AlertRecord, profile: ProfileRecord) -> (
+        links: ContactLinks, tokens: [NewToken]
+    )? {
+        guard alert.channel == .email, !alert.contactID.isEmpty else { return nil }
+        return Self.mint(
+            for: alert,
+            profile: profile,
+            answer: nil,
+            contact: (alert.contactID, alert.userID, alert.addressKey)
+        )
+    }
+
+    /// An invitation's answer links, and until when they act (nil: for good).
+    private struct AnswerLinks {
+        let until: Date?
+    }
+
+    private static func mint(
+        for alert: AlertRecord,
+        profile: ProfileRecord,
+        answer: AnswerLinks?,
+        contact: (id: String, userID: String, addressKey: String)
+    ) -> (links: ContactLinks, tokens: [NewToken]) {
+        let token = { (token: LinkToken, purpose: LinkPurpose, expiresAt: Date?) in
+            NewToken(
+                token: token,
+                purpose: purpose,
+                expiresAt: expiresAt,
+                contactID: contact.id,
+                userID: contact.userID,
+                addressKey: contact.addressKey
             )
-            answer = token
+        }
+        let optOut = LinkToken.make()
+        var tokens = [token(optOut, .optOut, nil)]
+        let answerToken = answer.map { answer in
+            let made = LinkToken.make()
+            tokens.append(token(made, .answer, answer.until))
+            return made
         }
         let links = ContactLinks(
-            answer: answer,
+            answer: answerToken,
             optOut: optOut,
             language: profile.language,
             // Without the name when it does not open: the links still work.

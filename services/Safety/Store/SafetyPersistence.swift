@@ -45,8 +45,10 @@ protocol SafetyPersistence: Sendable {
 
     /// The earliest time a switch is due to be looked at.
     func nextDecisionTime() async throws -> Date?
-    /// Decides what is due for up to `limit` switches; answers how many it looked at.
-    func decideDue(now: Date, limit: Int) async throws -> Int
+    /// Decides what is due for up to `limit` switches; answers how many it looked at, and the
+    /// messages it claimed for this process's senders as it recorded them: those that go out at
+    /// once, as many of each channel as `room` allows.
+    func decideDue(now: Date, limit: Int, claiming room: ClaimRoom) async throws -> DecidedBatch
     /// The earliest end of a grace not handled yet (contacts stored before invitations existed).
     func nextGraceEnd() async throws -> Date?
     func endGraces(now: Date, limit: Int) async throws -> (ended: Int, told: Int)
@@ -64,6 +66,10 @@ protocol SafetyPersistence: Sendable {
     /// `now`, unless an outcome was recorded meanwhile or the claim is no longer the message's:
     /// a long send keeps its message from another process.
     func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws
+    /// Hands back claims whose sends never began (their sender stopped before it took them):
+    /// each message due again at once, the attempt not counted, and one cancelled meanwhile left
+    /// cancelled. A claim no longer its message's is left as it is.
+    func returnClaims(_ claims: [AlertClaim]) async throws
     /// What became of a claimed attempt. Nothing is written when `claim` is no longer the
     /// message's (its lease ran out and another process took it, or it was recorded already);
     /// answers whether it was written.
@@ -107,6 +113,12 @@ protocol SafetyPersistence: Sendable {
 }
 
 extension SafetyPersistence {
+    /// Decides what is due for up to `limit` switches, claiming nothing; answers how many it
+    /// looked at.
+    func decideDue(now: Date, limit: Int) async throws -> Int {
+        try await self.decideDue(now: now, limit: limit, claiming: .none).looked
+    }
+
     func recordHeartbeat(
         _ user: String,
         timeZone: String?,

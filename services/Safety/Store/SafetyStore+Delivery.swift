@@ -110,6 +110,23 @@ extension SafetyStore {
         }
     }
 
+    func returnClaims(_ claims: [AlertClaim]) async throws {
+        guard !claims.isEmpty else { return }
+        let now = self.now
+        try await self.outcomes.write { db in
+            // One cancelled meanwhile keeps its state: it was never sent, so no all-clear follows.
+            for claim in claims {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE alert SET attempts = attempts - 1, claimed_at = NULL,
+                            next_attempt_at = CASE WHEN state = 'pending' THEN ? ELSE next_attempt_at END
+                        WHERE id = ? AND claimed_at = ?
+                        """
+                ).execute(binding: now.stored, claim.id, claim.at.stored)
+            }
+        }
+    }
+
     func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
         let until = now.addingTimeInterval(lease)
         try await self.outcomes.write { db in

@@ -72,14 +72,20 @@ extension SafetyStore {
     /// an email to no contact (a test to the user) or to one removed since.
     func mintLinks(for alert: AlertRecord, at now: Date, in db: Database) throws -> ContactLinks? {
         guard alert.channel == .email, !alert.contactID.isEmpty,
-            let minted = try ContactLinks.mint(
+            let minted = ContactLinks.mint(
                 for: alert,
                 contact: try self.contact(alert.contactID, in: db),
                 profile: try self.profile(alert.userID, in: db),
                 at: now
             )
         else { return nil }
-        for new in minted.tokens {
+        try Self.insert(minted.tokens, at: now, in: db)
+        return minted.links
+    }
+
+    /// Stores the tokens of links minted at `now`.
+    static func insert(_ tokens: [ContactLinks.NewToken], at now: Date, in db: Database) throws {
+        for new in tokens {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO contact_token (hash, contact_id, user_id, address_key, purpose, expires_at, created_at)
@@ -87,14 +93,13 @@ extension SafetyStore {
                     """
             ).execute(
                 binding: new.token.hash,
-                new.contact.id,
-                new.contact.userID,
-                new.contact.emailKey,
+                new.contactID,
+                new.userID,
+                new.addressKey,
                 new.purpose.rawValue,
                 new.expiresAt?.stored,
                 now.stored
             )
         }
-        return minted.links
     }
 }

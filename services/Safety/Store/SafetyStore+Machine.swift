@@ -23,7 +23,19 @@ extension SafetyStore {
 
     /// Applies `machine`'s effects, in order, for `profile` (which holds its state).
     func apply(_ effects: [SwitchEffect], of profile: ProfileRecord, in db: Database) throws {
-        for effect in effects {
+        var claims = DecidedClaims.none(at: self.now)
+        try self.apply(effects, of: profile, claiming: &claims, in: db)
+    }
+
+    /// Applies `machine`'s effects, in order, for `profile` (which holds its state); `claims`
+    /// claims the messages recorded that its room allows.
+    func apply(
+        _ effects: [SwitchEffect],
+        of profile: ProfileRecord,
+        claiming claims: inout DecidedClaims,
+        in db: Database
+    ) throws {
+        for (index, effect) in effects.enumerated() {
             switch effect {
             case .cancelPending(.warnings):
                 try db.cachedStatement(sql: Self.cancelPendingWarningsSQL).execute(binding: profile.userID)
@@ -44,8 +56,12 @@ extension SafetyStore {
                         """
                 ).execute(binding: profile.userID, id)
             case .record(let message):
-                try self.alert(message, of: profile, in: db)
-                    .insert(in: db, sealingWith: self.keys, ignoringConflict: true)
+                var alert = try self.alert(message, of: profile, in: db)
+                if claims.hasRoom, DecidedClaims.mayClaim(effectAt: index, of: effects) {
+                    claims.claim(&alert, of: profile)
+                }
+                try alert.insert(in: db, sealingWith: self.keys, ignoringConflict: true)
+                if db.changesCount == 0 { claims.drop(alert.id) }
             case .forgetSkippedReminder(let key):
                 try db.cachedStatement(
                     sql: "DELETE FROM alert WHERE user_id = ? AND kind = ? AND contact_id = ? AND state = 'cancelled'"
@@ -58,8 +74,21 @@ extension SafetyStore {
     /// then its effects, in this transaction. Answers the profile as saved.
     @discardableResult
     func commit(_ machine: SwitchMachine, of profile: ProfileRecord, in db: Database) throws -> ProfileRecord {
+        var claims = DecidedClaims.none(at: self.now)
+        return try self.commit(machine, of: profile, claiming: &claims, in: db)
+    }
+
+    /// Saves what `machine` decided, as ``commit(_:of:in:)`` does; `claims` claims the messages
+    /// recorded that its room allows.
+    @discardableResult
+    func commit(
+        _ machine: SwitchMachine,
+        of profile: ProfileRecord,
+        claiming claims: inout DecidedClaims,
+        in db: Database
+    ) throws -> ProfileRecord {
         let changed = profile.with(machine.state)
-        try self.apply(machine.effects, of: changed, in: db)
+        try self.apply(machine.effects, of: changed, claiming: &claims, in: db)
         try changed.saveSwitch(in: db)
         return changed
     }

@@ -206,8 +206,8 @@ extension SafetyStore {
 
     /// Decides what is due for up to `limit` switches, in one transaction: warnings while the
     /// deadline is ahead, the alert (one row per contact) once it passed. Answers how many
-    /// switches it looked at.
-    func decideDue(now: Date, limit: Int) async throws -> Int {
+    /// switches it looked at, and the messages it inserted claimed, as many as `room` allows.
+    func decideDue(now: Date, limit: Int, claiming room: ClaimRoom) async throws -> DecidedBatch {
         // Most passes find nothing: look with a read before taking the writer.
         let anyDue = try self.base.read { db in
             try Bool.fetchOne(
@@ -216,19 +216,22 @@ extension SafetyStore {
             )
                 ?? false
         }
-        guard anyDue else { return 0 }
+        guard anyDue else { return DecidedBatch(looked: 0, claimed: []) }
+        let claimedAt = self.now
         return try await self.base.write { db in
             let due = try db.cachedStatement(
                 sql: "\(ProfileRecord.selection) FROM profile WHERE next_due_at <= ? ORDER BY next_due_at LIMIT ?"
             ).fetchAll(binding: now.stored, limit) { try ProfileRecord(columns: $0, keys: self.keys) }
+            var claims = DecidedClaims(room: room, claimedAt: claimedAt, now: now)
             for profile in due {
                 let reads = FactReads.decided.union(.reminders(of: profile))
                     .union(.period(endingPauseOf: profile, at: now))
                 var machine = try self.machine(profile, at: now, reading: reads, in: db)
                 machine.decideDue(at: now)
-                try self.commit(machine, of: profile, in: db)
+                try self.commit(machine, of: profile, claiming: &claims, in: db)
             }
-            return due.count
+            try Self.insert(claims.tokens, at: claimedAt, in: db)
+            return DecidedBatch(looked: due.count, claimed: claims.claimed)
         }
     }
 }

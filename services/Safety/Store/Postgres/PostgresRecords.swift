@@ -298,7 +298,7 @@ struct NewAlerts: PreparedSQL {
 }
 
 /// Messages decided, inserted as ``NewAlerts`` inserts them, and each once: one already decided
-/// (`alert_once`) is left as it is.
+/// (`alert_once`) is left as it is. Answers the ids inserted.
 struct DecidedAlerts: PreparedSQL {
     static let sql = Self(rows: NewAlerts.columns).query.sql
     let rows: BoundRows
@@ -311,7 +311,7 @@ struct DecidedAlerts: PreparedSQL {
         self.rows = try NewAlerts.rows(alerts, sealingWith: keys)
     }
 
-    var query: PostgresQuery { self.rows.query { NewAlerts.insert($0) + " ON CONFLICT DO NOTHING" } }
+    var query: PostgresQuery { self.rows.query { NewAlerts.insert($0) + " ON CONFLICT DO NOTHING RETURNING id" } }
 }
 
 extension ContactRecord {

@@ -59,7 +59,7 @@ extension PostgresSafetyStore {
                 alert.attempts += 1
                 alert.claimedAt = claimedAt
                 alert.nextAttemptAt = retryAt
-                let minted = try ContactLinks.mint(
+                let minted = ContactLinks.mint(
                     for: alert,
                     contact: facts.contacts[alert.contactID],
                     profile: facts.profiles[alert.userID],
@@ -96,7 +96,40 @@ extension PostgresSafetyStore {
         try await db.run(NewTokens(tokens, at: now))
     }
 
+    func returnClaims(_ claims: [AlertClaim]) async throws {
+        let now = self.now
+        // One cancelled meanwhile keeps its state: it was never sent, so no all-clear follows.
+        try await self.update(claims) { rows in
+            let now = rows.bind(now.postgres)
+            return rows.query { values in
+                """
+                UPDATE alert SET attempts = attempts - 1, claimed_at = NULL, lease_until = NULL,
+                    next_attempt_at = CASE WHEN state = 'pending' THEN \(now) ELSE next_attempt_at END
+                FROM (\(values)) AS claim(id, at)
+                WHERE alert.id = claim.id AND alert.claimed_at = claim.at
+                """
+            }
+        }
+    }
+
     func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws {
+        // A cancelled message's lease is renewed too: its send may still end.
+        try await self.update(claims) { rows in
+            let until = rows.bind(now.addingTimeInterval(lease).postgres)
+            return rows.query { values in
+                """
+                UPDATE alert SET lease_until = \(until),
+                    next_attempt_at = CASE WHEN state = 'pending' THEN \(until) ELSE next_attempt_at END
+                FROM (\(values)) AS claim(id, at)
+                WHERE alert.id = claim.id AND alert.claimed_at = claim.at
+                """
+            }
+        }
+    }
+
+    /// Runs the update `statement` makes of `claims`, bound as the rows `claim(id, at)`, in a
+    /// transaction that locks their messages first.
+    private func update(_ claims: [AlertClaim], _ statement: (inout BoundRows) -> PostgresQuery) async throws {
         guard !claims.isEmpty else { return }
         var rows = BoundRows(columns: .text, .timestamptz)
         for claim in claims {
@@ -105,23 +138,14 @@ extension PostgresSafetyStore {
                 row.bind(claim.at.postgres)
             }
         }
-        let until = rows.bind(now.addingTimeInterval(lease).postgres)
-        // A cancelled message's lease is renewed too: its send may still end.
-        let renewal = rows.query { values in
-            """
-            UPDATE alert SET lease_until = \(until),
-                next_attempt_at = CASE WHEN state = 'pending' THEN \(until) ELSE next_attempt_at END
-            FROM (\(values)) AS claim(id, at)
-            WHERE alert.id = claim.id AND alert.claimed_at = claim.at
-            """
-        }
+        let update = statement(&rows)
         try await self.database.transaction { db in
             // Locked in the order of their ids first, as a batch of outcomes locks them: the two
             // never wait on each other in a circle.
             _ = try await db.count(
                 "SELECT 1 FROM alert WHERE id = ANY(\(claims.map(\.id))) ORDER BY id FOR UPDATE"
             )
-            try await db.run(renewal)
+            try await db.run(update)
         }
     }
 
@@ -130,10 +154,10 @@ extension PostgresSafetyStore {
     /// all-clear. Each in a transaction of its own, under its user's lock.
     private func releaseLapsedCancelled(at now: Date, lease: TimeInterval, excluding excluded: Set<String>) async throws
     {
-        // A claim without its own lease (copied from a SQLite file, or made by a process before
-        // migration v2) holds for one lease from its claim. In the order of `alert_claim_ended`:
-        // read along that index whatever the table's statistics say (a freshly filled table
-        // without them was read whole at each claim).
+        // A claim without its own lease (made as its message was decided, copied from a SQLite
+        // file, or made by a process before migration v2) holds for one lease from its claim. In
+        // the order of `alert_claim_ended`: read along that index whatever the table's statistics
+        // say (a freshly filled table without them was read whole at each claim).
         let lapsedIDs = try await self.database.read { db in
             try await db.rows(
                 """
@@ -246,9 +270,9 @@ struct NewTokens: PreparedSQL {
         for new in tokens {
             rows.append { row in
                 row.bind(ByteBuffer(bytes: new.token.hash))
-                row.bind(new.contact.id)
-                row.bind(new.contact.userID)
-                row.bind(new.contact.emailKey)
+                row.bind(new.contactID)
+                row.bind(new.userID)
+                row.bind(new.addressKey)
                 row.bind(new.purpose.rawValue)
                 row.bind(new.expiresAt.postgres)
                 row.bind(now.postgres)

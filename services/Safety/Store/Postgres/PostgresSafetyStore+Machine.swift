@@ -130,7 +130,8 @@ extension PostgresSafetyStore {
 
     /// Applies `effects`, in order, for `profile` (which holds its state).
     func apply(_ effects: [SwitchEffect], of profile: ProfileRecord, on db: PostgresConnection) async throws {
-        try await SwitchEffects.apply([(profile, effects)], for: self, on: db)
+        var claims = DecidedClaims.none(at: self.now)
+        try await SwitchEffects.apply([(profile, effects)], for: self, claiming: &claims, on: db)
     }
 
     /// Saves what `machine` decided for `profile`: its effects, then its state. Answers the
@@ -148,8 +149,20 @@ extension PostgresSafetyStore {
     func commit(_ decisions: [(SwitchMachine, ProfileRecord)], on db: PostgresConnection) async throws
         -> [ProfileRecord]
     {
+        var claims = DecidedClaims.none(at: self.now)
+        return try await self.commit(decisions, claiming: &claims, on: db)
+    }
+
+    /// Saves what each machine decided, as ``commit(_:on:)`` does; `claims` claims the messages
+    /// recorded that its room allows.
+    @discardableResult
+    func commit(
+        _ decisions: [(SwitchMachine, ProfileRecord)],
+        claiming claims: inout DecidedClaims,
+        on db: PostgresConnection
+    ) async throws -> [ProfileRecord] {
         let changed = decisions.map { machine, profile in (profile.with(machine.state), machine.effects) }
-        try await SwitchEffects.apply(changed, for: self, on: db)
+        try await SwitchEffects.apply(changed, for: self, claiming: &claims, on: db)
         try await ProfileRecord.saveSwitches(changed.map(\.0), on: db)
         return changed.map(\.0)
     }

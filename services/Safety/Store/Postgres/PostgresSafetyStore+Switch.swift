@@ -154,9 +154,11 @@ extension PostgresSafetyStore {
 
     /// Decides what is due for up to `limit` switches, in one transaction of a dozen statements
     /// whatever their number. Switches another process is deciding, or another call is
-    /// changing, are left to it (skipped, not waited for).
-    func decideDue(now: Date, limit: Int) async throws -> Int {
-        try await self.database.transaction { db in
+    /// changing, are left to it (skipped, not waited for). The messages `room` allows are
+    /// inserted claimed, and their links' tokens with them.
+    func decideDue(now: Date, limit: Int, claiming room: ClaimRoom) async throws -> DecidedBatch {
+        let claimedAt = self.now
+        return try await self.database.transaction { db in
             // Each row locked as it is read, at its newest: it cannot change until this commits.
             let due = try await db.rows(DueProfiles(now: now, limit: limit)) {
                 try ProfileRecord(columns: $0, keys: self.keys)
@@ -168,8 +170,10 @@ extension PostgresSafetyStore {
                 FactReads.decided.union(.reminders(of: profile)).union(.period(endingPauseOf: profile, at: now))
             }
             for index in machines.indices { machines[index].decideDue(at: now) }
-            try await self.commit(Array(zip(machines, profiles)), on: db)
-            return due.count
+            var claims = DecidedClaims(room: room, claimedAt: claimedAt, now: now)
+            try await self.commit(Array(zip(machines, profiles)), claiming: &claims, on: db)
+            if !claims.tokens.isEmpty { try await db.run(NewTokens(claims.tokens, at: claimedAt)) }
+            return DecidedBatch(looked: due.count, claimed: claims.claimed)
         }
     }
 }

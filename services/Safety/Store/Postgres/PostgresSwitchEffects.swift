@@ -7,9 +7,11 @@ import PostgresNIO
 /// in rounds: the first effect of every user, then the second, and so on, each round a statement
 /// per kind of effect in it. A due batch of hundreds of switches is a handful of statements.
 enum SwitchEffects {
+    /// Applies `changes`; `claims` claims the messages recorded that its room allows.
     static func apply(
         _ changes: [(profile: ProfileRecord, effects: [SwitchEffect])],
         for store: PostgresSafetyStore,
+        claiming claims: inout DecidedClaims,
         on db: PostgresConnection
     ) async throws {
         let rounds = changes.map(\.effects.count).max() ?? 0
@@ -17,13 +19,15 @@ enum SwitchEffects {
             // The users of each scope cancelled.
             var cancels: [SwitchEffect.CancelScope: [String]] = [:]
             var contactCancels: [(user: String, contact: String)] = []
-            var records: [(profile: ProfileRecord, message: SwitchMessage)] = []
+            var records: [(profile: ProfileRecord, message: SwitchMessage, claimable: Bool)] = []
             var forgotten: [(user: String, key: String)] = []
             for (profile, effects) in changes where round < effects.count {
                 switch effects[round] {
                 case .cancelPending(.contact(let id)): contactCancels.append((profile.userID, id))
                 case .cancelPending(let scope): cancels[scope, default: []].append(profile.userID)
-                case .record(let message): records.append((profile, message))
+                case .record(let message):
+                    let claimable = claims.hasRoom && DecidedClaims.mayClaim(effectAt: round, of: effects)
+                    records.append((profile, message, claimable))
                 case .forgetSkippedReminder(let key): forgotten.append((profile.userID, key))
                 }
             }
@@ -35,7 +39,7 @@ enum SwitchEffects {
                     ContactCancels(contacts: contactCancels.map(\.contact), users: contactCancels.map(\.user))
                 )
             }
-            try await self.record(records, for: store, on: db)
+            try await self.record(records, for: store, claiming: &claims, on: db)
             if !forgotten.isEmpty {
                 try await db.run(
                     """
@@ -50,10 +54,12 @@ enum SwitchEffects {
     }
 
     /// Records the messages decided, each once (`alert_once`): a contact's address and name,
-    /// for the ones sent to a contact, read in one statement.
+    /// for the ones sent to a contact, read in one statement. Those claimed are inserted under
+    /// their claims, and their links' tokens after them.
     private static func record(
-        _ records: [(profile: ProfileRecord, message: SwitchMessage)],
+        _ records: [(profile: ProfileRecord, message: SwitchMessage, claimable: Bool)],
         for store: PostgresSafetyStore,
+        claiming claims: inout DecidedClaims,
         on db: PostgresConnection
     ) async throws {
         guard !records.isEmpty else { return }
@@ -69,13 +75,20 @@ enum SwitchEffects {
             }
             for (id, contact) in rows { contacts[id] = contact }
         }
-        let alerts = records.map { profile, message in
+        var alerts: [AlertRecord] = []
+        alerts.reserveCapacity(records.count)
+        for (profile, message, claimable) in records {
             var contact = MessageContact.none
             if case .contact(let recipient) = message.recipient, message.sends {
                 contact = contacts[recipient.id] ?? contact
             }
-            return AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
+            var alert = AlertRecord.decided(message, of: profile, product: store.product, contact: contact)
+            if claimable { claims.claim(&alert, of: profile) }
+            alerts.append(alert)
         }
-        try await db.run(DecidedAlerts(alerts, sealingWith: store.keys))
+        let inserted = Set(
+            try await db.rows(DecidedAlerts(alerts, sealingWith: store.keys)) { try $0.value(0, as: String.self) }
+        )
+        for alert in alerts where !inserted.contains(alert.id) { claims.drop(alert.id) }
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import HearthPostgres
 import PostgresNIO
 
-// The statements a due batch runs to decide its switches (``PostgresSafetyStore/decideDue(now:limit:)``),
-// prepared once a connection (``PreparedSQL``): what they read of the switches and their facts,
+// The statements a due batch runs to decide its switches
+// (``PostgresSafetyStore/decideDue(now:limit:claiming:)``), prepared once a connection
+// (``PreparedSQL``): what they read of the switches and their facts,
 // and what they write of the transitions' effects. Those of many users take them as arrays, so
 // their text is the same for one switch and for hundreds (a call's event is a batch of one).
 
