@@ -90,10 +90,7 @@ struct DecidedClaimTests {
         let sink = try await SMTPSink()
         defer { sink.stop() }
         try await withDecidingStore(kind) { store, clock in
-            // Three sends at most, one of them under way: room for two.
-            let handoff = ClaimHandoff(capacity: 3)
-            handoff.sending(1)
-            #expect(handoff.room == 2)
+            let handoff = ClaimHandoff(capacity: 2)
             let sender = Self.sender(store, sink: sink, handoff: handoff)
             let decided = try await Self.decideAlarms(
                 of: ["ana", "ben", "cyd"],
@@ -107,7 +104,7 @@ struct DecidedClaimTests {
             #expect(handoff.room == 0)
             #expect(try await sender.nextDueTime() == .distantPast, "what waits goes out at once")
             try await sender.runDue(now: Self.due)
-            #expect(handoff.isEmpty && handoff.room == 3, "every send ended")
+            #expect(handoff.isEmpty && handoff.room == 2)
             try await eventually("three alarms sent") { try sink.messageCount() == 3 }
             for user in ["ana", "ben", "cyd"] {
                 let alarm = try #require(try await Self.alarm(of: user, in: store))
@@ -130,6 +127,20 @@ struct DecidedClaimTests {
             let returned = try #require(try await Self.alarm(of: user, in: store))
             #expect(returned.state == .pending && returned.claimedAt == nil && returned.attempts == 0)
             #expect(handoff.put(waiting).map(\.alert.id) == waiting.map(\.alert.id), "refused once closed")
+        }
+    }
+
+    @Test("what waited longer than a handoff's longest wait is taken out, to go back to the store")
+    func overdue() async throws {
+        try await withDecidingStore(.sqlite) { store, clock in
+            let claimed = try await Self.decideAlarms(of: ["ana", "ben"], on: store, clock, emails: 2).claimed
+            let patient = ClaimHandoff(capacity: 2, longestWait: .seconds(3600))
+            #expect(patient.put(claimed).isEmpty && patient.room == 0)
+            #expect(patient.overdue().isEmpty)
+            let hasty = ClaimHandoff(capacity: 2, longestWait: .seconds(-1))
+            #expect(hasty.put(claimed).isEmpty)
+            #expect(hasty.overdue().map(\.alert.id) == claimed.map(\.alert.id))
+            #expect(hasty.isEmpty && hasty.room == 2)
         }
     }
 

@@ -141,6 +141,8 @@ struct AlertSender: DueWork {
                     for claim in self.handoff.take(Self.sendersAtOnce - underWay.count) {
                         self.send(claim, in: &group, underWay: &underWay)
                     }
+                    // Its sends are slow or stuck: what waited too long is for any process.
+                    await self.handBack(self.handoff.overdue())
                 } else if !handedBack {
                     handedBack = true
                     await self.handBack()
@@ -168,7 +170,6 @@ struct AlertSender: DueWork {
                         claimFailure = error
                     }
                 }
-                self.handoff.sending(underWay.count)
                 guard !underWay.isEmpty else { break }
                 // A slow send must not hold back a message that falls due meanwhile: look
                 // again every tick while any is under way. Shutting down, the ticks go on (a
@@ -184,7 +185,6 @@ struct AlertSender: DueWork {
                 switch await group.next() {
                 case .some(.some(let sent)):
                     underWay.removeValue(forKey: sent)
-                    self.handoff.sending(underWay.count)
                 case .some(.none), .none:
                     ticking = false
                     mayFindMore = true
@@ -220,10 +220,14 @@ struct AlertSender: DueWork {
         await self.handBack()
     }
 
-    /// Closes the handoff and hands what waits in it back to the store: due again at once, for
-    /// any process (not cut short by the shutdown).
+    /// Closes the handoff and hands what waits in it back to the store.
     private func handBack() async {
-        let waiting = self.handoff.close()
+        await self.handBack(self.handoff.close())
+    }
+
+    /// Hands `waiting` back to the store: due again at once, for any process (not cut short by
+    /// the shutdown).
+    private func handBack(_ waiting: [ClaimedAlert]) async {
         guard !waiting.isEmpty else { return }
         let store = self.store
         do {
