@@ -138,11 +138,12 @@ struct AlertSender: DueWork {
                 // What the decider claimed first: it is under way already. Stopping, it goes
                 // back to the store at once, for any process, while the sends under way end.
                 if !Task.isCancelled {
+                    // What waited too long first (its sends are slow or stuck, or this loop was
+                    // held up): for any process, and never taken here once its lease may have run.
+                    await self.handBack(self.handoff.overdue())
                     for claim in self.handoff.take(Self.sendersAtOnce - underWay.count) {
                         self.send(claim, in: &group, underWay: &underWay)
                     }
-                    // Its sends are slow or stuck: what waited too long is for any process.
-                    await self.handBack(self.handoff.overdue())
                 } else if !handedBack {
                     handedBack = true
                     await self.handBack()
@@ -233,7 +234,7 @@ struct AlertSender: DueWork {
         do {
             try await Task { try await store.returnClaims(waiting.map(\.claim)) }.value
         } catch {
-            // Their lease runs out instead.
+            // Their lease runs out instead (the store fails: no send would be recorded either).
             self.logger.error("could not hand back the messages claimed but not sent", metadata: ["error": "\(error)"])
         }
     }

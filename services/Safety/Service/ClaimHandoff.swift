@@ -3,9 +3,10 @@ import Synchronization
 
 /// Messages the decider claimed as it recorded them, waiting for a free sender of their channel
 /// in this process (``AlertDecider``, ``AlertSender``). A sender takes them before it claims
-/// from the store: they cost no claim of their own. At most ``capacity`` wait, and none for
-/// longer than ``longestWait``: what waited longer (its sender's sends are slow, or stuck) goes
-/// back to the store, due at once for any process, as the rest of what was decided stays there.
+/// from the store: they cost no claim of their own. At most ``capacity`` wait, and about
+/// ``longestWait`` at most (the sender looks when a send ends or at its next tick, while the
+/// store answers): what waited longer (its sender's sends are slow, or stuck) goes back to the
+/// store, due at once for any process, as the rest of what was decided stays there.
 /// A sender that stops closes it: it takes no more, and what still waits goes back too
 /// (``SafetyPersistence/returnClaims(_:)``).
 final class ClaimHandoff: Sendable {
@@ -42,9 +43,10 @@ final class ClaimHandoff: Sendable {
     /// the decider hands those back to the store.
     func put(_ claimed: [ClaimedAlert]) -> [ClaimedAlert] {
         guard !claimed.isEmpty else { return [] }
-        let now = ContinuousClock.now
         return self.state.withLock { state in
             guard !state.closed else { return claimed }
+            // Read under the lock: the waiting stay in the order they came.
+            let now = ContinuousClock.now
             state.waiting += claimed.map { ($0, now) }
             return []
         }

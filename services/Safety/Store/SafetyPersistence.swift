@@ -66,9 +66,9 @@ protocol SafetyPersistence: Sendable {
     /// `now`, unless an outcome was recorded meanwhile or the claim is no longer the message's:
     /// a long send keeps its message from another process.
     func extendClaims(_ claims: [AlertClaim], lease: TimeInterval, now: Date) async throws
-    /// Hands back claims whose sends never began (their sender stopped before it took them):
-    /// each message due again at once, the attempt not counted, and one cancelled meanwhile left
-    /// cancelled. A claim no longer its message's is left as it is.
+    /// Hands back claims whose sends never began (their sender stopped, or they waited for it
+    /// too long: ``ClaimHandoff``): each message due again at once, the attempt not counted, and
+    /// one cancelled meanwhile left cancelled. A claim no longer its message's is left as it is.
     func returnClaims(_ claims: [AlertClaim]) async throws
     /// What became of a claimed attempt. Nothing is written when `claim` is no longer the
     /// message's (its lease ran out and another process took it, or it was recorded already);
