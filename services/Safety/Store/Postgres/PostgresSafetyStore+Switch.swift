@@ -172,7 +172,8 @@ extension PostgresSafetyStore {
             for index in machines.indices { machines[index].decideDue(at: now) }
             var claims = DecidedClaims(room: room, claimedAt: claimedAt, now: now)
             try await self.commit(Array(zip(machines, profiles)), claiming: &claims, on: db)
-            if !claims.tokens.isEmpty { try await db.run(NewTokens(claims.tokens, at: claimedAt)) }
+            let tokens = claims.tokens
+            if !tokens.isEmpty { try await db.run(NewTokens(tokens, at: claimedAt)) }
             return DecidedBatch(looked: due.count, claimed: claims.claimed)
         }
     }
