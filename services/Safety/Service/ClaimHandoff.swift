@@ -10,7 +10,14 @@ import Synchronization
 /// A sender that stops closes it: it takes no more, and what still waits goes back too
 /// (``SafetyPersistence/returnClaims(_:)``).
 final class ClaimHandoff: Sendable {
-    /// The most that wait (by default, as many as a sender has sends at once).
+    /// How many wait a channel by default. Under load each decided batch (up to 500) is claimed
+    /// in about two, and they wait about a third of a second for one of two processes' senders
+    /// at full load, within ``longestWait``. With 64 (one a sender) most of such a batch stayed
+    /// unclaimed, and cost a claim of its own from the store: on PostgreSQL a fifth more CPU an
+    /// alarm, and late alarms once the cores were full (BENCHMARKS.md).
+    static let defaultCapacity = 4 * AlertSender.sendersAtOnce
+
+    /// The most that wait.
     let capacity: Int
     /// The longest a claim waits for a sender before it is handed back.
     let longestWait: Duration
@@ -22,7 +29,7 @@ final class ClaimHandoff: Sendable {
 
     private let state = Mutex(State())
 
-    init(capacity: Int = AlertSender.sendersAtOnce, longestWait: Duration = .seconds(1)) {
+    init(capacity: Int = ClaimHandoff.defaultCapacity, longestWait: Duration = .seconds(1)) {
         self.capacity = capacity
         self.longestWait = longestWait
     }
