@@ -10,9 +10,9 @@ import Synchronization
 /// A sender that stops closes it: it takes no more, and what still waits goes back too
 /// (``SafetyPersistence/returnClaims(_:)``).
 final class ClaimHandoff: Sendable {
-    /// How many wait a channel by default. Under load each decided batch (up to 500) is claimed
-    /// in about two, and they wait about a third of a second for one of two processes' senders
-    /// at full load, within ``longestWait``. With 64 (one a sender) most of such a batch stayed
+    /// How many wait a channel by default. Under load about half of each decided batch (up to
+    /// 500) is claimed, and they wait about a third of a second for one of two processes'
+    /// senders at full load against the benchmark's sink, within ``longestWait``. With 64 (one a sender) most of such a batch stayed
     /// unclaimed, and cost a claim of its own from the store: on PostgreSQL a fifth more CPU an
     /// alarm, and late alarms once the cores were full (BENCHMARKS.md).
     static let defaultCapacity = 4 * AlertSender.sendersAtOnce
