@@ -105,6 +105,7 @@ struct DecidedClaimTests {
             #expect(try await sender.nextDueTime() == .distantPast, "what waits goes out at once")
             try await sender.runDue(now: Self.due)
             #expect(handoff.isEmpty && handoff.room == 2)
+            #expect(handoff.recentEnds == 2, "its sends' ends told (at most its capacity counted)")
             try await eventually("three alarms sent") { try sink.messageCount() == 3 }
             for user in ["ana", "ben", "cyd"] {
                 let alarm = try #require(try await Self.alarm(of: user, in: store))
@@ -128,6 +129,23 @@ struct DecidedClaimTests {
             #expect(returned.state == .pending && returned.claimedAt == nil && returned.attempts == 0)
             #expect(handoff.put(waiting).map(\.alert.id) == waiting.map(\.alert.id), "refused once closed")
         }
+    }
+
+    @Test(
+        "a handoff's room follows the sends that ended in the last half of its longest wait, from its least up to its capacity"
+    )
+    func roomFollowsThePace() {
+        let handoff = ClaimHandoff(capacity: 8, atLeast: 3, longestWait: .seconds(3600))
+        #expect(handoff.room == 3, "no send ended yet: its least")
+        for _ in 0..<5 { handoff.sendEnded() }
+        #expect(handoff.room == 5)
+        for _ in 0..<10 { handoff.sendEnded() }
+        #expect(handoff.room == 8 && handoff.recentEnds == 8, "at most its capacity")
+        // Every end is past half of a negative longest wait at once: forgotten.
+        let stale = ClaimHandoff(capacity: 8, atLeast: 3, longestWait: .seconds(-1))
+        for _ in 0..<5 { stale.sendEnded() }
+        #expect(stale.recentEnds == 0 && stale.room == 3, "only recent ends count")
+        #expect(ClaimHandoff(capacity: 2, atLeast: 64).room == 2, "its least is within its capacity")
     }
 
     @Test("what waited longer than a handoff's longest wait is taken out, to go back to the store")

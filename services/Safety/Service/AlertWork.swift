@@ -186,6 +186,7 @@ struct AlertSender: DueWork {
                 switch await group.next() {
                 case .some(.some(let sent)):
                     underWay.removeValue(forKey: sent)
+                    self.handoff.sendEnded()
                 case .some(.none), .none:
                     ticking = false
                     mayFindMore = true
