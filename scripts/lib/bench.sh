@@ -157,3 +157,22 @@ make_photo() {
   vips jpegsave "$w/rgb8.v" "$w/photo.jpg" --Q 85
   rm -f "$w"/*.v
 }
+
+# whole_numbers NAME VALUE [NAME VALUE ...]: stops the script unless each VALUE is a whole number.
+whole_numbers() {
+  while [ $# -ge 2 ]; do
+    [[ $2 =~ ^[0-9]+$ ]] || { echo "$1 must be a whole number (got $2)" >&2; exit 2; }
+    shift 2
+  done
+}
+
+# lead_covered STARTED LEAD WHAT: stops the script when WHAT (begun at STARTED, epoch seconds)
+# used up the LEAD seconds before the first deadline (5 s kept): those deadlines would be late
+# before any process starts.
+lead_covered() {
+  local took=$(( $(date +%s) - $1 ))
+  if [ $((took + 5)) -gt "$2" ]; then
+    echo "LEAD $2 s did not cover $3 ($took s): give a longer one" >&2
+    exit 1
+  fi
+}
